@@ -1,0 +1,1 @@
+"""evaltrace: trace capture and evaluation for LLM applications."""

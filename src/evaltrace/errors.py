@@ -1,0 +1,52 @@
+"""Exception classes raised by evaltrace.
+
+Every error evaltrace raises derives from :class:`EvaltraceError`, so callers can catch the
+library's failures without catching unrelated ones.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "DuplicateWrapNameError",
+    "EvaltraceError",
+    "MissingEvalInputError",
+    "NoTraceError",
+    "TraceFormatError",
+]
+
+
+class EvaltraceError(Exception):
+    """Base class of every error raised by evaltrace."""
+
+
+class ConfigurationError(EvaltraceError, ValueError):
+    """A configuration value (argument or environment variable) is invalid."""
+
+
+class MissingEvalInputError(EvaltraceError, LookupError):
+    """A ``wrap(..., purpose="input")`` name has no value in the active evaluation inputs."""
+
+    def __init__(self, name: str, available: list[str], entry: str | None = None) -> None:
+        self.name = name
+        self.available = available
+        self.entry = entry
+        where = f" for entry {entry!r}" if entry else ""
+        names = ", ".join(repr(n) for n in available) or "none"
+        super().__init__(
+            f"wrap(purpose='input', name={name!r}) has no value in the evaluation inputs{where}. "
+            f"Available names: {names}. Add an eval_input item named {name!r} to the entry, "
+            "or rename the wrap call to one of the available names."
+        )
+
+
+class DuplicateWrapNameError(EvaltraceError, ValueError):
+    """A run recorded two values under one name without ``many=True``."""
+
+
+class NoTraceError(EvaltraceError, LookupError):
+    """A selector found no span it could use in the captured trace."""
+
+
+class TraceFormatError(EvaltraceError, ValueError):
+    """A stored trace file could not be read."""

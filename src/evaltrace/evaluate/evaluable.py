@@ -1,0 +1,142 @@
+"""The data an evaluator scores: named inputs, named outputs, the expectation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Final
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_serializer
+from pydantic_core import core_schema
+
+__all__ = [
+    "UNSET",
+    "Evaluable",
+    "NamedData",
+    "TestCase",
+    "Unset",
+    "collapse_named_data",
+    "get_named",
+]
+
+
+class Unset:
+    """Type of :data:`UNSET`: "no value was given", as distinct from ``None``."""
+
+    _instance: ClassVar[Unset | None] = None
+
+    def __new__(cls) -> Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "UNSET"
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.is_instance_schema(
+            cls, serialization=core_schema.plain_serializer_function_ser_schema(lambda _: None)
+        )
+
+
+UNSET: Final = Unset()
+"""Marks an absent expectation. ``None`` is a real expectation ("expect nothing")."""
+
+
+class NamedData(BaseModel):
+    """One named value: an input the run received or a value it recorded."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(min_length=1)
+    """The name given to ``wrap(..., name=...)`` or to the dataset entry's input."""
+    value: JsonValue
+    """The value, as JSON-compatible data."""
+
+
+def get_named(items: Sequence[NamedData] | None, name: str, default: Any = None) -> Any:
+    """Return the value of the item called ``name``, or ``default`` when there is none.
+
+    Example:
+        >>> get_named([NamedData(name="answer", value=42)], "answer")
+        42
+    """
+    for item in items or ():
+        if item.name == name:
+            return item.value
+    return default
+
+
+def collapse_named_data(items: Sequence[NamedData] | None) -> JsonValue:
+    """Collapse named data into the shape a judge prompt wants.
+
+    No item gives ``None``, one item gives its value, several give ``{name: value}``.
+
+    Example:
+        >>> collapse_named_data([NamedData(name="q", value="hi")])
+        'hi'
+    """
+    if not items:
+        return None
+    if len(items) == 1:
+        return items[0].value
+    return {item.name: item.value for item in items}
+
+
+class TestCase(BaseModel):
+    """What a run is given and what it is expected to produce."""
+
+    __test__ = False  # not a pytest test class
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    eval_input: list[NamedData] = Field(default_factory=list)
+    """The named inputs of the run."""
+    expectation: JsonValue | Unset = UNSET
+    """The reference output; :data:`UNSET` when there is none, ``None`` to expect nothing."""
+    eval_metadata: dict[str, JsonValue] | None = None
+    """Extra data for evaluators (expected tool names, thresholds, context, ...)."""
+    description: str | None = None
+    """A human-readable label for the case."""
+
+    @property
+    def expected_output(self) -> JsonValue | Unset:
+        """Read alias of :attr:`expectation`."""
+        return self.expectation
+
+    @property
+    def has_expectation(self) -> bool:
+        """Whether an expectation (possibly ``None``) was given."""
+        return not isinstance(self.expectation, Unset)
+
+    def input_value(self, name: str | None = None, default: Any = None) -> Any:
+        """Return the named input, or all inputs collapsed when ``name`` is ``None``."""
+        if name is None:
+            return collapse_named_data(self.eval_input)
+        return get_named(self.eval_input, name, default)
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if isinstance(self.expectation, Unset):
+            data.pop("expectation", None)
+        return data
+
+
+class Evaluable(TestCase):
+    """A test case together with what the run produced, ready to be scored."""
+
+    eval_output: list[NamedData] | None = None
+    """The values the run recorded (``wrap`` outputs and states, or the return value);
+    ``None`` when the run has not happened yet."""
+
+    def output_value(self, name: str | None = None, default: Any = None) -> Any:
+        """Return the named output, or all outputs collapsed when ``name`` is ``None``."""
+        if name is None:
+            return collapse_named_data(self.eval_output)
+        return get_named(self.eval_output, name, default)

@@ -1,0 +1,119 @@
+"""The result of one evaluator applied to one evaluable."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+
+__all__ = ["Evaluation", "EvaluationError", "EvaluationStatus"]
+
+EvaluationStatus = Literal["scored", "skipped", "errored"]
+
+
+class EvaluationError(BaseModel):
+    """Why an evaluation has no score: the evaluator (or the run) failed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    """The exception type name, e.g. ``"TimeoutError"``."""
+    message: str
+    """The exception message, or a description of the invalid result."""
+    where: str | None = None
+    """What failed: ``"evaluator"``, ``"runnable"``, ``"judge"``, ...; ``None`` when unknown."""
+
+    @classmethod
+    def from_exception(cls, exc: BaseException, where: str | None = None) -> EvaluationError:
+        """Describe ``exc``."""
+        return cls(type=type(exc).__name__, message=str(exc) or repr(exc), where=where)
+
+
+class Evaluation(BaseModel):
+    """The result of one evaluator on one evaluable.
+
+    A scored evaluation has a finite ``score`` in ``[0, 1]``. An errored one (``error`` set) and
+    a skipped one (``skipped=True``, the evaluator declined to score) have ``score=None``: they
+    never count as passing and are never averaged as a 0.
+
+    Example:
+        >>> Evaluation(score=0.8, reasoning="mostly right").status
+        'scored'
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    score: float | None
+    """The score in ``[0, 1]``; ``None`` exactly when the evaluation errored or was skipped."""
+    reasoning: str = ""
+    """Why this score (or why it errored or was skipped)."""
+    details: SerializeAsAny[BaseModel] | dict[str, Any] = Field(default_factory=dict)
+    """Evaluator-specific data (JSON-serialisable dict, or a pydantic model)."""
+    error: EvaluationError | None = None
+    """Set when the evaluator failed, raised, timed out or returned something invalid."""
+    skipped: bool = False
+    """Set when the evaluator declined to score this evaluable (neither a pass nor a failure)."""
+    evaluator: str | None = None
+    """The display name of the evaluator that produced this result."""
+
+    @model_validator(mode="after")
+    def _check_score(self) -> Self:
+        if self.error is not None or self.skipped:
+            if self.score is not None:
+                raise ValueError("an errored or skipped Evaluation must have score=None")
+            if self.error is not None and self.skipped:
+                raise ValueError("an Evaluation cannot be both errored and skipped")
+            return self
+        if self.score is None:
+            raise ValueError("score is required unless the evaluation errored or was skipped")
+        if isinstance(self.score, bool) or not math.isfinite(self.score):
+            raise ValueError(f"score must be a finite number in [0, 1], got {self.score!r}")
+        if not 0.0 <= self.score <= 1.0:
+            raise ValueError(f"score must be in [0, 1], got {self.score!r}")
+        return self
+
+    @property
+    def status(self) -> EvaluationStatus:
+        """``"scored"``, ``"skipped"`` or ``"errored"``."""
+        if self.error is not None:
+            return "errored"
+        return "skipped" if self.skipped else "scored"
+
+    def passed(self, threshold: float = 0.5) -> bool:
+        """Whether this is a scored evaluation with ``score >= threshold``."""
+        return self.error is None and self.score is not None and self.score >= threshold
+
+    @classmethod
+    def errored(
+        cls,
+        error: BaseException | EvaluationError,
+        *,
+        where: str | None = None,
+        evaluator: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> Evaluation:
+        """Build an errored evaluation from an exception or an :class:`EvaluationError`."""
+        err = (
+            error
+            if isinstance(error, EvaluationError)
+            else EvaluationError.from_exception(error, where=where)
+        )
+        return cls(
+            score=None,
+            reasoning=f"{err.type}: {err.message}",
+            error=err,
+            evaluator=evaluator,
+            details=details or {},
+        )
+
+    @classmethod
+    def skip(cls, reasoning: str, *, evaluator: str | None = None) -> Evaluation:
+        """Build a skipped evaluation."""
+        return cls(score=None, reasoning=reasoning, skipped=True, evaluator=evaluator)
+
+    def with_evaluator(self, name: str) -> Evaluation:
+        """Return a copy naming ``name`` as the evaluator (kept if already set)."""
+        if self.evaluator is not None:
+            return self
+        return self.model_copy(update={"evaluator": name})

@@ -1,0 +1,1 @@
+"""evaltrace.trace."""
