@@ -1,1 +1,129 @@
-"""evaltrace: trace capture and evaluation for LLM applications."""
+"""evaltrace: trace capture and evaluation for LLM applications.
+
+Decorate the app with :func:`wrap`, mark the values that matter with
+``wrap(value, purpose=..., name=...)``, capture runs with :func:`capture_traces`, and score
+them with evaluators (:func:`evaluate`, :func:`run_and_evaluate`, :func:`assert_pass`).
+
+Only the capture API is imported eagerly; everything else loads on first use, so
+``import evaltrace`` stays cheap in production code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from evaltrace.capture import (
+    ContextThreadPoolExecutor,
+    InstrumentationHandler,
+    MemoryTraceHandler,
+    WrapRecord,
+    add_handler,
+    capture_traces,
+    eval_inputs,
+    flush,
+    init,
+    propagate,
+    remove_handler,
+    shutdown,
+    wrap,
+)
+from evaltrace.errors import EvaltraceError
+
+__version__ = "0.1.0"
+
+# Public names that load lazily, by the module that defines them.
+_LAZY: dict[str, str] = {
+    # trace tree
+    "ObservationNode": "evaltrace.trace",
+    "ObserveSpan": "evaltrace.trace",
+    "LLMSpan": "evaltrace.trace",
+    "load_traces": "evaltrace.trace",
+    "save_traces": "evaltrace.trace",
+    "root": "evaltrace.trace",
+    "last_llm_call": "evaltrace.trace",
+    "first_llm_call": "evaltrace.trace",
+    "by_name": "evaltrace.trace",
+    "by_kind": "evaltrace.trace",
+    # evaluation
+    "NamedData": "evaltrace.evaluate",
+    "TestCase": "evaltrace.evaluate",
+    "Evaluable": "evaltrace.evaluate",
+    "Evaluation": "evaltrace.evaluate",
+    "EvaluationError": "evaltrace.evaluate",
+    "Evaluator": "evaltrace.evaluate",
+    "evaluate": "evaltrace.evaluate",
+    "UNSET": "evaltrace.evaluate",
+}
+
+if TYPE_CHECKING:
+    from evaltrace.evaluate import (
+        UNSET,
+        Evaluable,
+        Evaluation,
+        EvaluationError,
+        Evaluator,
+        NamedData,
+        TestCase,
+        evaluate,
+    )
+    from evaltrace.trace import (
+        LLMSpan,
+        ObservationNode,
+        ObserveSpan,
+        by_kind,
+        by_name,
+        first_llm_call,
+        last_llm_call,
+        load_traces,
+        root,
+        save_traces,
+    )
+
+__all__ = [
+    "UNSET",
+    "ContextThreadPoolExecutor",
+    "Evaluable",
+    "Evaluation",
+    "EvaluationError",
+    "Evaluator",
+    "EvaltraceError",
+    "InstrumentationHandler",
+    "LLMSpan",
+    "MemoryTraceHandler",
+    "NamedData",
+    "ObservationNode",
+    "ObserveSpan",
+    "TestCase",
+    "WrapRecord",
+    "add_handler",
+    "by_kind",
+    "by_name",
+    "capture_traces",
+    "eval_inputs",
+    "evaluate",
+    "first_llm_call",
+    "flush",
+    "init",
+    "last_llm_call",
+    "load_traces",
+    "propagate",
+    "remove_handler",
+    "root",
+    "save_traces",
+    "shutdown",
+    "wrap",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evaltrace' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

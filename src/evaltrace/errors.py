@@ -10,6 +10,8 @@ __all__ = [
     "ConfigurationError",
     "DuplicateWrapNameError",
     "EvaltraceError",
+    "EvaluatorTimeoutError",
+    "InvalidEvaluatorResultError",
     "MissingEvalInputError",
     "NoTraceError",
     "TraceFormatError",
@@ -50,3 +52,11 @@ class NoTraceError(EvaltraceError, LookupError):
 
 class TraceFormatError(EvaltraceError, ValueError):
     """A stored trace file could not be read."""
+
+
+class InvalidEvaluatorResultError(EvaltraceError, TypeError):
+    """An evaluator returned something that is not a valid score or :class:`Evaluation`."""
+
+
+class EvaluatorTimeoutError(EvaltraceError, TimeoutError):
+    """An evaluator (or a runnable) did not finish within its timeout."""

@@ -1,0 +1,283 @@
+"""Configuration in one place: :func:`init`, :func:`flush`, :func:`shutdown`.
+
+Environment variables are read once, when this module is imported:
+
+``EVALTRACE_DISABLED``
+    ``1``/``true`` turns instrumentation off: ``@wrap`` returns the function unchanged and
+    ``wrap(value, ...)`` returns the value unchanged.
+``EVALTRACE_CAPTURE_CONTENT``
+    ``0``/``false`` keeps input, output and ``wrap`` values off the exported spans (in-memory
+    captures for evaluation still receive the values).
+``EVALTRACE_MAX_VALUE_BYTES``
+    Size limit of one value on a span, in bytes of JSON (default 1,000,000); larger values
+    are replaced by a truncation marker with a preview.
+``EVALTRACE_REDACT_KEYS``
+    Comma-separated extra key names whose values are redacted (added to the defaults).
+``EVALTRACE_SERVICE_NAME`` (or ``OTEL_SERVICE_NAME``)
+    The ``service.name`` of the tracer provider evaltrace creates when the app has none.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace import TracerProvider as SDKTracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from evaltrace.capture.serialize import DEFAULT_REDACT_KEYS, Codec
+from evaltrace.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from evaltrace.capture.processor import ScopeSpanProcessor
+
+__all__ = ["Runtime", "Settings", "flush", "init", "runtime", "settings_from_env", "shutdown"]
+
+logger = logging.getLogger("evaltrace")
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+@dataclass(kw_only=True, frozen=True)
+class Settings:
+    """The configuration in effect."""
+
+    service_name: str = "evaltrace-app"
+    """``service.name`` of a tracer provider that evaltrace creates."""
+    disabled: bool = False
+    """Whether instrumentation is off."""
+    capture_content: bool = True
+    """Whether values go on spans (in-memory captures always get them)."""
+    max_value_bytes: int = 1_000_000
+    """Size limit of one value on a span, in bytes of JSON."""
+    redact_keys: frozenset[str] = field(default_factory=lambda: DEFAULT_REDACT_KEYS)
+    """Key names whose values are redacted."""
+    max_generator_items: int = 1000
+    """How many yielded items of a decorated generator are kept as its output."""
+
+    def codec(self) -> Codec:
+        """The value codec for these settings."""
+        return Codec(max_bytes=self.max_value_bytes, redact_keys=self.redact_keys)
+
+
+def _env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigurationError(f"{name}={raw!r} is not a boolean; use 1/0, true/false or yes/no")
+
+
+def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
+    """Read the ``EVALTRACE_*`` environment variables into :class:`Settings`."""
+    env = os.environ if env is None else env
+    max_bytes_raw = env.get("EVALTRACE_MAX_VALUE_BYTES")
+    max_bytes = Settings.max_value_bytes
+    if max_bytes_raw is not None:
+        try:
+            max_bytes = int(max_bytes_raw)
+        except ValueError:
+            raise ConfigurationError(
+                f"EVALTRACE_MAX_VALUE_BYTES={max_bytes_raw!r} is not a whole number of bytes"
+            ) from None
+        _check_max_bytes(max_bytes, "EVALTRACE_MAX_VALUE_BYTES")
+    extra_keys = {k.strip().lower() for k in env.get("EVALTRACE_REDACT_KEYS", "").split(",")}
+    return Settings(
+        service_name=env.get("EVALTRACE_SERVICE_NAME")
+        or env.get("OTEL_SERVICE_NAME")
+        or Settings.service_name,
+        disabled=_env_bool(env, "EVALTRACE_DISABLED", False),
+        capture_content=_env_bool(env, "EVALTRACE_CAPTURE_CONTENT", True),
+        max_value_bytes=max_bytes,
+        redact_keys=DEFAULT_REDACT_KEYS | {k for k in extra_keys if k},
+    )
+
+
+def _check_max_bytes(value: int, source: str) -> None:
+    if value < 256:
+        raise ConfigurationError(f"{source}={value} is too small; it must be at least 256 bytes")
+
+
+_ENV_ERROR: ConfigurationError | None = None
+try:
+    _ENV_SETTINGS = settings_from_env()
+except ConfigurationError as exc:  # reported by init(), where the app can see it
+    _ENV_ERROR = exc
+    _ENV_SETTINGS = Settings()
+
+
+class Runtime:
+    """What :func:`init` set up: the settings, the tracer, our span processor, exporters."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        provider: SDKTracerProvider,
+        processor: ScopeSpanProcessor,
+        owns_provider: bool,
+    ) -> None:
+        self.settings = settings
+        self.codec = settings.codec()
+        self.provider = provider
+        self.tracer = provider.get_tracer("evaltrace")
+        self.processor = processor
+        self.owns_provider = owns_provider
+        self.export_processors: list[SpanProcessor] = []
+        self.spans_leave_process = not owns_provider
+        """Whether spans may be seen outside captures (the app's provider, exporters,
+        handlers); when not, ``wrap`` skips span events outside captures."""
+
+
+_LOCK = threading.RLock()
+_RUNTIME: Runtime | None = None
+
+
+def runtime() -> Runtime:
+    """The current runtime, initialising with defaults on first use."""
+    return _RUNTIME or init()
+
+
+def current_runtime() -> Runtime | None:
+    """The current runtime, or ``None`` before :func:`init` (no side effect)."""
+    return _RUNTIME
+
+
+def settings() -> Settings:
+    """The settings in effect (from the environment until :func:`init` is called)."""
+    return _RUNTIME.settings if _RUNTIME is not None else _ENV_SETTINGS
+
+
+def init(
+    service_name: str | None = None,
+    *,
+    capture_content: bool | None = None,
+    max_value_bytes: int | None = None,
+    redact_keys: Iterable[str] | None = None,
+    exporters: Sequence[SpanExporter] = (),
+    tracer_provider: otel_trace.TracerProvider | None = None,
+    disabled: bool | None = None,
+) -> Runtime:
+    """Configure evaltrace. Optional: the API initialises itself with defaults on first use.
+
+    If the app already set an SDK ``TracerProvider``, evaltrace adds its span processor to it;
+    only when there is none does it create one (and set it as the global provider). It never
+    replaces the app's provider.
+
+    Args:
+        service_name: ``service.name`` of the provider evaltrace creates (if it creates one).
+        capture_content: Whether values go on spans; ``False`` keeps them off exported spans.
+        max_value_bytes: Size limit of one value on a span (JSON bytes, at least 256).
+        redact_keys: Key names whose values are redacted, added to the defaults.
+        exporters: Span exporters (OTLP, JSONL, ...) fed through a batch span processor.
+        tracer_provider: An SDK provider to use instead of the global one.
+        disabled: Turn instrumentation off.
+
+    Returns:
+        The runtime in effect. Calling ``init`` again replaces the settings and adds the
+        given exporters; the span processor is registered once.
+
+    Raises:
+        ConfigurationError: An argument or ``EVALTRACE_*`` variable is invalid.
+    """
+    global _RUNTIME
+    if _ENV_ERROR is not None:
+        raise _ENV_ERROR
+    if max_value_bytes is not None:
+        _check_max_bytes(max_value_bytes, "max_value_bytes")
+    if isinstance(redact_keys, str):
+        raise ConfigurationError("redact_keys takes an iterable of key names, not one string")
+    with _LOCK:
+        base = _RUNTIME.settings if _RUNTIME is not None else _ENV_SETTINGS
+        updates: dict[str, object] = {}
+        if service_name is not None:
+            updates["service_name"] = service_name
+        if capture_content is not None:
+            updates["capture_content"] = capture_content
+        if max_value_bytes is not None:
+            updates["max_value_bytes"] = max_value_bytes
+        if redact_keys is not None:
+            updates["redact_keys"] = base.redact_keys | {k.lower() for k in redact_keys}
+        if disabled is not None:
+            updates["disabled"] = disabled
+        new_settings = replace(base, **updates)  # type: ignore[arg-type]
+        if _RUNTIME is None or tracer_provider is not None:
+            _RUNTIME = _build_runtime(new_settings, tracer_provider)
+        else:
+            _RUNTIME.settings = new_settings
+            _RUNTIME.codec = new_settings.codec()
+        for exporter in exporters:
+            processor = BatchSpanProcessor(exporter)
+            _RUNTIME.provider.add_span_processor(processor)
+            _RUNTIME.export_processors.append(processor)
+            _RUNTIME.spans_leave_process = True
+        return _RUNTIME
+
+
+def _build_runtime(settings: Settings, explicit: otel_trace.TracerProvider | None) -> Runtime:
+    from evaltrace.capture.processor import ScopeSpanProcessor
+
+    candidate = explicit if explicit is not None else otel_trace.get_tracer_provider()
+    owns = False
+    if isinstance(candidate, SDKTracerProvider):
+        provider = candidate
+    else:
+        provider = SDKTracerProvider(
+            resource=Resource.create({"service.name": settings.service_name})
+        )
+        owns = True
+        if explicit is None and isinstance(candidate, otel_trace.ProxyTracerProvider):
+            otel_trace.set_tracer_provider(provider)
+        else:
+            logger.info(
+                "evaltrace: the tracer provider %s is not an OpenTelemetry SDK provider; "
+                "evaltrace's spans use a private provider",
+                type(candidate).__name__,
+            )
+    processor = ScopeSpanProcessor()
+    provider.add_span_processor(processor)
+    return Runtime(settings, provider, processor, owns_provider=owns)
+
+
+def flush(timeout_millis: int = 30_000) -> bool:
+    """Deliver every finished span to the exporters and asynchronous handlers.
+
+    Returns:
+        Whether everything was delivered within the timeout.
+    """
+    rt = _RUNTIME
+    if rt is None:
+        return True
+    done = rt.processor.force_flush(timeout_millis)
+    for processor in rt.export_processors:
+        done = processor.force_flush(timeout_millis) and done
+    return done
+
+
+def shutdown() -> None:
+    """Flush, then stop the exporters and handlers evaltrace added.
+
+    The app's own provider is left running. A later call to the API initialises again.
+    """
+    global _RUNTIME
+    with _LOCK:
+        rt = _RUNTIME
+        if rt is None:
+            return
+        flush()
+        rt.processor.shutdown()
+        for processor in rt.export_processors:
+            processor.shutdown()
+        rt.processor.detached = True
+        _RUNTIME = None

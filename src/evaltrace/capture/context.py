@@ -1,0 +1,171 @@
+"""The run scope: which capture (and which evaluation inputs) the current code belongs to.
+
+A run scope is carried in a context variable, so it follows ``await``, tasks, and worker
+threads started with the context copied (``asyncio.to_thread``, ``anyio.to_thread``,
+:func:`propagate`, :class:`ContextThreadPoolExecutor`), and never leaks into unrelated runs.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from evaltrace.errors import MissingEvalInputError
+
+if TYPE_CHECKING:
+    from evaltrace.capture.handlers import MemoryTraceHandler
+
+__all__ = [
+    "ContextThreadPoolExecutor",
+    "RunScope",
+    "current_scope",
+    "eval_inputs",
+    "propagate",
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class RunScope:
+    """One ``capture_traces()`` block: where its spans and ``wrap`` values go.
+
+    Scopes nest: a span started in an inner scope is delivered to the inner handler and to
+    every enclosing one, so an outer capture sees the runs started inside it.
+    """
+
+    __slots__ = ("_inputs", "entry", "handler", "parent", "trace_ids")
+
+    def __init__(
+        self,
+        handler: MemoryTraceHandler | None,
+        parent: RunScope | None,
+        inputs: Mapping[str, Any] | None = None,
+        entry: str | None = None,
+    ) -> None:
+        self.handler = handler
+        """The handler receiving this scope's spans; ``None`` for an inputs-only scope."""
+        self.parent = parent
+        """The enclosing scope, if any."""
+        self._inputs = dict(inputs) if inputs is not None else None
+        self.entry = entry
+        """A label of the dataset entry being run, used in error messages."""
+        self.trace_ids: list[int] = []
+        """Traces whose root span started in this scope."""
+
+    def handlers(self) -> Iterator[MemoryTraceHandler]:
+        """This scope's handler and those of the enclosing scopes, innermost first."""
+        scope: RunScope | None = self
+        while scope is not None:
+            if scope.handler is not None:
+                yield scope.handler
+            scope = scope.parent
+
+    def injected_inputs(self) -> dict[str, Any] | None:
+        """The evaluation inputs that ``wrap(..., purpose="input")`` returns, if any."""
+        scope: RunScope | None = self
+        while scope is not None:
+            if scope._inputs is not None:
+                return scope._inputs
+            scope = scope.parent
+        return None
+
+    def input_value(self, name: str) -> Any:
+        """The injected value called ``name``; :class:`MissingEvalInputError` if absent."""
+        inputs = self.injected_inputs() or {}
+        try:
+            return inputs[name]
+        except KeyError:
+            raise MissingEvalInputError(name, sorted(inputs), self._entry_label()) from None
+
+    def _entry_label(self) -> str | None:
+        scope: RunScope | None = self
+        while scope is not None:
+            if scope.entry is not None:
+                return scope.entry
+            scope = scope.parent
+        return None
+
+
+_CURRENT: contextvars.ContextVar[RunScope | None] = contextvars.ContextVar(
+    "evaltrace_run_scope", default=None
+)
+
+
+def current_scope() -> RunScope | None:
+    """The run scope of the calling code, or ``None`` outside any capture."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def enter_scope(scope: RunScope) -> Iterator[RunScope]:
+    """Make ``scope`` current for the duration of the block."""
+    token = _CURRENT.set(scope)
+    try:
+        yield scope
+    finally:
+        _CURRENT.reset(token)
+
+
+@contextmanager
+def eval_inputs(values: Mapping[str, Any], *, entry: str | None = None) -> Iterator[None]:
+    """Serve ``wrap(..., purpose="input", name=n)`` from ``values`` inside the block.
+
+    Inside the block, ``wrap(value, purpose="input", name=n)`` returns ``values[n]`` instead of
+    ``value``, and ``wrap(fetch, purpose="input", name=n)`` returns a callable that returns
+    ``values[n]`` without ever calling ``fetch``. A name not in ``values`` raises
+    :class:`~evaltrace.errors.MissingEvalInputError` naming it and the names available.
+
+    Args:
+        values: The inputs by name.
+        entry: A label of the entry being run, quoted in errors.
+
+    Example:
+        >>> from evaltrace import wrap
+        >>> with eval_inputs({"question": "What is 2+2?"}):
+        ...     wrap("live question", purpose="input", name="question")
+        'What is 2+2?'
+    """
+    if not isinstance(values, Mapping):
+        raise TypeError(f"eval_inputs() takes a mapping of name to value, got {type(values)!r}")
+    parent = _CURRENT.get()
+    with enter_scope(RunScope(None, parent, inputs=values, entry=entry)):
+        yield
+
+
+def propagate(fn: Callable[P, R]) -> Callable[P, R]:
+    """Bind ``fn`` to the caller's context, for running it in another thread.
+
+    Spans started by ``fn`` then belong to the caller's capture, wherever ``fn`` runs.
+    Each call runs in its own copy of the captured context, so the result may be called
+    from several threads at once.
+
+    Example:
+        >>> import threading
+        >>> def work() -> None: ...
+        >>> threading.Thread(target=propagate(work)).start()
+    """
+    context = contextvars.copy_context()
+
+    @functools.wraps(fn)
+    def run_in_context(*args: P.args, **kwargs: P.kwargs) -> R:
+        return context.copy().run(fn, *args, **kwargs)
+
+    return run_in_context
+
+
+class ContextThreadPoolExecutor(ThreadPoolExecutor):
+    """A thread pool whose tasks run in a copy of the submitter's context.
+
+    Use it in place of :class:`~concurrent.futures.ThreadPoolExecutor` so that spans started
+    by the tasks belong to the capture that submitted them.
+    """
+
+    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
+        """Schedule ``fn(*args, **kwargs)`` in a copy of the current context."""
+        context = contextvars.copy_context()
+        return super().submit(context.run, fn, *args, **kwargs)

@@ -1,0 +1,362 @@
+"""Where finished spans go: per-run in-memory captures and global handlers."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+import threading
+from collections.abc import Awaitable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from evaltrace.capture.context import _CURRENT, RunScope
+from evaltrace.capture.values import WrapRecord
+
+if TYPE_CHECKING:
+    from contextvars import Token
+
+    from evaltrace.trace import LLMSpan, ObservationNode, ObserveSpan, SpanRecord
+
+__all__ = [
+    "InstrumentationHandler",
+    "MemoryTraceHandler",
+    "add_handler",
+    "capture_traces",
+    "remove_handler",
+]
+
+logger = logging.getLogger("evaltrace")
+
+
+class InstrumentationHandler:
+    """A listener for every finished span and every ``wrap`` value, across all runs.
+
+    Override :meth:`on_span` (sync or ``async def``) and optionally :meth:`on_value`, then
+    register the handler with :func:`add_handler`. Async handlers run on a background event
+    loop; :func:`evaltrace.flush` waits for them. A handler that raises is logged once and
+    keeps receiving spans; it never affects the app or the other handlers.
+
+    Example:
+        >>> class PrintNames(InstrumentationHandler):
+        ...     def on_span(self, span: ObserveSpan | LLMSpan) -> None:
+        ...         print(span.name)
+    """
+
+    def on_span(self, span: ObserveSpan | LLMSpan) -> Awaitable[None] | None:
+        """Receive one finished span."""
+        return None
+
+    def on_value(self, record: WrapRecord) -> None:
+        """Receive one value recorded by ``wrap(value, purpose=..., name=...)``."""
+        return None
+
+
+class MemoryTraceHandler(InstrumentationHandler):
+    """Keeps the spans and ``wrap`` values of one capture in memory.
+
+    :func:`capture_traces` yields one that receives only the runs started inside its block.
+    The views (:attr:`spans`, :attr:`trace`) are built when first asked for, so capturing stays
+    cheap.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._raw: list[ReadableSpan | SpanRecord] = []
+        self._values: list[WrapRecord] = []
+        self._views: list[ObserveSpan | LLMSpan] | None = None
+        self._tree: list[ObservationNode] | None = None
+
+    def _collect_span(self, span: ReadableSpan | SpanRecord) -> None:
+        with self._lock:
+            self._raw.append(span)
+            self._views = None
+            self._tree = None
+
+    def on_span(self, span: ObserveSpan | LLMSpan) -> None:
+        """Keep ``span`` (when this handler is registered with :func:`add_handler`)."""
+        self._collect_span(span.record)
+
+    def on_value(self, record: WrapRecord) -> None:
+        """Keep ``record``."""
+        with self._lock:
+            self._values.append(record)
+            self._tree = None
+
+    @property
+    def raw_spans(self) -> list[ReadableSpan | SpanRecord]:
+        """The finished spans as delivered, in the order they ended."""
+        with self._lock:
+            return list(self._raw)
+
+    @property
+    def spans(self) -> list[ObserveSpan | LLMSpan]:
+        """The finished spans as views, in the order they ended."""
+        from evaltrace.trace import SpanRecord, span_view
+
+        with self._lock:
+            if self._views is None:
+                by_span: dict[int, list[WrapRecord]] = {}
+                for value in self._values:
+                    if value.span_id is not None:
+                        by_span.setdefault(value.span_id, []).append(value)
+                records = [
+                    raw if isinstance(raw, SpanRecord) else SpanRecord.from_readable(raw)
+                    for raw in self._raw
+                ]
+                self._views = [span_view(r, tuple(by_span.get(r.span_id, ()))) for r in records]
+            return list(self._views)
+
+    @property
+    def named_values(self) -> list[WrapRecord]:
+        """The ``wrap(value, purpose=..., name=...)`` records, in the order they were made."""
+        with self._lock:
+            return list(self._values)
+
+    @property
+    def trace(self) -> list[ObservationNode]:
+        """The captured spans as a tree: root nodes, children ordered by start time."""
+        from evaltrace.trace import build_trace
+
+        with self._lock:
+            if self._tree is None:
+                self._tree = build_trace(self._raw, self._values)
+            return self._tree
+
+    @property
+    def trace_ids(self) -> list[int]:
+        """The distinct trace ids captured, in the order their first span ended."""
+        seen: dict[int, None] = {}
+        with self._lock:
+            for raw in self._raw:
+                seen.setdefault(_trace_id(raw), None)
+        return list(seen)
+
+    def get_trace(self, trace_id: int | str) -> list[ObservationNode]:
+        """The tree of one trace (id as an int or as 32 hex digits)."""
+        from evaltrace.trace import build_trace
+
+        wanted = int(trace_id, 16) if isinstance(trace_id, str) else trace_id
+        with self._lock:
+            raws = [raw for raw in self._raw if _trace_id(raw) == wanted]
+            values = [v for v in self._values if v.trace_id == wanted]
+        return build_trace(raws, values)
+
+    def clear(self) -> None:
+        """Forget everything captured so far."""
+        with self._lock:
+            self._raw.clear()
+            self._values.clear()
+            self._views = None
+            self._tree = None
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+def _trace_id(raw: ReadableSpan | SpanRecord) -> int:
+    if isinstance(raw, ReadableSpan):
+        context = raw.get_span_context()
+        return context.trace_id if context is not None else 0
+    return raw.trace_id
+
+
+class _CaptureBlock:
+    """The context manager returned by :func:`capture_traces`."""
+
+    def __init__(self) -> None:
+        self.handler = MemoryTraceHandler()
+        self._scope: RunScope | None = None
+        self._token: Token[RunScope | None] | None = None
+
+    def __enter__(self) -> MemoryTraceHandler:
+        from evaltrace.capture.config import runtime
+
+        if self._token is not None:
+            raise RuntimeError("this capture_traces() block is already open")
+        runtime()
+        self._scope = RunScope(self.handler, _CURRENT.get())
+        self._token = _CURRENT.set(self._scope)
+        return self.handler
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        from evaltrace.capture.config import current_runtime
+
+        if self._token is not None:
+            _CURRENT.reset(self._token)
+            self._token = None
+        rt = current_runtime()
+        if rt is not None and self._scope is not None:
+            rt.processor.release_scope(self._scope)
+
+    async def __aenter__(self) -> MemoryTraceHandler:
+        return self.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+
+def capture_traces() -> _CaptureBlock:
+    """Capture the spans and ``wrap`` values of the runs started inside the block.
+
+    Usable with ``with`` and ``async with``; yields a :class:`MemoryTraceHandler`. Only spans
+    started inside the block (in its task, or in threads that carried its context) are
+    captured, so concurrent captures never see each other's runs. Blocks nest: an outer
+    capture also receives what inner ones capture.
+
+    Example:
+        >>> from evaltrace import wrap
+        >>> @wrap
+        ... def answer(question: str) -> str:
+        ...     return "4"
+        >>> with capture_traces() as handler:
+        ...     _ = answer("What is 2+2?")
+        >>> [span.name for span in handler.spans]
+        ['answer']
+    """
+    return _CaptureBlock()
+
+
+# Global handlers -------------------------------------------------------------------------
+
+_HANDLERS: tuple[InstrumentationHandler, ...] = ()
+_HANDLERS_LOCK = threading.Lock()
+_FAILED: set[int] = set()
+
+
+def add_handler(handler: InstrumentationHandler) -> None:
+    """Register a handler for every finished span and ``wrap`` value, across all runs."""
+    global _HANDLERS
+    if not isinstance(handler, InstrumentationHandler):
+        raise TypeError(
+            f"add_handler() takes an InstrumentationHandler, got {type(handler).__name__}; "
+            "subclass evaltrace.InstrumentationHandler and override on_span"
+        )
+    from evaltrace.capture.config import runtime
+
+    runtime().spans_leave_process = True
+    with _HANDLERS_LOCK:
+        if handler not in _HANDLERS:
+            _HANDLERS = (*_HANDLERS, handler)
+
+
+def remove_handler(handler: InstrumentationHandler) -> None:
+    """Unregister a handler; unknown handlers are ignored."""
+    global _HANDLERS
+    with _HANDLERS_LOCK:
+        _HANDLERS = tuple(h for h in _HANDLERS if h is not handler)
+
+
+def global_handlers() -> tuple[InstrumentationHandler, ...]:
+    """The registered global handlers."""
+    return _HANDLERS
+
+
+def _report_failure(handler: InstrumentationHandler, exc: BaseException) -> None:
+    key = id(handler)
+    if key in _FAILED:
+        logger.debug("evaltrace: handler %r failed again: %r", handler, exc)
+        return
+    _FAILED.add(key)
+    logger.warning(
+        "evaltrace: handler %s raised %s: %s; the app is unaffected and the handler stays "
+        "registered (further failures are logged at debug level)",
+        type(handler).__name__,
+        type(exc).__name__,
+        exc,
+        exc_info=exc,
+    )
+
+
+def dispatch_span(span: ReadableSpan) -> None:
+    """Give a finished span to every global handler."""
+    handlers = _HANDLERS
+    if not handlers:
+        return
+    from evaltrace.trace import SpanRecord, span_view
+
+    view = span_view(SpanRecord.from_readable(span))
+    for handler in handlers:
+        if isinstance(handler, MemoryTraceHandler):
+            handler._collect_span(span)
+            continue
+        try:
+            result = handler.on_span(view)
+            if inspect.isawaitable(result):
+                _DISPATCHER.submit(handler, result)
+        except Exception as exc:  # a failing handler never breaks the app
+            _report_failure(handler, exc)
+
+
+def dispatch_value(record: WrapRecord) -> None:
+    """Give a ``wrap`` record to every global handler."""
+    for handler in _HANDLERS:
+        try:
+            handler.on_value(record)
+        except Exception as exc:  # a failing handler never breaks the app
+            _report_failure(handler, exc)
+
+
+class _AsyncDispatcher:
+    """Runs asynchronous ``on_span`` coroutines on a background event loop thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: set[concurrent.futures.Future[Any]] = set()
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="evaltrace-handlers", daemon=True
+                )
+                thread.start()
+                self._loop = loop
+            return self._loop
+
+    def submit(self, handler: InstrumentationHandler, awaitable: Awaitable[None]) -> None:
+        async def run() -> None:
+            try:
+                await awaitable
+            except Exception as exc:  # a failing handler never breaks the app
+                _report_failure(handler, exc)
+
+        future = asyncio.run_coroutine_threadsafe(run(), self._ensure_loop())
+        with self._lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+
+    def flush(self, timeout_millis: int) -> bool:
+        with self._lock:
+            pending = list(self._pending)
+        if not pending:
+            return True
+        _, not_done = concurrent.futures.wait(pending, timeout=timeout_millis / 1000)
+        return not not_done
+
+
+_DISPATCHER = _AsyncDispatcher()
+
+
+def flush_handlers(timeout_millis: int) -> bool:
+    """Wait for the asynchronous handlers to finish what they were given."""
+    return _DISPATCHER.flush(timeout_millis)

@@ -1,0 +1,98 @@
+"""The span processor that files each finished span under the capture it belongs to."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from evaltrace.capture import handlers as _handlers
+from evaltrace.capture.context import RunScope, current_scope
+
+__all__ = ["ScopeSpanProcessor"]
+
+logger = logging.getLogger("evaltrace")
+
+
+class ScopeSpanProcessor(SpanProcessor):
+    """Routes spans to the capture that was current when they started.
+
+    A span started while a run scope is current belongs to that scope; a span started with no
+    scope current belongs to the scope whose run started its trace (spans started with an
+    explicit parent context, e.g. by callbacks of third-party instrumentors). Any other span
+    belongs to no capture; it still reaches the global handlers and exporters.
+    """
+
+    def __init__(self) -> None:
+        self._by_span: dict[int, RunScope] = {}
+        self._by_trace: dict[int, RunScope] = {}
+        self._lock = threading.Lock()
+        self.unattributed_spans = 0
+        """Spans that started outside every capture while a capture was open."""
+        self._warned_unattributed = False
+        self.detached = False
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        """Remember the capture of ``span``."""
+        if self.detached:
+            return
+        scope = current_scope()
+        span_context = span.get_span_context()
+        if scope is None:
+            if not self._by_trace:
+                return
+            scope = self._by_trace.get(span_context.trace_id)
+            if scope is None:
+                self._report_unattributed(span)
+                return
+        elif scope.handler is None and scope.parent is None:
+            return  # an inputs-only scope outside any capture
+        self._by_span[span_context.span_id] = scope
+        if span.parent is None or not span.parent.is_valid:
+            with self._lock:
+                self._by_trace[span_context.trace_id] = scope
+            scope.trace_ids.append(span_context.trace_id)
+
+    def _report_unattributed(self, span: Span) -> None:
+        self.unattributed_spans += 1
+        if not self._warned_unattributed:
+            self._warned_unattributed = True
+            logger.warning(
+                "evaltrace: span %r started outside any capture_traces() block while a "
+                "capture was open, so no capture receives it. If it runs in a thread you "
+                "started, start the thread with evaltrace.propagate(fn) (or use "
+                "evaltrace.ContextThreadPoolExecutor) to carry the capture into it.",
+                span.name,
+            )
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Deliver ``span`` to its capture's handlers, then to the global handlers."""
+        if self.detached:
+            return
+        span_context = span.get_span_context()
+        if span_context is None:
+            return
+        scope = self._by_span.pop(span_context.span_id, None)
+        if scope is not None:
+            for handler in scope.handlers():
+                handler._collect_span(span)
+        _handlers.dispatch_span(span)
+
+    def release_scope(self, scope: RunScope) -> None:
+        """Forget the traces started in ``scope`` (called when its capture block exits)."""
+        if not scope.trace_ids:
+            return
+        with self._lock:
+            for trace_id in scope.trace_ids:
+                if self._by_trace.get(trace_id) is scope:
+                    del self._by_trace[trace_id]
+
+    def shutdown(self) -> None:
+        """Flush the asynchronous handlers."""
+        _handlers.flush_handlers(30_000)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Wait until the asynchronous handlers have seen every span delivered so far."""
+        return _handlers.flush_handlers(timeout_millis)

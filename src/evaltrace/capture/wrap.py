@@ -1,0 +1,516 @@
+"""``wrap``: the decorator that makes spans, and the hook that records named values."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping
+from typing import Any, Final, Literal, TypeVar, cast, overload
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, Status, StatusCode
+
+from evaltrace.capture import config as _config
+from evaltrace.capture import conventions as conv
+from evaltrace.capture.context import _CURRENT, RunScope
+from evaltrace.capture.handlers import dispatch_value
+from evaltrace.capture.values import Purpose, WrapRecord
+
+__all__ = ["SPAN_KINDS", "wrap"]
+
+logger = logging.getLogger("evaltrace")
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+SPAN_KINDS: Final = frozenset(
+    {
+        "chain",
+        "llm",
+        "tool",
+        "agent",
+        "retriever",
+        "embedding",
+        "reranker",
+        "guardrail",
+        "evaluator",
+        "prompt",
+        "unknown",
+    }
+)
+"""The OpenInference span kinds ``@wrap(kind=...)`` accepts (case-insensitive)."""
+
+_PURPOSES: Final = frozenset({"input", "output", "state"})
+_MISSING: Final[Any] = object()
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str, exc: BaseException) -> None:
+    if key in _warned:
+        logger.debug("evaltrace: %s (again): %r", message, exc)
+        return
+    _warned.add(key)
+    logger.warning("evaltrace: %s: %s: %s; the app is unaffected", message, type(exc).__name__, exc)
+
+
+# The value hook --------------------------------------------------------------------------
+
+
+@overload
+def wrap(data: F, /) -> F: ...
+@overload
+def wrap(
+    *, name: str | None = None, kind: str = "chain", description: str | None = None
+) -> Callable[[F], F]: ...
+@overload
+def wrap(
+    data: T,
+    /,
+    *,
+    purpose: Literal["input", "output", "state"],
+    name: str,
+    description: str | None = None,
+    many: bool = False,
+) -> T: ...
+
+
+def wrap(
+    data: Any = _MISSING,
+    /,
+    *,
+    purpose: Literal["input", "output", "state"] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    kind: str | None = None,
+    many: bool = False,
+) -> Any:
+    """Trace a function, or record a named value of the current run.
+
+    As a decorator (``@wrap`` or ``@wrap(name=..., kind=...)``) on a sync or async function,
+    generator or async generator (or method): each call becomes a span named after the
+    function, with the bound arguments as ``input.value`` (``self``/``cls`` left out), the
+    return value or the yielded items as ``output.value``, and ``openinference.span.kind``
+    set from ``kind`` (``"chain"`` by default). Exceptions are recorded on the span (status
+    ERROR) and re-raised unchanged.
+
+    As a value hook (``wrap(data, purpose=..., name=...)``): records ``data`` on the current
+    span (a span event ``evaltrace.wrap``) and in the current capture, and returns ``data``
+    unchanged. With ``purpose="input"`` inside an evaluation run (see
+    :func:`evaltrace.eval_inputs`), it returns the run's input called ``name`` instead. When
+    ``data`` is callable (e.g. ``wrap(db.fetch_order, purpose="input", name="order")``), it
+    returns a callable of the same kind (sync or async) that records each result; in an
+    evaluation run with inputs, that callable returns the injected value and never calls
+    ``data``.
+
+    Args:
+        data: The function to decorate, or the value to record.
+        purpose: ``"input"`` (something the app fetched or received), ``"output"`` (something
+            it produced) or ``"state"`` (something it reached); outputs and states are what
+            evaluators score.
+        name: The value's name (value hook), or the span's name (decorator).
+        description: A human-readable note kept with the value or on the span.
+        kind: The OpenInference span kind of a decorated function (decorator only).
+        many: Collect every value recorded under ``name`` in a run into a list, instead of
+            treating a second value as an error.
+
+    Returns:
+        The decorated function, a decorator, or ``data`` (or its stand-in) unchanged.
+
+    Example:
+        >>> @wrap(kind="llm")
+        ... def complete(prompt: str) -> str:
+        ...     return wrap("Paris", purpose="output", name="answer")
+    """
+    if purpose is None:
+        if kind is not None:
+            _check_kind(kind)
+        if many:
+            raise TypeError("many= applies to wrap(value, purpose=..., name=...), not to @wrap")
+        if data is _MISSING:
+            return functools.partial(_decorate, name=name, kind=kind, description=description)
+        if callable(data):
+            return _decorate(data, name=name, kind=kind, description=description)
+        raise TypeError(
+            f"wrap({type(data).__name__}) needs purpose= and name= to record a value, e.g. "
+            "wrap(answer, purpose='output', name='answer'); to trace a function use @wrap"
+        )
+    if purpose not in _PURPOSES:
+        raise ValueError(f"purpose must be 'input', 'output' or 'state', got {purpose!r}")
+    if not isinstance(name, str) or not name:
+        raise ValueError("wrap(value, purpose=...) needs a non-empty name=, e.g. name='answer'")
+    if kind is not None:
+        raise TypeError("kind= applies to @wrap on functions, not to wrap(value, purpose=...)")
+    if data is _MISSING:
+        raise TypeError("wrap(purpose=..., name=...) needs the value to record as its argument")
+    if callable(data) and not isinstance(data, type):
+        return _wrap_callable(data, purpose, name, description, many)
+    scope = _CURRENT.get()
+    rt = _config._RUNTIME
+    if scope is None and (rt is None or not rt.spans_leave_process):
+        return data
+    if purpose == "input" and scope is not None and scope.injected_inputs() is not None:
+        data = scope.input_value(name)
+    _record_value(data, purpose, name, description, many, scope)
+    return data
+
+
+def _record_value(
+    data: Any,
+    purpose: Purpose,
+    name: str,
+    description: str | None,
+    many: bool,
+    scope: RunScope | None,
+) -> None:
+    rt = _config._RUNTIME or _config.runtime()
+    if rt.settings.disabled:
+        return
+    try:
+        span = otel_trace.get_current_span()
+        recording = span.is_recording()
+        if scope is None and not recording:
+            return
+        value = rt.codec.to_jsonable(data)
+        span_context = span.get_span_context()
+        record = WrapRecord(
+            name=name,
+            purpose=purpose,
+            value=value,
+            description=description,
+            many=many,
+            span_id=span_context.span_id if span_context.is_valid else None,
+            trace_id=span_context.trace_id if span_context.is_valid else None,
+            timestamp_ns=time.time_ns(),
+        )
+        if scope is not None:
+            for handler in scope.handlers():
+                handler.on_value(record)
+        dispatch_value(record)
+        if recording:
+            attributes: dict[str, Any] = {conv.WRAP_NAME: name, conv.WRAP_PURPOSE: purpose}
+            if rt.settings.capture_content:
+                attributes[conv.WRAP_VALUE] = rt.codec.encode(value).text
+            if description is not None:
+                attributes[conv.WRAP_DESCRIPTION] = description
+            if many:
+                attributes[conv.WRAP_MANY] = True
+            span.add_event(conv.WRAP_EVENT, attributes)
+    except Exception as exc:  # recording never breaks the app
+        _warn_once(f"value:{name}", f"could not record wrap value {name!r}", exc)
+
+
+def _wrap_callable(
+    fn: Callable[..., Any],
+    purpose: Purpose,
+    name: str,
+    description: str | None,
+    many: bool,
+) -> Callable[..., Any]:
+    injectable = purpose == "input"
+
+    def injected(scope: RunScope | None) -> tuple[bool, Any]:
+        if injectable and scope is not None and scope.injected_inputs() is not None:
+            return True, scope.input_value(name)
+        return False, None
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def record_async(*args: Any, **kwargs: Any) -> Any:
+            scope = _CURRENT.get()
+            hit, result = injected(scope)
+            if not hit:
+                result = await fn(*args, **kwargs)
+            _record_value(result, purpose, name, description, many, scope)
+            return result
+
+        return record_async
+
+    @functools.wraps(fn)
+    def record_sync(*args: Any, **kwargs: Any) -> Any:
+        scope = _CURRENT.get()
+        hit, result = injected(scope)
+        if not hit:
+            result = fn(*args, **kwargs)
+        _record_value(result, purpose, name, description, many, scope)
+        return result
+
+    return record_sync
+
+
+# The decorator ---------------------------------------------------------------------------
+
+
+def _check_kind(kind: str) -> str:
+    if not isinstance(kind, str) or kind.lower() not in SPAN_KINDS:
+        known = ", ".join(sorted(SPAN_KINDS))
+        raise ValueError(f"unknown span kind {kind!r}; use one of: {known}")
+    return kind.upper()
+
+
+class _Binder:
+    """Turns call arguments into the recorded input: ``{parameter: value}``."""
+
+    __slots__ = ("_defaults", "_drop_first", "_fast", "_names", "_signature")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        try:
+            self._signature: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):
+            self._signature = None
+        params = list(self._signature.parameters.values()) if self._signature else []
+        self._drop_first = bool(params) and params[0].name in ("self", "cls")
+        kinds = {p.kind for p in params}
+        self._fast = self._signature is not None and not (
+            kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY}
+        )
+        self._names = tuple(
+            p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
+        self._defaults = tuple(
+            (p.name, p.default)
+            for p in params
+            if p.default is not inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD
+        )
+
+    def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        if self._fast and len(args) <= len(self._names):
+            bound = dict(zip(self._names, args, strict=False))
+            if kwargs:
+                bound.update(kwargs)
+            for param, default in self._defaults:
+                if param not in bound:
+                    bound[param] = default
+        elif self._signature is not None:
+            try:
+                ba = self._signature.bind(*args, **kwargs)
+            except TypeError:
+                return {"args": list(args), "kwargs": dict(kwargs)}
+            ba.apply_defaults()
+            bound = dict(ba.arguments)
+        else:
+            return {"args": list(args), "kwargs": dict(kwargs)}
+        if self._drop_first and self._names:
+            bound.pop(self._names[0], None)
+        return bound
+
+
+class _FixedInput:
+    """A binder that records one given value as the input (for spans the runner opens)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        return self._value
+
+
+def start_span_call(span_name: str, kind: str, input_value: Any) -> _SpanCall:
+    """Start a span recording ``input_value`` as its input; the caller ends it."""
+    return _SpanCall(span_name, _check_kind(kind), _FixedInput(input_value), (), {})
+
+
+class _SpanCall:
+    """One call of a decorated function: its span, input and output recording."""
+
+    __slots__ = ("_codec", "_content", "_rt", "span", "token")
+
+    def __init__(
+        self, span_name: str, kind: str, binder: _Binder | _FixedInput, args: Any, kwargs: Any
+    ) -> None:
+        rt = _config._RUNTIME or _config.runtime()
+        self._rt = rt
+        self.span: Span = rt.tracer.start_span(span_name)
+        self._codec = rt.codec
+        self._content = rt.settings.capture_content
+        self.token: object | None = None
+        if not self.span.is_recording():
+            return
+        attributes: dict[str, Any] = {conv.SPAN_KIND: kind}
+        if self._content:
+            try:
+                encoded = self._codec.encode(binder.bind(args, kwargs))
+                attributes[conv.INPUT_VALUE] = encoded.text
+                attributes[conv.INPUT_MIME_TYPE] = encoded.mime_type
+            except Exception as exc:  # recording never breaks the app
+                _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
+        self.span.set_attributes(attributes)
+
+    def attach(self) -> None:
+        self.token = otel_context.attach(otel_trace.set_span_in_context(self.span))
+
+    def detach(self) -> None:
+        if self.token is not None:
+            otel_context.detach(self.token)  # type: ignore[arg-type]
+            self.token = None
+
+    def output(self, value: Any) -> None:
+        if self._content and self.span.is_recording():
+            try:
+                encoded = self._codec.encode(value)
+                self.span.set_attributes(
+                    {conv.OUTPUT_VALUE: encoded.text, conv.OUTPUT_MIME_TYPE: encoded.mime_type}
+                )
+            except Exception as exc:  # recording never breaks the app
+                _warn_once(f"output:{self.span}", "could not record an output", exc)
+
+    def fail(self, exc: BaseException) -> None:
+        if self.span.is_recording():
+            self.span.record_exception(exc)
+            self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+
+    def end(self) -> None:
+        self.span.end()
+
+
+def _items_output(items: list[Any], dropped: int) -> Any:
+    if not dropped:
+        return items
+    return {"items": items, "items_dropped": dropped}
+
+
+def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | None = None) -> F:
+    if isinstance(fn, classmethod | staticmethod):
+        inner = _decorate(fn.__func__, name=name, kind=kind, description=description)
+        return cast(F, type(fn)(inner))
+    if not callable(fn):
+        raise TypeError(f"@wrap decorates functions, got {type(fn).__name__}")
+    if _config.settings().disabled:
+        return fn
+    span_kind = _check_kind(kind or "chain")
+    span_name = name or getattr(fn, "__name__", None) or type(fn).__name__
+    binder = _Binder(fn)
+    item_limit = _config.settings().max_generator_items
+
+    if inspect.isasyncgenfunction(fn):
+
+        @functools.wraps(fn)
+        async def async_gen_wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+            call = _SpanCall(span_name, span_kind, binder, args, kwargs)
+            items: list[Any] = []
+            dropped = 0
+            inner = fn(*args, **kwargs)
+            sent: Any = None
+            thrown: BaseException | None = None
+            try:
+                while True:
+                    call.attach()
+                    try:
+                        if thrown is not None:
+                            item = await inner.athrow(thrown)
+                        else:
+                            item = await inner.asend(sent)
+                    except StopAsyncIteration:
+                        call.output(_items_output(items, dropped))
+                        return
+                    finally:
+                        call.detach()
+                    thrown = None
+                    if len(items) < item_limit:
+                        items.append(item)
+                    else:
+                        dropped += 1
+                    try:
+                        sent = yield item
+                    except GeneratorExit:
+                        call.output(_items_output(items, dropped))
+                        await inner.aclose()
+                        raise
+                    except BaseException as exc:
+                        thrown = exc
+            except BaseException as exc:
+                if not isinstance(exc, GeneratorExit):
+                    call.fail(exc)
+                raise
+            finally:
+                call.end()
+
+        return cast(F, async_gen_wrapper)
+
+    if inspect.isgeneratorfunction(fn):
+
+        @functools.wraps(fn)
+        def gen_wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+            call = _SpanCall(span_name, span_kind, binder, args, kwargs)
+            items: list[Any] = []
+            dropped = 0
+            inner = fn(*args, **kwargs)
+            sent: Any = None
+            thrown: BaseException | None = None
+            try:
+                while True:
+                    call.attach()
+                    try:
+                        item = inner.throw(thrown) if thrown is not None else inner.send(sent)
+                    except StopIteration as stop:
+                        output = _items_output(items, dropped)
+                        if stop.value is not None:
+                            output = {"items": output, "return": stop.value}
+                        call.output(output)
+                        return stop.value
+                    finally:
+                        call.detach()
+                    thrown = None
+                    if len(items) < item_limit:
+                        items.append(item)
+                    else:
+                        dropped += 1
+                    try:
+                        sent = yield item
+                    except GeneratorExit:
+                        call.output(_items_output(items, dropped))
+                        inner.close()
+                        raise
+                    except BaseException as exc:
+                        thrown = exc
+            except BaseException as exc:
+                if not isinstance(exc, GeneratorExit):
+                    call.fail(exc)
+                raise
+            finally:
+                call.end()
+
+        return cast(F, gen_wrapper)
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            call = _SpanCall(span_name, span_kind, binder, args, kwargs)
+            call.attach()
+            try:
+                result = await fn(*args, **kwargs)
+            except BaseException as exc:
+                call.fail(exc)
+                call.detach()
+                call.end()
+                raise
+            call.detach()
+            call.output(result)
+            call.end()
+            return result
+
+        return cast(F, async_wrapper)
+
+    @functools.wraps(fn)
+    def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+        call = _SpanCall(span_name, span_kind, binder, args, kwargs)
+        call.attach()
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            call.fail(exc)
+            call.detach()
+            call.end()
+            raise
+        call.detach()
+        call.output(result)
+        call.end()
+        return result
+
+    return cast(F, sync_wrapper)

@@ -1,0 +1,185 @@
+"""Respecting the app's tracer provider, lazy init, environment configuration.
+
+Each scenario runs in a fresh interpreter: the global tracer provider can be set only once
+per process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from evaltrace.capture.config import Settings, settings_from_env
+from evaltrace.errors import ConfigurationError
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("EVALTRACE_")}
+    full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-W", "always", "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+    )
+
+
+def test_existing_provider_keeps_its_exporter_and_gets_no_override_warning() -> None:
+    result = run_python(
+        """
+        import logging
+        logging.basicConfig(level=logging.DEBUG)
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+
+        import evaltrace
+
+        @evaltrace.wrap
+        def answer(q):
+            evaltrace.wrap("4", purpose="output", name="answer")
+            return "4"
+
+        with evaltrace.capture_traces() as handler:
+            answer("2+2")
+        assert trace.get_tracer_provider() is provider
+        assert [s.name for s in exporter.get_finished_spans()] == ["answer"]
+        assert [s.name for s in handler.spans] == ["answer"]
+        assert [v.value for v in handler.named_values] == ["4"]
+        answer("outside")  # no capture: the app's exporter still gets it, with the event
+        spans = exporter.get_finished_spans()
+        assert len(spans) == 2 and spans[1].events[0].name == "evaltrace.wrap"
+        print("OK")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert "OK" in result.stdout
+    assert "Overriding" not in result.stderr
+
+
+def test_no_provider_at_all_lazily_creates_and_registers_one() -> None:
+    result = run_python(
+        """
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        import evaltrace
+
+        @evaltrace.wrap
+        def f(x):
+            return x
+
+        assert f(1) == 1  # works before any init()
+        with evaltrace.capture_traces() as handler:
+            f(2)
+        assert isinstance(trace.get_tracer_provider(), TracerProvider)
+        assert [s.input for s in handler.spans] == [{"x": 2}]
+        evaltrace.flush()
+        evaltrace.shutdown()
+        with evaltrace.capture_traces() as handler:
+            f(3)
+        assert [s.input for s in handler.spans] == [{"x": 3}]
+        print("OK")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Overriding" not in result.stderr
+
+
+def test_disabled_returns_functions_and_values_unchanged() -> None:
+    result = run_python(
+        """
+        import evaltrace
+
+        def f(x):
+            return x
+
+        assert evaltrace.wrap(f) is f
+        fetch = evaltrace.wrap(f, purpose="input", name="x")
+        with evaltrace.capture_traces() as handler:
+            assert f(1) == 1 and fetch(2) == 2
+            assert evaltrace.wrap(5, purpose="output", name="n") == 5
+        assert handler.spans == [] and handler.named_values == []
+        print("OK")
+        """,
+        EVALTRACE_DISABLED="1",
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_capture_content_off_keeps_values_off_spans_but_in_the_capture() -> None:
+    result = run_python(
+        """
+        import evaltrace
+
+        @evaltrace.wrap
+        def f(secret_question):
+            return evaltrace.wrap("answer", purpose="output", name="a")
+
+        with evaltrace.capture_traces() as handler:
+            f("private")
+        (raw,) = handler.raw_spans
+        assert "input.value" not in raw.attributes and "output.value" not in raw.attributes
+        assert "evaltrace.wrap.value" not in raw.events[0].attributes
+        assert [v.value for v in handler.named_values] == ["answer"]
+        print("OK")
+        """,
+        EVALTRACE_CAPTURE_CONTENT="false",
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_bad_environment_value_fails_init_with_the_variable_named() -> None:
+    result = run_python(
+        """
+        import evaltrace
+        try:
+            evaltrace.init()
+        except evaltrace.EvaltraceError as exc:
+            print(exc)
+        """,
+        EVALTRACE_MAX_VALUE_BYTES="lots",
+    )
+    assert "EVALTRACE_MAX_VALUE_BYTES='lots' is not a whole number" in result.stdout
+
+
+def test_settings_from_env_reads_each_variable() -> None:
+    settings = settings_from_env(
+        {
+            "EVALTRACE_DISABLED": "yes",
+            "EVALTRACE_CAPTURE_CONTENT": "0",
+            "EVALTRACE_MAX_VALUE_BYTES": "4096",
+            "EVALTRACE_REDACT_KEYS": "ssn, Employee_ID",
+            "OTEL_SERVICE_NAME": "shop",
+        }
+    )
+    assert settings.disabled and not settings.capture_content
+    assert settings.max_value_bytes == 4096
+    assert {"ssn", "employee_id"} <= settings.redact_keys
+    assert settings.service_name == "shop"
+    assert settings_from_env({}) == Settings()
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"EVALTRACE_DISABLED": "maybe"}, "EVALTRACE_DISABLED='maybe' is not a boolean"),
+        ({"EVALTRACE_MAX_VALUE_BYTES": "10"}, "must be at least 256 bytes"),
+    ],
+)
+def test_invalid_environment_values_are_configuration_errors(
+    env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        settings_from_env(env)

@@ -1,0 +1,218 @@
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from evaltrace import capture_traces, wrap
+from evaltrace.capture import conventions as conv
+
+
+@wrap
+def add(a: int, b: int = 2) -> int:
+    return a + b
+
+
+@wrap(name="multiply", kind="tool")
+async def mul(a: int, b: int) -> int:
+    await asyncio.sleep(0)
+    return a * b
+
+
+@wrap
+def count(n: int) -> Iterator[int]:
+    yield from range(n)
+
+
+@wrap(kind="llm")
+async def stream(words: list[str]) -> AsyncIterator[str]:
+    for word in words:
+        await asyncio.sleep(0)
+        yield word
+
+
+class Agent:
+    @wrap(kind="agent")
+    def run(self, question: str) -> str:
+        return self.helper(question)
+
+    @wrap
+    def helper(self, question: str) -> str:
+        return question.upper()
+
+    @classmethod
+    @wrap
+    def build(cls, size: int) -> int:
+        return size
+
+    @staticmethod
+    @wrap
+    def pure(x: int) -> int:
+        return x
+
+
+class Boom(Exception):
+    pass
+
+
+@wrap
+def explode(x: int) -> int:
+    raise Boom(f"bad {x}")
+
+
+@wrap
+async def explode_async() -> None:
+    raise Boom("async bad")
+
+
+def test_sync_function_records_bound_arguments_with_defaults_and_output() -> None:
+    with capture_traces() as handler:
+        assert add(1) == 3
+    (span,) = handler.spans
+    assert span.name == "add"
+    assert span.kind == "chain"
+    assert span.input == {"a": 1, "b": 2}
+    assert span.output == 3
+    raw = handler.raw_spans[0].attributes
+    assert raw[conv.INPUT_MIME_TYPE] == "application/json"
+    assert raw[conv.OUTPUT_MIME_TYPE] == "application/json"
+    assert raw[conv.SPAN_KIND] == "CHAIN"
+    assert json.loads(raw[conv.INPUT_VALUE]) == {"a": 1, "b": 2}
+
+
+@pytest.mark.anyio
+async def test_async_function_uses_given_name_and_kind() -> None:
+    async with capture_traces() as handler:
+        assert await mul(3, b=4) == 12
+    (span,) = handler.spans
+    assert (span.name, span.kind, span.input, span.output) == (
+        "multiply",
+        "tool",
+        {"a": 3, "b": 4},
+        12,
+    )
+
+
+def test_generator_span_covers_iteration_and_records_items() -> None:
+    with capture_traces() as handler:
+        gen = count(3)
+        assert handler.spans == []  # nothing runs before the first next()
+        assert list(gen) == [0, 1, 2]
+    (span,) = handler.spans
+    assert span.output == [0, 1, 2]
+    assert span.input == {"n": 3}
+
+
+def test_generator_closed_early_keeps_items_seen_so_far() -> None:
+    with capture_traces() as handler:
+        gen = count(10)
+        assert next(gen) == 0
+        assert next(gen) == 1
+        gen.close()
+    (span,) = handler.spans
+    assert span.output == [0, 1]
+    assert span.status != "error"
+
+
+@pytest.mark.anyio
+async def test_async_generator_records_items() -> None:
+    async with capture_traces() as handler:
+        got = [w async for w in stream(["a", "b"])]
+    assert got == ["a", "b"]
+    (span,) = handler.spans
+    assert (span.kind, span.output) == ("llm", ["a", "b"])
+
+
+def test_methods_drop_self_and_cls_and_nest() -> None:
+    with capture_traces() as handler:
+        assert Agent().run("hi") == "HI"
+        assert Agent.build(3) == 3
+        assert Agent.pure(4) == 4
+    by_name = {s.name: s for s in handler.spans}
+    assert by_name["run"].input == {"question": "hi"}
+    assert by_name["helper"].input == {"question": "hi"}
+    assert by_name["build"].input == {"size": 3}
+    assert by_name["pure"].input == {"x": 4}
+    assert by_name["helper"].parent_span_id == by_name["run"].span_id
+    assert by_name["run"].kind == "agent"
+    (root,) = [n for n in handler.trace if n.span.name == "run"]
+    assert [c.span.name for c in root.children] == ["helper"]
+
+
+def test_exception_propagates_unchanged_and_span_is_error() -> None:
+    with capture_traces() as handler, pytest.raises(Boom, match="bad 7") as info:
+        explode(7)
+    assert type(info.value) is Boom
+    (span,) = handler.spans
+    assert span.status == "error"
+    assert span.error is not None
+    assert span.error.type.endswith("Boom")
+    assert "bad 7" in span.error.message
+
+
+@pytest.mark.anyio
+async def test_async_exception_propagates_and_span_is_kept() -> None:
+    async with capture_traces() as handler:
+        with pytest.raises(Boom):
+            await explode_async()
+    (span,) = handler.spans
+    assert span.status == "error"
+
+
+def test_generator_exception_is_recorded_and_reraised() -> None:
+    @wrap
+    def failing() -> Iterator[int]:
+        yield 1
+        raise Boom("in generator")
+
+    with capture_traces() as handler, pytest.raises(Boom):
+        list(failing())
+    (span,) = handler.spans
+    assert span.status == "error"
+
+
+def test_generator_send_and_throw_reach_the_inner_generator() -> None:
+    @wrap
+    def echo() -> Iterator[str]:
+        received = "start"
+        while True:
+            try:
+                received = yield received
+            except KeyError:
+                received = "caught"
+
+    with capture_traces():
+        gen = echo()
+        assert next(gen) == "start"
+        assert gen.send("x") == "x"
+        assert gen.throw(KeyError("k")) == "caught"
+        gen.close()
+
+
+def test_nested_decorated_calls_form_a_tree_ordered_by_start() -> None:
+    @wrap
+    def outer() -> int:
+        return add(1) + add(2)
+
+    with capture_traces() as handler:
+        outer()
+    (root,) = handler.trace
+    assert root.span.name == "outer"
+    assert [c.span.input for c in root.children] == [{"a": 1, "b": 2}, {"a": 2, "b": 2}]
+
+
+def test_unknown_kind_is_rejected_at_decoration() -> None:
+    with pytest.raises(ValueError, match="unknown span kind 'robot'"):
+        wrap(kind="robot")
+
+
+def test_decorating_a_non_callable_without_purpose_explains_usage() -> None:
+    with pytest.raises(TypeError, match="needs purpose= and name="):
+        wrap(42)
+
+
+def test_decorated_function_keeps_metadata() -> None:
+    assert add.__name__ == "add"
+    assert add.__wrapped__(1, 1) == 2  # type: ignore[attr-defined]
