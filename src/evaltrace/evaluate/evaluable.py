@@ -25,6 +25,7 @@ class Unset:
     _instance: ClassVar[Unset | None] = None
 
     def __new__(cls) -> Unset:
+        """Return the one instance."""
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance

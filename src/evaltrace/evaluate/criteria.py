@@ -1,0 +1,65 @@
+"""Pass criteria over a results matrix ``[inputs][evaluators]``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from evaltrace.evaluate.evaluation import Evaluation
+
+__all__ = ["PassCriteria", "ScoreThreshold"]
+
+PassCriteria: TypeAlias = Callable[[list[list[Evaluation]]], tuple[bool, str]]
+"""Receives the results matrix ``[inputs][evaluators]``; returns ``(passed, message)``."""
+
+
+@dataclass(frozen=True)
+class ScoreThreshold:
+    """Pass when at least ``pct`` of the inputs pass; an input passes when all its scores do.
+
+    A score passes when it is ``>= threshold``. An errored evaluation fails its input. A skipped
+    evaluation is left out; an input whose evaluations were all skipped is left out of the
+    fraction. No input (or none scored) fails the check.
+
+    Example:
+        >>> ScoreThreshold(threshold=0.7, pct=0.9)
+        ScoreThreshold(threshold=0.7, pct=0.9)
+    """
+
+    threshold: float = 0.5
+    """Minimum score of one evaluation."""
+    pct: float = 1.0
+    """Fraction of the inputs (0 to 1) that must pass."""
+
+    def __post_init__(self) -> None:
+        for field, value in (("threshold", self.threshold), ("pct", self.pct)):
+            if isinstance(value, bool) or not math.isfinite(value) or not 0 <= value <= 1:
+                raise ValueError(
+                    f"ScoreThreshold.{field} must be a number in [0, 1], got {value!r}"
+                )
+
+    def input_passed(self, row: Sequence[Evaluation]) -> bool | None:
+        """Whether one input passed; ``None`` when all its evaluations were skipped."""
+        scored = [e for e in row if not e.skipped]
+        if not scored:
+            return None
+        return all(e.passed(self.threshold) for e in scored)
+
+    def __call__(self, results: list[list[Evaluation]]) -> tuple[bool, str]:
+        """Judge the matrix; returns ``(passed, message)``."""
+        verdicts = [self.input_passed(row) for row in results]
+        counted = [v for v in verdicts if v is not None]
+        skipped = len(verdicts) - len(counted)
+        rule = f"every score >= {self.threshold:g} on at least {self.pct:.0%} of inputs"
+        if not counted:
+            what = "no inputs were given" if not results else "no input was scored"
+            return False, f"{what}; {rule} is required"
+        passing = sum(counted)
+        fraction = passing / len(counted)
+        note = f" ({skipped} input(s) with only skipped evaluations not counted)" if skipped else ""
+        message = (
+            f"{passing} of {len(counted)} inputs passed ({fraction:.0%}); required {rule}{note}"
+        )
+        return fraction >= self.pct - 1e-12, message

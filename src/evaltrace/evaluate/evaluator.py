@@ -1,0 +1,176 @@
+"""Running one evaluator on one evaluable, with failures reported as data."""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import math
+from collections.abc import Callable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+import anyio
+import anyio.to_thread
+
+from evaltrace.errors import EvaluatorTimeoutError, InvalidEvaluatorResultError
+from evaltrace.evaluate.evaluable import Evaluable
+from evaltrace.evaluate.evaluation import Evaluation
+
+__all__ = ["Evaluator", "EvaluatorFunction", "evaluate", "evaluator_name"]
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Anything that scores an :class:`Evaluable`.
+
+    A plain function works as well as an object with ``__call__``; it may be sync or async,
+    may accept a ``trace`` keyword (it receives the captured trace tree only if it does), and
+    may return an :class:`Evaluation`, a float in ``[0, 1]`` or a bool.
+
+    Example:
+        >>> def has_answer(evaluable: Evaluable) -> bool:
+        ...     return evaluable.output_value() is not None
+    """
+
+    def __call__(self, evaluable: Evaluable, /) -> Any:
+        """Score ``evaluable``."""
+
+
+EvaluatorFunction: TypeAlias = Callable[..., Any]
+"""The loose type evaluators are accepted as: any callable following :class:`Evaluator`."""
+
+
+def evaluator_name(evaluator: object) -> str:
+    """The display name of an evaluator.
+
+    Its ``name`` attribute when that is a non-empty string, else the function's name, else the
+    class name of a callable object.
+    """
+    name = getattr(evaluator, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    target = evaluator.func if isinstance(evaluator, functools.partial) else evaluator
+    func_name = getattr(target, "__name__", None)
+    if isinstance(func_name, str) and func_name != "<lambda>":
+        return func_name
+    if func_name == "<lambda>":
+        return "lambda"
+    return type(evaluator).__name__
+
+
+@functools.lru_cache(maxsize=2048)
+def _call_shape(target: Callable[..., Any]) -> tuple[bool, bool]:
+    """Whether ``target`` accepts a ``trace`` keyword, and whether it is a coroutine function."""
+    try:
+        params = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        accepts_trace = False
+    else:
+        accepts_trace = any(
+            p.kind is p.VAR_KEYWORD
+            or (p.name == "trace" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+            for p in params
+        )
+    return accepts_trace, is_async_callable(target)
+
+
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives a coroutine (functions, partials and callable objects)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.isroutine(fn):
+        return inspect.iscoroutinefunction(fn)
+    return inspect.iscoroutinefunction(type(fn).__call__)
+
+
+def _shape_of(evaluator: Callable[..., Any]) -> tuple[bool, bool]:
+    try:
+        return _call_shape(evaluator)
+    except TypeError:  # unhashable callable object: inspect it every time
+        return _call_shape.__wrapped__(evaluator)
+
+
+async def _invoke(evaluator: Callable[..., Any], evaluable: Evaluable, trace: Any) -> Any:
+    accepts_trace, is_async = _shape_of(evaluator)
+    kwargs = {"trace": trace} if accepts_trace else {}
+    if is_async:
+        result = await evaluator(evaluable, **kwargs)
+    else:
+        context = contextvars.copy_context()
+        call = functools.partial(context.run, evaluator, evaluable, **kwargs)
+        result = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _coerce(result: object, name: str) -> Evaluation:
+    if isinstance(result, Evaluation):
+        return result.with_evaluator(name)
+    if isinstance(result, bool):
+        return Evaluation(score=1.0 if result else 0.0, evaluator=name)
+    item = getattr(result, "item", None)
+    if callable(item) and hasattr(result, "dtype"):  # a numpy scalar
+        result = item()
+    if isinstance(result, int | float) and not isinstance(result, bool):
+        score = float(result)
+        if math.isfinite(score) and 0.0 <= score <= 1.0:
+            return Evaluation(score=score, evaluator=name)
+        raise InvalidEvaluatorResultError(
+            f"evaluator {name!r} returned the score {result!r}; "
+            "a score must be a finite number between 0 and 1"
+        )
+    raise InvalidEvaluatorResultError(
+        f"evaluator {name!r} returned {type(result).__name__} {result!r:.80}; "
+        "return an Evaluation, a float between 0 and 1, or a bool"
+    )
+
+
+async def evaluate(
+    evaluator: EvaluatorFunction,
+    evaluable: Evaluable,
+    *,
+    trace: Any = None,
+    timeout: float | None = None,
+    name: str | None = None,
+) -> Evaluation:
+    """Run one evaluator on one evaluable; never raises for the evaluator's failures.
+
+    Sync evaluators run in a worker thread with the caller's context copied. An exception, a
+    timeout, or a result that is not a valid score becomes an errored :class:`Evaluation`
+    (``score=None``) saying what went wrong.
+
+    Args:
+        evaluator: A sync or async evaluator callable.
+        evaluable: What to score.
+        trace: The captured trace tree; passed only to evaluators that accept ``trace``.
+        timeout: Seconds after which the evaluation is errored with a timeout.
+        name: The display name to report (derived from the evaluator when omitted).
+
+    Returns:
+        The evaluation, named after the evaluator.
+
+    Example:
+        >>> import anyio
+        >>> anyio.run(evaluate, lambda e: 0.5, Evaluable()).score
+        0.5
+    """
+    label = name or evaluator_name(evaluator)
+    if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    try:
+        if timeout is None:
+            result = await _invoke(evaluator, evaluable, trace)
+        else:
+            with anyio.fail_after(timeout):
+                result = await _invoke(evaluator, evaluable, trace)
+        return _coerce(result, label)
+    except TimeoutError as exc:
+        if isinstance(exc, EvaluatorTimeoutError) or timeout is None:
+            return Evaluation.errored(exc, where="evaluator", evaluator=label)
+        timed_out = EvaluatorTimeoutError(
+            f"evaluator {label!r} did not finish within {timeout:g} s"
+        )
+        return Evaluation.errored(timed_out, where="evaluator", evaluator=label)
+    except Exception as exc:  # the evaluator's failure is reported as data
+        return Evaluation.errored(exc, where="evaluator", evaluator=label)

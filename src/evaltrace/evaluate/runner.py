@@ -1,0 +1,466 @@
+"""Running an app under capture and scoring it: ``run_and_evaluate``, ``assert_pass``."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import inspect
+import json
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+
+from evaltrace.capture import conventions as conv
+from evaltrace.capture.context import eval_inputs as _eval_inputs_scope
+from evaltrace.capture.handlers import MemoryTraceHandler, capture_traces
+from evaltrace.capture.wrap import start_span_call
+from evaltrace.errors import EvaltraceError, EvaluatorTimeoutError
+from evaltrace.evaluate.criteria import PassCriteria, ScoreThreshold
+from evaltrace.evaluate.evaluable import UNSET, Evaluable, Unset
+from evaltrace.evaluate.evaluation import Evaluation
+from evaltrace.evaluate.evaluator import (
+    EvaluatorFunction,
+    evaluate,
+    evaluator_name,
+    is_async_callable,
+)
+
+if TYPE_CHECKING:
+    from evaltrace.trace import ObservationNode
+
+__all__ = [
+    "EvalAssertionError",
+    "InputResult",
+    "RunOutcome",
+    "TraceSelector",
+    "assert_dataset_pass",
+    "assert_pass",
+    "run_and_evaluate",
+    "run_captured",
+]
+
+TraceSelector = Callable[[list["ObservationNode"]], Evaluable]
+"""Turns a captured trace into the :class:`Evaluable` to score (e.g. ``root``)."""
+
+
+@dataclass(kw_only=True)
+class RunOutcome:
+    """One run of the runnable under its own capture."""
+
+    output: Any = None
+    """What the runnable returned (``None`` if it raised)."""
+    error: BaseException | None = None
+    """What the runnable raised, if it did (a timeout included)."""
+    handler: MemoryTraceHandler
+    """The capture of the run: its spans and ``wrap`` values, kept even when it raised."""
+    duration_s: float = 0.0
+    """Wall time of the run."""
+
+    @property
+    def trace(self) -> list[ObservationNode]:
+        """The captured trace tree."""
+        return self.handler.trace
+
+
+@dataclass(kw_only=True)
+class InputResult:
+    """Everything about one input of :func:`assert_pass`: the run, what was scored, results."""
+
+    index: int
+    """Position of the input."""
+    eval_input: Any
+    """The input given to the runnable."""
+    evaluable: Evaluable | None
+    """What the evaluators scored (``None`` when it could not be built)."""
+    evaluations: list[Evaluation] = field(default_factory=list)
+    """One result per evaluator, in evaluator order."""
+    run: RunOutcome | None = None
+    """The run, or ``None`` when the evaluable already carried its output."""
+
+
+def _runnable_name(runnable: Callable[..., Any]) -> str:
+    name = getattr(runnable, "__name__", None)
+    return name if isinstance(name, str) and name != "<lambda>" else type(runnable).__name__
+
+
+async def _call(runnable: Callable[..., Any], eval_input: Any) -> Any:
+    if is_async_callable(runnable):
+        return await runnable(eval_input)
+    context = contextvars.copy_context()
+    call = functools.partial(context.run, runnable, eval_input)
+    result = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+async def run_captured(
+    runnable: Callable[..., Any],
+    eval_input: Any,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    entry: str | None = None,
+    timeout: float | None = None,
+) -> RunOutcome:
+    """Run ``runnable(eval_input)`` once, under its own capture, inside a root span.
+
+    The root span (named after the runnable) records ``eval_input`` as its input and the
+    return value as its output, so an undecorated function is captured too. Sync runnables
+    run in a worker thread with the context carried over.
+
+    Args:
+        runnable: The app entry point, sync or async, called with one argument.
+        eval_input: The argument.
+        inputs: Values that ``wrap(..., purpose="input", name=...)`` returns during the run.
+        entry: A label of the entry, quoted in errors about missing inputs.
+        timeout: Seconds after which the run is stopped and reported as timed out.
+
+    Returns:
+        The outcome; the runnable's exception is kept in it, never raised.
+    """
+    _check_timeout(timeout)
+    started = time.perf_counter()
+    output: Any = None
+    error: BaseException | None = None
+    name = _runnable_name(runnable)
+    async with capture_traces() as handler:
+        scope = (
+            _eval_inputs_scope(inputs, entry=entry)
+            if inputs is not None
+            else contextlib.nullcontext()
+        )
+        with scope:
+            call = start_span_call(name, "chain", eval_input)
+            call.span.set_attribute(conv.RUN_SPAN_ATTRIBUTE, True)
+            call.attach()
+            try:
+                with anyio.fail_after(timeout):
+                    output = await _call(runnable, eval_input)
+            except TimeoutError:
+                error = EvaluatorTimeoutError(
+                    f"runnable {name!r} did not finish within {timeout:g} s"
+                )
+                call.fail(error)
+            except Exception as exc:  # the app's failure is reported as data
+                error = exc
+                call.fail(exc)
+            else:
+                call.output(output)
+            finally:
+                call.detach()
+                call.end()
+    return RunOutcome(
+        output=output, error=error, handler=handler, duration_s=time.perf_counter() - started
+    )
+
+
+def _check_timeout(timeout: float | None) -> None:
+    if timeout is not None and (
+        isinstance(timeout, bool) or not math.isfinite(timeout) or timeout <= 0
+    ):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+
+
+def _injected_inputs(evaluable: Evaluable | None) -> dict[str, Any] | None:
+    if evaluable is None or not evaluable.eval_input:
+        return None
+    return {item.name: item.value for item in evaluable.eval_input}
+
+
+def _evaluable_from_run(
+    run: RunOutcome,
+    from_trace: TraceSelector | None,
+    base: Evaluable | None,
+    expected_output: Any,
+) -> Evaluable:
+    from evaltrace.trace import root
+
+    selected = (from_trace or root)(run.trace)
+    updates: dict[str, Any] = {}
+    if base is not None:
+        if base.eval_input:
+            updates["eval_input"] = list(base.eval_input)
+        if base.has_expectation:
+            updates["expectation"] = base.expectation
+        if base.eval_metadata is not None:
+            updates["eval_metadata"] = base.eval_metadata
+        if base.description is not None:
+            updates["description"] = base.description
+    if not isinstance(expected_output, Unset):
+        updates["expectation"] = expected_output
+    return selected.model_copy(update=updates) if updates else selected
+
+
+async def _prepare(
+    runnable: Callable[..., Any],
+    eval_input: Any,
+    *,
+    base: Evaluable | None,
+    expected_output: Any,
+    from_trace: TraceSelector | None,
+    timeout: float | None,
+    entry: str | None,
+) -> tuple[Evaluable | None, RunOutcome | None, Evaluation | None]:
+    """Run (unless ``base`` has its output) and build the evaluable; or say why not."""
+    if base is not None and base.eval_output is not None:
+        if isinstance(expected_output, Unset):
+            return base, None, None
+        return base.model_copy(update={"expectation": expected_output}), None, None
+    run = await run_captured(
+        runnable, eval_input, inputs=_injected_inputs(base), entry=entry, timeout=timeout
+    )
+    if run.error is not None:
+        return None, run, Evaluation.errored(run.error, where="runnable")
+    try:
+        evaluable = _evaluable_from_run(run, from_trace, base, expected_output)
+    except Exception as exc:  # a selector that finds nothing is reported per input
+        return None, run, Evaluation.errored(exc, where="from_trace")
+    return evaluable, run, None
+
+
+async def run_and_evaluate(
+    evaluator: EvaluatorFunction,
+    runnable: Callable[..., Any],
+    eval_input: Any,
+    *,
+    expected_output: Any = UNSET,
+    from_trace: TraceSelector | None = None,
+    timeout: float | None = None,
+    evaluable: Evaluable | None = None,
+) -> Evaluation:
+    """Run ``runnable(eval_input)`` once under capture, then score it with ``evaluator``.
+
+    Args:
+        evaluator: A sync or async evaluator.
+        runnable: The app entry point (decorated or not), sync or async.
+        eval_input: The single argument given to ``runnable``.
+        expected_output: The expectation merged into the evaluable.
+        from_trace: Selects what to score from the trace; default :func:`evaltrace.root`.
+        timeout: Seconds allowed for the run, and again for the evaluator.
+        evaluable: A test case whose named inputs are served to ``wrap(..., purpose="input")``
+            during the run and whose expectation and metadata are kept.
+
+    Returns:
+        The evaluation. If the runnable raised or timed out, it is errored with that error.
+
+    Example:
+        >>> import anyio
+        >>> def app(question: str) -> str:
+        ...     return "4"
+        >>> anyio.run(run_and_evaluate, lambda e: e.output_value() == "4", app, "2+2").score
+        1.0
+    """
+    _check_timeout(timeout)
+    name = evaluator_name(evaluator)
+    built, run, failure = await _prepare(
+        runnable,
+        eval_input,
+        base=evaluable,
+        expected_output=expected_output,
+        from_trace=from_trace,
+        timeout=timeout,
+        entry=None,
+    )
+    if failure is not None or built is None:
+        assert failure is not None
+        return failure.model_copy(update={"evaluator": name})
+    trace = run.trace if run is not None else None
+    return await evaluate(evaluator, built, trace=trace, timeout=timeout, name=name)
+
+
+class EvalAssertionError(AssertionError, EvaltraceError):
+    """:func:`assert_pass` failed its pass criteria.
+
+    Attributes:
+        results: The matrix ``[inputs][evaluators]`` of evaluations.
+        inputs: Per input: the run (with its trace), the evaluable, the evaluations.
+    """
+
+    def __init__(
+        self, message: str, results: list[list[Evaluation]], inputs: list[InputResult]
+    ) -> None:
+        super().__init__(message)
+        self.results = results
+        self.inputs = inputs
+
+
+def _short(value: Any, width: int) -> str:
+    text = value if isinstance(value, str) else _json_text(value)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def failure_table(
+    inputs: Sequence[InputResult], names: Sequence[str], threshold: float | None = None
+) -> str:
+    """A plain-text table of every evaluation: input, evaluator, score, result, why."""
+    rows = [("#", "input", "evaluator", "score", "result", "reasoning / error")]
+    for item in inputs:
+        for position, evaluation in enumerate(item.evaluations):
+            if evaluation.error is not None:
+                score, verdict = "-", "ERROR"
+                why = f"{evaluation.error.type}: {evaluation.error.message}"
+            elif evaluation.skipped:
+                score, verdict, why = "-", "SKIP", evaluation.reasoning
+            else:
+                assert evaluation.score is not None
+                score = f"{evaluation.score:.2f}"
+                ok = threshold is None or evaluation.score >= threshold
+                verdict = "pass" if ok else "FAIL"
+                why = evaluation.reasoning
+            shown_input = _short(item.eval_input, 28) if position == 0 else ""
+            index = str(item.index) if position == 0 else ""
+            rows.append((index, shown_input, names[position], score, verdict, _short(why, 60)))
+    widths = [max(len(row[col]) for row in rows) for col in range(5)]
+    lines = []
+    for row in rows:
+        cells = [row[col].ljust(widths[col]) for col in range(5)]
+        lines.append(("  ".join(cells) + "  " + row[5]).rstrip())
+    return "\n".join(lines)
+
+
+async def assert_pass(
+    runnable: Callable[..., Any],
+    eval_inputs: Sequence[Any],
+    evaluators: Sequence[EvaluatorFunction],
+    *,
+    evaluables: Sequence[Evaluable] | None = None,
+    pass_criteria: PassCriteria | None = None,
+    from_trace: TraceSelector | None = None,
+    concurrency: int = 8,
+    timeout: float | None = None,
+) -> list[list[Evaluation]]:
+    """Run each input once, score it with every evaluator, and check the pass criteria.
+
+    Inputs run concurrently (at most ``concurrency`` at once), each under its own capture; the
+    evaluators of one input run concurrently. An ``evaluables[i]`` whose ``eval_output`` is set
+    is scored as it is, without running the runnable; otherwise its named inputs are served to
+    ``wrap(..., purpose="input")`` during the run and its expectation is kept.
+
+    Args:
+        runnable: The app entry point, sync or async, called with one input.
+        eval_inputs: One argument per run.
+        evaluators: Sync or async evaluators.
+        evaluables: Optional test cases, one per input.
+        pass_criteria: Judges the matrix; default ``ScoreThreshold(threshold=0.5, pct=1.0)``.
+        from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
+        concurrency: Most inputs in flight at once.
+        timeout: Seconds allowed for each run and for each evaluation.
+
+    Returns:
+        The matrix ``[inputs][evaluators]`` when the criteria pass.
+
+    Raises:
+        EvalAssertionError: The criteria failed; carries the matrix and a readable table.
+        ValueError: Mismatched lengths, no evaluators, or a bad ``concurrency``/``timeout``.
+    """
+    items = list(eval_inputs)
+    cases = list(evaluables) if evaluables is not None else None
+    checks = list(evaluators)
+    if cases is not None and len(cases) != len(items):
+        raise ValueError(
+            f"evaluables has {len(cases)} items but eval_inputs has {len(items)}; "
+            "give one evaluable per input"
+        )
+    if not checks:
+        raise ValueError("assert_pass needs at least one evaluator")
+    for position, check in enumerate(checks):
+        if not callable(check):
+            raise TypeError(f"evaluators[{position}] is {type(check).__name__}, not callable")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+    _check_timeout(timeout)
+    names = [evaluator_name(check) for check in checks]
+    limiter = anyio.CapacityLimiter(concurrency)
+    results: list[InputResult] = [
+        InputResult(index=i, eval_input=item, evaluable=None) for i, item in enumerate(items)
+    ]
+
+    async def score(index: int) -> None:
+        async with limiter:
+            outcome = results[index]
+            base = cases[index] if cases is not None else None
+            label = base.description if base is not None else None
+            evaluable, run, failure = await _prepare(
+                runnable,
+                outcome.eval_input,
+                base=base,
+                expected_output=UNSET,
+                from_trace=from_trace,
+                timeout=timeout,
+                entry=label or f"input #{index}",
+            )
+            outcome.evaluable, outcome.run = evaluable, run
+            if failure is not None or evaluable is None:
+                assert failure is not None
+                outcome.evaluations = [failure.model_copy(update={"evaluator": n}) for n in names]
+                return
+            trace = run.trace if run is not None else None
+            row: list[Evaluation | None] = [None] * len(checks)
+
+            async def one(position: int) -> None:
+                row[position] = await evaluate(
+                    checks[position], evaluable, trace=trace, timeout=timeout, name=names[position]
+                )
+
+            async with anyio.create_task_group() as group:
+                for position in range(len(checks)):
+                    group.start_soon(one, position)
+            outcome.evaluations = [e for e in row if e is not None]
+
+    async with anyio.create_task_group() as group:
+        for index in range(len(items)):
+            group.start_soon(score, index)
+
+    matrix = [item.evaluations for item in results]
+    criteria = pass_criteria or ScoreThreshold()
+    passed, message = criteria(matrix)
+    if not passed:
+        threshold = criteria.threshold if isinstance(criteria, ScoreThreshold) else None
+        table = failure_table(results, names, threshold)
+        raise EvalAssertionError(f"assert_pass failed: {message}\n{table}", matrix, results)
+    return matrix
+
+
+async def assert_dataset_pass(
+    runnable: Callable[..., Any],
+    dataset: str | Path,
+    evaluators: Sequence[EvaluatorFunction],
+    **kwargs: Any,
+) -> list[list[Evaluation]]:
+    """Load a dataset file and :func:`assert_pass` over its entries.
+
+    Each entry's ``entry_kwargs`` is the runnable's input, its ``eval_input`` items are served
+    to ``wrap(..., purpose="input")``, and its ``expectation``, ``eval_metadata`` and
+    ``description`` go to the evaluators.
+
+    Args:
+        runnable: The app entry point, called with each entry's ``entry_kwargs``.
+        dataset: Path of a dataset JSON file.
+        evaluators: Sync or async evaluators.
+        **kwargs: Passed on to :func:`assert_pass` (``pass_criteria``, ``concurrency``, ...).
+    """
+    from evaltrace.evaluate._dataset_file import load_entries
+
+    entries = load_entries(Path(dataset))
+    return await assert_pass(
+        runnable,
+        [entry.entry_kwargs for entry in entries],
+        evaluators,
+        evaluables=[entry.case for entry in entries],
+        **kwargs,
+    )
