@@ -54,18 +54,28 @@ _LAZY: dict[str, str] = {
     "Evaluator": "evaltrace.evaluate",
     "evaluate": "evaltrace.evaluate",
     "UNSET": "evaltrace.evaluate",
+    "run_and_evaluate": "evaltrace.evaluate",
+    "assert_pass": "evaltrace.evaluate",
+    "assert_dataset_pass": "evaltrace.evaluate",
+    "EvalAssertionError": "evaltrace.evaluate",
+    "ScoreThreshold": "evaltrace.evaluate",
 }
 
 if TYPE_CHECKING:
     from evaltrace.evaluate import (
         UNSET,
+        EvalAssertionError,
         Evaluable,
         Evaluation,
         EvaluationError,
         Evaluator,
         NamedData,
+        ScoreThreshold,
         TestCase,
+        assert_dataset_pass,
+        assert_pass,
         evaluate,
+        run_and_evaluate,
     )
     from evaltrace.trace import (
         LLMSpan,
@@ -83,6 +93,7 @@ if TYPE_CHECKING:
 __all__ = [
     "UNSET",
     "ContextThreadPoolExecutor",
+    "EvalAssertionError",
     "Evaluable",
     "Evaluation",
     "EvaluationError",
@@ -94,9 +105,12 @@ __all__ = [
     "NamedData",
     "ObservationNode",
     "ObserveSpan",
+    "ScoreThreshold",
     "TestCase",
     "WrapRecord",
     "add_handler",
+    "assert_dataset_pass",
+    "assert_pass",
     "by_kind",
     "by_name",
     "capture_traces",
@@ -110,6 +124,7 @@ __all__ = [
     "propagate",
     "remove_handler",
     "root",
+    "run_and_evaluate",
     "save_traces",
     "shutdown",
     "wrap",

@@ -294,7 +294,7 @@ class EvalAssertionError(AssertionError, EvaltraceError):
 def _short(value: Any, width: int) -> str:
     text = value if isinstance(value, str) else _json_text(value)
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
 def _json_text(value: Any) -> str:
@@ -304,12 +304,25 @@ def _json_text(value: Any) -> str:
         return repr(value)
 
 
+_ALL_ROWS_UP_TO = 10
+_MAX_LISTED_INPUTS = 50
+
+
 def failure_table(
-    inputs: Sequence[InputResult], names: Sequence[str], threshold: float | None = None
+    inputs: Sequence[InputResult], names: Sequence[str], criteria: PassCriteria | None = None
 ) -> str:
-    """A plain-text table of every evaluation: input, evaluator, score, result, why."""
+    """A plain-text table of the evaluations: input, evaluator, score, result, why.
+
+    Up to ten inputs are all listed; beyond that only the inputs that did not pass (as judged
+    by a :class:`ScoreThreshold`), at most fifty.
+    """
+    threshold = criteria.threshold if isinstance(criteria, ScoreThreshold) else None
+    listed = list(inputs)
+    if len(listed) > _ALL_ROWS_UP_TO and isinstance(criteria, ScoreThreshold):
+        listed = [item for item in listed if not criteria.input_passed(item.evaluations)]
+    hidden = max(0, len(listed) - _MAX_LISTED_INPUTS)
     rows = [("#", "input", "evaluator", "score", "result", "reasoning / error")]
-    for item in inputs:
+    for item in listed[:_MAX_LISTED_INPUTS]:
         for position, evaluation in enumerate(item.evaluations):
             if evaluation.error is not None:
                 score, verdict = "-", "ERROR"
@@ -330,6 +343,8 @@ def failure_table(
     for row in rows:
         cells = [row[col].ljust(widths[col]) for col in range(5)]
         lines.append(("  ".join(cells) + "  " + row[5]).rstrip())
+    if hidden:
+        lines.append(f"... and {hidden} more inputs not listed")
     return "\n".join(lines)
 
 
@@ -430,8 +445,7 @@ async def assert_pass(
     criteria = pass_criteria or ScoreThreshold()
     passed, message = criteria(matrix)
     if not passed:
-        threshold = criteria.threshold if isinstance(criteria, ScoreThreshold) else None
-        table = failure_table(results, names, threshold)
+        table = failure_table(results, names, criteria)
         raise EvalAssertionError(f"assert_pass failed: {message}\n{table}", matrix, results)
     return matrix
 

@@ -1,0 +1,121 @@
+"""``run``: call evaltrace's async API from sync code, such as a plain pytest test.
+
+evaltrace is async first. Sync code that has no event loop running can drive one call to
+completion with :func:`run`; it starts an event loop with :func:`anyio.run` and stops it when
+the call returns. Code already inside an event loop (an async test, a Jupyter notebook, an
+async web handler) must ``await`` the call: :func:`run` refuses there with
+:class:`RunningLoopError` rather than nest a loop or block the running one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar, cast, overload
+
+import anyio
+
+from evaltrace.errors import EvaltraceError
+
+__all__ = ["RunningLoopError", "run"]
+
+T = TypeVar("T")
+
+
+class RunningLoopError(EvaltraceError, RuntimeError):
+    """:func:`evaltrace.run` was called while an event loop is running in this thread."""
+
+    def __init__(self, what: str, library: str) -> None:
+        self.what = what
+        """A description of the call that was refused."""
+        self.library = library
+        """The async library whose event loop is running (``"asyncio"`` or ``"trio"``)."""
+        super().__init__(
+            f"evaltrace.run({what}) was called while a {library} event loop is running in this "
+            "thread, where it cannot start another loop and must not block the running one. "
+            f"Await the call instead: `await {what}` (for example in an async test or a "
+            "notebook cell)."
+        )
+
+
+@overload
+def run(coro_or_fn: Coroutine[Any, Any, T], /) -> T: ...
+
+
+@overload
+def run(coro_or_fn: Callable[..., Awaitable[T]], /, *args: Any) -> T: ...
+
+
+def run(coro_or_fn: Coroutine[Any, Any, T] | Callable[..., Awaitable[T]], /, *args: Any) -> T:
+    """Run one async evaltrace call to completion from sync code, and return its result.
+
+    Pass either a coroutine (``run(assert_pass(...))``) or an async function and its
+    positional arguments (``run(assert_pass, app, inputs, evaluators)``). The call runs in a new
+    event loop started with :func:`anyio.run` on the asyncio backend, in a copy of the caller's
+    context, so an enclosing ``capture_traces()`` block still captures its spans.
+
+    Args:
+        coro_or_fn: A coroutine object, or an async function to call with ``args``.
+        *args: Positional arguments for ``coro_or_fn`` when it is a function.
+
+    Returns:
+        What the coroutine returned.
+
+    Raises:
+        RunningLoopError: An event loop is already running in this thread; ``await`` the call
+            instead. A coroutine passed in is closed, so it does not warn that it was never
+            awaited.
+        TypeError: ``args`` were given with a coroutine object.
+
+    Example:
+        >>> async def answer() -> str:
+        ...     return "4"
+        >>> run(answer())
+        '4'
+    """
+    library = _running_loop_library()
+    if inspect.iscoroutine(coro_or_fn):
+        coro: Coroutine[Any, Any, T] = coro_or_fn
+        if args:
+            coro.close()
+            raise TypeError(
+                "evaltrace.run() takes a coroutine object alone, or an async function and its "
+                f"arguments; got a coroutine and {len(args)} more argument(s)"
+            )
+        if library is not None:
+            coro.close()
+            raise RunningLoopError(f"{_name_of(coro)}(...)", library)
+        return anyio.run(_await, coro)
+    fn = cast("Callable[..., Awaitable[T]]", coro_or_fn)
+    if library is not None:
+        raise RunningLoopError(f"{_name_of(fn)}(...)", library)
+    return anyio.run(fn, *args)
+
+
+async def _await(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def _running_loop_library() -> str | None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        return "asyncio"
+    trio: Any = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_root_task()
+        except RuntimeError:
+            pass
+        else:
+            return "trio"
+    return None
+
+
+def _name_of(obj: object) -> str:
+    name = getattr(obj, "__qualname__", None)
+    return name if isinstance(name, str) else type(obj).__name__

@@ -1,0 +1,185 @@
+"""evaluate(): every kind of evaluator, and every way one can fail, gives a defined result."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from evaltrace import Evaluable, Evaluation, NamedData, evaluate
+from evaltrace.evaluate import evaluator_name
+
+CASE = Evaluable(
+    eval_input=[NamedData(name="question", value="2+2?")],
+    eval_output=[NamedData(name="answer", value="4")],
+)
+
+
+def sync_exact(evaluable: Evaluable) -> Evaluation:
+    return Evaluation(score=1.0 if evaluable.output_value("answer") == "4" else 0.0, reasoning="ok")
+
+
+async def async_exact(evaluable: Evaluable) -> float:
+    await anyio.sleep(0)
+    return 1.0
+
+
+def with_trace(evaluable: Evaluable, *, trace: Any = None) -> float:
+    return 1.0 if trace == ["the trace"] else 0.0
+
+
+class CallableObject:
+    name = "custom-name"
+
+    async def __call__(self, evaluable: Evaluable, *, trace: Any = None) -> bool:
+        return trace is None
+
+
+@pytest.mark.anyio
+async def test_sync_evaluator_returning_evaluation_gets_its_name() -> None:
+    result = await evaluate(sync_exact, CASE)
+    assert (result.score, result.reasoning, result.evaluator) == (1.0, "ok", "sync_exact")
+
+
+@pytest.mark.anyio
+async def test_async_evaluator_returning_float_is_wrapped() -> None:
+    result = await evaluate(async_exact, CASE)
+    assert result.status == "scored" and result.score == 1.0
+
+
+@pytest.mark.anyio
+async def test_trace_is_passed_only_to_evaluators_that_accept_it() -> None:
+    assert (await evaluate(with_trace, CASE, trace=["the trace"])).score == 1.0
+    assert (await evaluate(sync_exact, CASE, trace=["the trace"])).score == 1.0
+    result = await evaluate(CallableObject(), CASE)
+    assert (result.score, result.evaluator) == (1.0, "custom-name")
+
+
+@pytest.mark.anyio
+async def test_bool_results_become_one_and_zero() -> None:
+    assert (await evaluate(lambda e: True, CASE)).score == 1.0
+    assert (await evaluate(lambda e: False, CASE)).score == 0.0
+
+
+@pytest.mark.anyio
+async def test_raising_evaluator_is_an_errored_evaluation_not_a_zero() -> None:
+    def broken(evaluable: Evaluable) -> float:
+        raise KeyError("missing field")
+
+    result = await evaluate(broken, CASE)
+    assert result.status == "errored" and result.score is None
+    assert result.error is not None
+    assert (result.error.type, result.error.where) == ("KeyError", "evaluator")
+    assert "missing field" in result.error.message
+    assert not result.passed(0.0)
+
+
+@pytest.mark.parametrize(
+    ("returned", "fragment"),
+    [
+        (float("nan"), "returned the score nan"),
+        (1.5, "returned the score 1.5"),
+        (-0.1, "returned the score -0.1"),
+        ("great", "returned str 'great'"),
+        (None, "returned NoneType None"),
+    ],
+)
+@pytest.mark.anyio
+async def test_invalid_results_are_errored_with_a_clear_message(
+    returned: object, fragment: str
+) -> None:
+    result = await evaluate(lambda e: returned, CASE, name="judge")
+    assert result.error is not None
+    assert result.error.type == "InvalidEvaluatorResultError"
+    assert fragment in result.error.message
+    assert "'judge'" in result.error.message
+
+
+@pytest.mark.anyio
+async def test_async_evaluator_hanging_past_timeout_is_errored() -> None:
+    async def hangs(evaluable: Evaluable) -> float:
+        await anyio.sleep(30)
+        return 1.0
+
+    started = time.perf_counter()
+    result = await evaluate(hangs, CASE, timeout=0.05)
+    assert time.perf_counter() - started < 5
+    assert result.error is not None and result.error.type == "EvaluatorTimeoutError"
+    assert "did not finish within 0.05 s" in result.error.message
+
+
+@pytest.mark.anyio
+async def test_sync_evaluator_hanging_past_timeout_is_errored_without_waiting() -> None:
+    release = anyio.Event()
+
+    def hangs(evaluable: Evaluable) -> float:
+        time.sleep(0.5)
+        return 1.0
+
+    started = time.perf_counter()
+    result = await evaluate(hangs, CASE, timeout=0.05)
+    assert time.perf_counter() - started < 0.4
+    assert result.error is not None and result.error.type == "EvaluatorTimeoutError"
+    release.set()
+
+
+@pytest.mark.anyio
+async def test_sync_evaluators_run_in_a_worker_thread_with_context() -> None:
+    import contextvars
+    import threading
+
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
+    marker.set("from caller")
+    seen: dict[str, object] = {}
+
+    def probe(evaluable: Evaluable) -> float:
+        seen["thread"] = threading.current_thread() is threading.main_thread()
+        seen["marker"] = marker.get()
+        return 1.0
+
+    await evaluate(probe, CASE)
+    assert seen == {"thread": False, "marker": "from caller"}
+
+
+@pytest.mark.anyio
+async def test_invalid_timeout_is_rejected() -> None:
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        await evaluate(sync_exact, CASE, timeout=0)
+
+
+def test_evaluator_names_are_derived_from_name_function_or_class() -> None:
+    import functools
+
+    assert evaluator_name(sync_exact) == "sync_exact"
+    assert evaluator_name(CallableObject()) == "custom-name"
+    assert evaluator_name(functools.partial(with_trace)) == "with_trace"
+    assert evaluator_name(lambda e: 1.0) == "lambda"
+
+    class Judge:
+        def __call__(self, evaluable: Evaluable) -> float:
+            return 1.0
+
+    assert evaluator_name(Judge()) == "Judge"
+
+
+def test_evaluation_rejects_scores_out_of_range_at_construction() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=r"score must be in \[0, 1\]"):
+        Evaluation(score=1.5)
+    with pytest.raises(ValidationError, match="errored or skipped Evaluation must have score=None"):
+        Evaluation(score=0.5, skipped=True)
+    assert Evaluation.skip("no reference").status == "skipped"
+
+
+def test_evaluable_round_trips_through_json_keeping_unset_distinct_from_none() -> None:
+    from evaltrace import UNSET
+
+    unset = Evaluable(eval_input=[NamedData(name="q", value=[1, {"a": None}])])
+    none = Evaluable(expectation=None, eval_output=[])
+    assert Evaluable.model_validate_json(unset.model_dump_json()).expectation is UNSET
+    assert Evaluable.model_validate_json(none.model_dump_json()).expectation is None
+    assert Evaluable.model_validate_json(unset.model_dump_json()) == unset
+    assert none.expected_output is None and unset.expected_output is UNSET

@@ -1,0 +1,379 @@
+"""run_and_evaluate and assert_pass: one run per input, isolation, errors as data."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from evaltrace import Evaluable, Evaluation, NamedData, capture_traces, wrap
+from evaltrace.evaluate import ScoreThreshold
+from evaltrace.evaluate.runner import (
+    EvalAssertionError,
+    assert_dataset_pass,
+    assert_pass,
+    run_and_evaluate,
+    run_captured,
+)
+
+
+class CountingApp:
+    """A runnable that counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, question: str) -> str:
+        with self._lock:
+            self.calls += 1
+        return question.upper()
+
+
+def upper_ok(evaluable: Evaluable) -> float:
+    question = evaluable.input_value()
+    return 1.0 if evaluable.output_value() == str(question).upper() else 0.0
+
+
+async def nonempty(evaluable: Evaluable) -> bool:
+    return bool(evaluable.output_value())
+
+
+@pytest.mark.anyio
+async def test_run_and_evaluate_scores_an_undecorated_function() -> None:
+    result = await run_and_evaluate(upper_ok, CountingApp(), "hi")
+    assert (result.score, result.evaluator) == (1.0, "upper_ok")
+
+
+@pytest.mark.anyio
+async def test_run_and_evaluate_merges_the_expectation() -> None:
+    def matches(evaluable: Evaluable) -> bool:
+        return evaluable.output_value() == evaluable.expected_output
+
+    assert (await run_and_evaluate(matches, str.upper, "x", expected_output="X")).score == 1.0
+    assert (await run_and_evaluate(matches, str.upper, "x", expected_output="Y")).score == 0.0
+
+
+@pytest.mark.anyio
+async def test_run_and_evaluate_reports_a_raising_runnable_as_errored() -> None:
+    def app(question: str) -> str:
+        raise ConnectionError("database down")
+
+    result = await run_and_evaluate(upper_ok, app, "q")
+    assert result.error is not None
+    assert (result.error.type, result.error.where) == ("ConnectionError", "runnable")
+    assert result.evaluator == "upper_ok"
+
+
+@pytest.mark.anyio
+async def test_partial_trace_of_a_raising_runnable_is_kept() -> None:
+    @wrap
+    def step() -> int:
+        return 1
+
+    async def app(question: str) -> str:
+        step()
+        raise ValueError("late failure")
+
+    run = await run_captured(app, "q")
+    assert isinstance(run.error, ValueError)
+    (root,) = run.trace
+    assert root.span.name == "app" and root.span.status == "error"
+    assert [child.span.name for child in root.children] == ["step"]
+
+
+@pytest.mark.anyio
+async def test_runnable_timeout_is_errored() -> None:
+    async def slow(question: str) -> str:
+        await anyio.sleep(30)
+        return "late"
+
+    result = await run_and_evaluate(upper_ok, slow, "q", timeout=0.05)
+    assert result.error is not None and "did not finish within 0.05 s" in result.error.message
+
+
+@pytest.mark.anyio
+async def test_wrap_outputs_become_the_evaluated_output() -> None:
+    @wrap
+    async def app(question: str) -> dict[str, str]:
+        wrap("draft", purpose="state", name="draft")
+        wrap(question.upper(), purpose="output", name="answer")
+        return {"ignored": "because wrap outputs exist"}
+
+    seen: list[Evaluable] = []
+
+    def probe(evaluable: Evaluable) -> float:
+        seen.append(evaluable)
+        return 1.0
+
+    await run_and_evaluate(probe, app, "q")
+    assert [(d.name, d.value) for d in seen[0].eval_output or []] == [
+        ("draft", "draft"),
+        ("answer", "Q"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_runnable_runs_once_per_input_whatever_the_number_of_evaluators() -> None:
+    app = CountingApp()
+    matrix = await assert_pass(app, ["a", "b", "c"], [upper_ok, nonempty, upper_ok, nonempty])
+    assert app.calls == 3
+    assert [len(row) for row in matrix] == [4, 4, 4]
+    assert all(e.score == 1.0 for row in matrix for e in row)
+
+
+@pytest.mark.anyio
+async def test_evaluables_with_output_are_scored_without_running() -> None:
+    app = CountingApp()
+    done = Evaluable(
+        eval_input=[NamedData(name="input", value="a")],
+        eval_output=[NamedData(name="output", value="A")],
+    )
+    pending = Evaluable(eval_input=[NamedData(name="input", value="b")])
+    matrix = await assert_pass(app, ["a", "b"], [upper_ok], evaluables=[done, pending])
+    assert app.calls == 1
+    assert [row[0].score for row in matrix] == [1.0, 1.0]
+
+
+@pytest.mark.anyio
+async def test_evaluables_length_mismatch_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="evaluables has 1 items but eval_inputs has 2"):
+        await assert_pass(str.upper, ["a", "b"], [upper_ok], evaluables=[Evaluable()])
+
+
+@pytest.mark.anyio
+async def test_three_hundred_concurrent_inputs_each_see_only_their_own_output() -> None:
+    in_flight = 0
+    high_water = 0
+
+    @wrap
+    async def app(number: int) -> str:
+        nonlocal in_flight, high_water
+        in_flight += 1
+        high_water = max(high_water, in_flight)
+        wrap(number, purpose="input", name="number")
+        await anyio.sleep(0.001 * (number % 7))
+        wrap(f"echo-{number}", purpose="output", name="echo")
+        wrap(number * 2, purpose="state", name="double")
+        in_flight -= 1
+        return "done"
+
+    def own_output(evaluable: Evaluable) -> Evaluation:
+        number = evaluable.input_value("number")
+        ok = evaluable.output_value("echo") == f"echo-{number}"
+        ok = ok and evaluable.output_value("double") == number * 2
+        return Evaluation(score=1.0 if ok else 0.0, reasoning=f"number {number}")
+
+    async def async_own_output(evaluable: Evaluable, *, trace: Any = None) -> float:
+        (root,) = trace  # the span the runner opens around the run
+        (app_node,) = root.children
+        expected = evaluable.input_value("number")
+        return (
+            1.0
+            if root.span.input == expected and app_node.span.input == {"number": expected}
+            else 0.0
+        )
+
+    matrix = await assert_pass(
+        app, list(range(300)), [own_output, async_own_output], concurrency=50
+    )
+    assert len(matrix) == 300
+    assert all(e.score == 1.0 for row in matrix for e in row)
+    assert high_water <= 50
+
+
+@pytest.mark.anyio
+async def test_failing_evaluators_leave_the_other_results_intact() -> None:
+    def raises(evaluable: Evaluable) -> float:
+        raise RuntimeError("broken evaluator")
+
+    async def hangs(evaluable: Evaluable) -> float:
+        await anyio.sleep(30)
+        return 1.0
+
+    with pytest.raises(EvalAssertionError) as info:
+        await assert_pass(
+            str.upper,
+            ["a", "b"],
+            [upper_ok, raises, hangs, lambda e: float("nan"), lambda e: 1.5, lambda e: "x"],
+            timeout=0.1,
+        )
+    for row in info.value.results:
+        assert row[0].score == 1.0
+        assert [e.status for e in row[1:]] == ["errored"] * 5
+        assert row[2].error is not None and row[2].error.type == "EvaluatorTimeoutError"
+
+
+@pytest.mark.anyio
+async def test_eval_assertion_error_shows_a_readable_table() -> None:
+    def exact(evaluable: Evaluable) -> Evaluation:
+        expected = evaluable.expected_output
+        ok = evaluable.output_value() == expected
+        return Evaluation(score=1.0 if ok else 0.0, reasoning=f"expected {expected!r}")
+
+    def length(evaluable: Evaluable) -> float:
+        output = str(evaluable.output_value())
+        if output.startswith("ERR"):
+            raise ValueError("cannot measure an error")
+        return min(1.0, len(output) / 10)
+
+    def app(text: str) -> str:
+        return "ERR" if text == "bad" else text.upper()
+
+    cases = [
+        Evaluable(expectation="HELLO"),
+        Evaluable(expectation="nothing"),
+        Evaluable(expectation="A VERY LONG QUESTION ABOUT THE WEATHER IN PARIS"),
+    ]
+    inputs = ["hello", "bad", "a very long question about the weather in Paris"]
+    with pytest.raises(EvalAssertionError) as info:
+        await assert_pass(app, inputs, [exact, length], evaluables=cases)
+    assert str(info.value) == (
+        "assert_pass failed: 2 of 3 inputs passed (67%); required every score >= 0.5 on at "
+        "least 100% of inputs\n"
+        "#  input                         evaluator  score  result  reasoning / error\n"
+        "0  hello                         exact      1.00   pass    expected 'HELLO'\n"
+        "                                 length     0.50   pass\n"
+        "1  bad                           exact      0.00   FAIL    expected 'nothing'\n"
+        "                                 length     -      ERROR   ValueError: cannot measure an error\n"
+        "2  a very long question about…   exact      1.00   pass    expected 'A VERY LONG QUESTION"
+        " ABOUT THE WEATHER IN PARIS'\n"
+        "                                 length     1.00   pass"
+    )
+    assert [[e.status for e in row] for row in info.value.results] == [
+        ["scored", "scored"],
+        ["scored", "errored"],
+        ["scored", "scored"],
+    ]
+
+
+@pytest.mark.anyio
+async def test_score_threshold_pct_and_empty_inputs() -> None:
+    await assert_pass(
+        str.upper,
+        ["a", "b"],
+        [lambda e: e.output_value() == "A"],
+        pass_criteria=ScoreThreshold(pct=0.5),
+    )
+    with pytest.raises(EvalAssertionError, match="no inputs were given"):
+        await assert_pass(str.upper, [], [upper_ok])
+
+
+@pytest.mark.anyio
+async def test_failure_table_of_a_large_run_lists_only_failing_inputs() -> None:
+    with pytest.raises(EvalAssertionError) as info:
+        await assert_pass(
+            str.upper, [f"q{i}" for i in range(80)], [lambda e: e.output_value() != "Q7"]
+        )
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith("assert_pass failed: 79 of 80 inputs passed")
+    assert [line.split()[:2] for line in lines[2:]] == [["7", "q7"]]
+
+
+def test_score_threshold_ignores_skipped_and_fails_errored() -> None:
+    criteria = ScoreThreshold(threshold=0.5)
+    skipped = Evaluation.skip("no reference")
+    errored = Evaluation.errored(RuntimeError("x"))
+    good = Evaluation(score=0.9)
+    assert criteria([[good, skipped]]) == (
+        True,
+        "1 of 1 inputs passed (100%); required every score >= 0.5 on at least 100% of inputs",
+    )
+    assert criteria([[good, errored]])[0] is False
+    passed, message = criteria([[skipped]])
+    assert not passed and message.startswith("no input was scored")
+    with pytest.raises(ValueError, match="pct must be a number in"):
+        ScoreThreshold(pct=1.5)
+
+
+@pytest.mark.anyio
+async def test_custom_pass_criteria_receive_the_matrix() -> None:
+    seen: list[list[list[Evaluation]]] = []
+
+    def never(matrix: list[list[Evaluation]]) -> tuple[bool, str]:
+        seen.append(matrix)
+        return False, "custom rule said no"
+
+    with pytest.raises(EvalAssertionError, match="custom rule said no"):
+        await assert_pass(str.upper, ["a"], [upper_ok], pass_criteria=never)
+    assert len(seen[0]) == 1 and len(seen[0][0]) == 1
+
+
+@pytest.mark.anyio
+async def test_entry_inputs_are_injected_and_the_provider_is_not_called(tmp_path: Path) -> None:
+    calls = {"fetch": 0}
+
+    def fetch_profile(user_id: str) -> dict[str, str]:
+        calls["fetch"] += 1
+        return {"name": "live user"}
+
+    get_profile = wrap(fetch_profile, purpose="input", name="profile")
+
+    @wrap
+    def greet(kwargs: dict[str, str]) -> str:
+        profile = get_profile(kwargs["user_id"])
+        return wrap(f"Hello {profile['name']}", purpose="output", name="greeting")
+
+    dataset = tmp_path / "greetings.json"
+    dataset.write_text(
+        json.dumps(
+            {
+                "name": "greetings",
+                "entries": [
+                    {
+                        "entry_kwargs": {"user_id": "u1"},
+                        "description": "greets by name",
+                        "eval_input": [{"name": "profile", "value": {"name": "Ada"}}],
+                        "expectation": "Hello Ada",
+                    }
+                ],
+            }
+        )
+    )
+
+    def greeting_ok(evaluable: Evaluable) -> bool:
+        return evaluable.output_value("greeting") == evaluable.expected_output
+
+    matrix = await assert_dataset_pass(greet, dataset, [greeting_ok])
+    assert matrix[0][0].score == 1.0
+    assert calls["fetch"] == 0
+
+
+@pytest.mark.anyio
+async def test_missing_injected_input_is_reported_with_the_entry_and_names() -> None:
+    @wrap
+    def app(question: str) -> str:
+        return str(wrap("live", purpose="input", name="context"))
+
+    case = Evaluable(eval_input=[NamedData(name="question", value="q")], description="entry A")
+    with pytest.raises(EvalAssertionError) as info:
+        await assert_pass(app, ["q"], [upper_ok], evaluables=[case])
+    error = info.value.results[0][0].error
+    assert error is not None and error.type == "MissingEvalInputError"
+    assert "name='context'" in error.message and "'question'" in error.message
+    assert "entry A" in error.message
+
+
+@pytest.mark.anyio
+async def test_dataset_file_errors_name_the_file_and_entry(tmp_path: Path) -> None:
+    from evaltrace.evaluate._dataset_file import DatasetFileError
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"entries": [{"entry_kwargs": {}, "description": "x"}]}))
+    with pytest.raises(
+        DatasetFileError, match=r"bad.json: entries\[0\]: eval_input: Field required"
+    ):
+        await assert_dataset_pass(str.upper, bad, [upper_ok])
+    with pytest.raises(DatasetFileError, match="does not exist"):
+        await assert_dataset_pass(str.upper, tmp_path / "missing.json", [upper_ok])
+
+
+@pytest.mark.anyio
+async def test_runs_inside_an_outer_capture_are_also_seen_by_it() -> None:
+    async with capture_traces() as outer:
+        await assert_pass(str.upper, ["a", "b"], [upper_ok])
+    assert sorted(span.input for span in outer.spans) == ["a", "b"]
