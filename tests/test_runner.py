@@ -235,14 +235,14 @@ async def test_eval_assertion_error_shows_a_readable_table() -> None:
     assert str(info.value) == (
         "assert_pass failed: 2 of 3 inputs passed (67%); required every score >= 0.5 on at "
         "least 100% of inputs\n"
-        "#  input                         evaluator  score  result  reasoning / error\n"
-        "0  hello                         exact      1.00   pass    expected 'HELLO'\n"
-        "                                 length     0.50   pass\n"
-        "1  bad                           exact      0.00   FAIL    expected 'nothing'\n"
-        "                                 length     -      ERROR   ValueError: cannot measure an error\n"
-        "2  a very long question about…   exact      1.00   pass    expected 'A VERY LONG QUESTION"
+        "#  input                        evaluator  score  result  reasoning / error\n"
+        "0  hello                        exact      1.00   pass    expected 'HELLO'\n"
+        "                                length     0.50   pass\n"
+        "1  bad                          exact      0.00   FAIL    expected 'nothing'\n"
+        "                                length     -      ERROR   ValueError: cannot measure an error\n"
+        "2  a very long question about…  exact      1.00   pass    expected 'A VERY LONG QUESTION"
         " ABOUT THE WEATHER IN PARIS'\n"
-        "                                 length     1.00   pass"
+        "                                length     1.00   pass"
     )
     assert [[e.status for e in row] for row in info.value.results] == [
         ["scored", "scored"],

@@ -64,12 +64,14 @@ class _Window:
         used = self.used
         if used == 0 or used + amount <= self.limit:
             return 0.0
-        # Walk the entries oldest first until enough of them have left; at worst, all.
-        for admitted_at, entry_amount in self.entries:  # noqa: B007
+        # Entries leave oldest first; at worst the call waits for the window to empty.
+        leaves_at = now
+        for admitted_at, entry_amount in self.entries:
             used -= entry_amount
+            leaves_at = admitted_at + self.length
             if used == 0 or used + amount <= self.limit:
                 break
-        return admitted_at + self.length - now
+        return leaves_at - now
 
 
 class RateLimiter:
