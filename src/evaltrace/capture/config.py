@@ -27,7 +27,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from opentelemetry import trace as otel_trace
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace import TracerProvider as SDKTracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
@@ -233,6 +232,8 @@ def _build_runtime(settings: Settings, explicit: otel_trace.TracerProvider | Non
     if isinstance(candidate, SDKTracerProvider):
         provider = candidate
     else:
+        from opentelemetry.sdk.resources import Resource
+
         provider = SDKTracerProvider(
             resource=Resource.create({"service.name": settings.service_name})
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import inspect
 import logging
@@ -315,10 +314,12 @@ class _AsyncDispatcher:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: Any = None
         self._pending: set[concurrent.futures.Future[Any]] = set()
 
-    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+    def _ensure_loop(self) -> Any:
+        import asyncio
+
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
@@ -335,6 +336,8 @@ class _AsyncDispatcher:
                 await awaitable
             except Exception as exc:  # a failing handler never breaks the app
                 _report_failure(handler, exc)
+
+        import asyncio
 
         future = asyncio.run_coroutine_threadsafe(run(), self._ensure_loop())
         with self._lock:

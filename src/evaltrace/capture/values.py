@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from pydantic import JsonValue
+if TYPE_CHECKING:  # pydantic is heavy to import; the capture path does not need it
+    from pydantic import JsonValue
 
 __all__ = ["Purpose", "WrapRecord"]
 

@@ -48,7 +48,7 @@ class Evaluation(BaseModel):
     """The score in ``[0, 1]``; ``None`` exactly when the evaluation errored or was skipped."""
     reasoning: str = ""
     """Why this score (or why it errored or was skipped)."""
-    details: SerializeAsAny[BaseModel] | dict[str, Any] = Field(default_factory=dict)
+    details: dict[str, Any] | SerializeAsAny[BaseModel] = Field(default_factory=dict)
     """Evaluator-specific data (JSON-serialisable dict, or a pydantic model)."""
     error: EvaluationError | None = None
     """Set when the evaluator failed, raised, timed out or returned something invalid."""
