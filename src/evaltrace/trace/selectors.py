@@ -1,0 +1,248 @@
+"""Selectors: turn a captured trace into the :class:`~evaltrace.Evaluable` an evaluator scores.
+
+A selector is any callable ``(trace: list[ObservationNode]) -> Evaluable``; pass one as
+``from_trace=`` to the runners. The ones here cover the usual choices: the run as a whole
+(:func:`root`), a model call (:func:`last_llm_call`, :func:`first_llm_call`), a span by name or
+kind (:func:`by_name`, :func:`by_kind`) or by any test (:func:`select`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal, TypeAlias
+
+from pydantic import JsonValue
+
+from evaltrace.capture.serialize import is_truncated
+from evaltrace.capture.values import WrapRecord
+from evaltrace.errors import DuplicateWrapNameError, NoTraceError
+from evaltrace.evaluate.evaluable import Evaluable, NamedData
+from evaltrace.trace.spans import LLMSpan, ObserveSpan
+from evaltrace.trace.tree import ObservationNode, SpanPredicate, walk_trace
+
+__all__ = [
+    "TraceSelector",
+    "by_kind",
+    "by_name",
+    "first_llm_call",
+    "last_llm_call",
+    "root",
+    "select",
+]
+
+TraceSelector: TypeAlias = Callable[[Sequence[ObservationNode]], Evaluable]
+"""A function that picks what to evaluate from a trace (a list of root nodes)."""
+
+_NAMES_LISTED = 20
+
+
+def root(trace: Sequence[ObservationNode]) -> Evaluable:
+    """Evaluate the run as a whole.
+
+    ``eval_input`` is the ``wrap(purpose="input")`` values recorded anywhere in the run, or when
+    there are none the first root span's input: one item per argument when it is a mapping of
+    arguments, else one item named ``"input"``. ``eval_output`` is every ``"output"`` and
+    ``"state"`` value, in the order they were recorded, or when there are none the first root
+    span's output named ``"output"``. A name recorded with ``many=True`` collects its values
+    into a list.
+
+    Args:
+        trace: The trace (its roots).
+
+    Returns:
+        The evaluable, without expectation or metadata.
+
+    Raises:
+        NoTraceError: The trace is empty.
+        DuplicateWrapNameError: A name was recorded twice without ``many=True``.
+
+    Example:
+        >>> evaluable = root(trace)  # doctest: +SKIP
+        >>> evaluable.output_value("answer")  # doctest: +SKIP
+    """
+    if not trace:
+        raise _no_span(trace, "a root span")
+    recorded = sorted(
+        (value for node in walk_trace(trace) for value in node.span.named_values),
+        key=lambda value: value.timestamp_ns,
+    )
+    inputs = [value for value in recorded if value.purpose == "input"]
+    outputs = [value for value in recorded if value.purpose != "input"]
+    first = trace[0].span
+    return Evaluable(
+        eval_input=_collect(inputs, "input") if inputs else _arguments(first.input),
+        eval_output=(
+            _collect(outputs, "output or state")
+            if outputs
+            else [NamedData(name="output", value=first.output)]
+        ),
+    )
+
+
+def last_llm_call(trace: Sequence[ObservationNode]) -> Evaluable:
+    """Evaluate the model call that ended last.
+
+    ``eval_input`` is one item ``"messages"``: the input messages as dictionaries with ``role``,
+    ``content`` and ``tool_calls``. ``eval_output`` is ``"output"`` (the returned text) and, when
+    the model asked for tools, ``"tool_calls"``.
+
+    Raises:
+        NoTraceError: The trace holds no model call.
+    """
+    return _span_evaluable(_pick(trace, _is_llm, "an LLM span", latest=True))
+
+
+def first_llm_call(trace: Sequence[ObservationNode]) -> Evaluable:
+    """Evaluate the model call that started first, read as :func:`last_llm_call` reads one.
+
+    Raises:
+        NoTraceError: The trace holds no model call.
+    """
+    return _span_evaluable(_pick(trace, _is_llm, "an LLM span", latest=False))
+
+
+def by_name(name: str) -> TraceSelector:
+    """Select the span called ``name`` that ended last.
+
+    A model call is read as :func:`last_llm_call` reads one; any other span gives its input
+    (one item per argument) and its output (``"output"``).
+
+    Example:
+        >>> run_and_evaluate(evaluator, app, question, from_trace=by_name("retrieve"))
+        ...     # doctest: +SKIP
+    """
+    return _selector(lambda span: span.name == name, f"a span named {name!r}", f"by_name({name!r})")
+
+
+def by_kind(kind: str) -> TraceSelector:
+    """Select the span of the given kind that ended last.
+
+    Kinds are the lower-case OpenInference kinds (``"llm"``, ``"tool"``, ``"retriever"``, ...);
+    the comparison ignores case. Read as :func:`by_name` reads a span.
+    """
+    wanted = kind.lower()
+    return _selector(
+        lambda span: span.kind == wanted, f"a span of kind {wanted!r}", f"by_kind({wanted!r})"
+    )
+
+
+def select(predicate: SpanPredicate, *, description: str | None = None) -> TraceSelector:
+    """Select the span satisfying ``predicate`` that ended last.
+
+    Args:
+        predicate: A test on a span view.
+        description: What is looked for, for the error raised when nothing matches.
+
+    Returns:
+        The selector, read as :func:`by_name` reads a span.
+
+    Example:
+        >>> slow = select(lambda span: span.duration_ms > 500)  # doctest: +SKIP
+    """
+    looked_for = description or "a span matching the predicate"
+    return _selector(predicate, looked_for, f"select({looked_for})")
+
+
+def _selector(predicate: SpanPredicate, looked_for: str, label: str) -> TraceSelector:
+    def selector(trace: Sequence[ObservationNode]) -> Evaluable:
+        return _span_evaluable(_pick(trace, predicate, looked_for, latest=True))
+
+    selector.__name__ = selector.__qualname__ = label
+    return selector
+
+
+def _is_llm(span: ObserveSpan | LLMSpan) -> bool:
+    return isinstance(span, LLMSpan)
+
+
+def _pick(
+    trace: Sequence[ObservationNode], predicate: SpanPredicate, looked_for: str, *, latest: bool
+) -> ObserveSpan | LLMSpan:
+    """The matching span that ended last (``latest``) or started first; ties go to walk order."""
+    best: ObserveSpan | LLMSpan | None = None
+    for node in walk_trace(trace):
+        span = node.span
+        if not predicate(span):
+            continue
+        if best is None:
+            best = span
+        elif latest and span.record.end_time_ns >= best.record.end_time_ns:
+            best = span
+        elif not latest and span.record.start_time_ns < best.record.start_time_ns:
+            best = span
+    if best is None:
+        raise _no_span(trace, looked_for)
+    return best
+
+
+def _no_span(trace: Sequence[ObservationNode], looked_for: str) -> NoTraceError:
+    if not trace:
+        return NoTraceError(
+            f"Cannot select {looked_for}: the trace is empty (no span was captured). Run the "
+            "code inside capture_traces() and make sure it starts spans: decorate its "
+            "functions with @wrap or instrument its model client."
+        )
+    seen: dict[tuple[str, str], None] = {}
+    for node in walk_trace(trace):
+        seen.setdefault((node.span.name, node.span.kind), None)
+    listed = [f"{name!r} ({kind})" for name, kind in list(seen)[:_NAMES_LISTED]]
+    more = len(seen) - len(listed)
+    present = ", ".join(listed) + (f" and {more} more" if more > 0 else "")
+    return NoTraceError(
+        f"Found no {looked_for.removeprefix('a ').removeprefix('an ')} in the trace. "
+        f"Spans present (name and kind): {present}."
+    )
+
+
+def _span_evaluable(span: ObserveSpan | LLMSpan) -> Evaluable:
+    if isinstance(span, LLMSpan):
+        return _llm_evaluable(span)
+    return Evaluable(
+        eval_input=_arguments(span.input),
+        eval_output=[NamedData(name="output", value=span.output)],
+    )
+
+
+def _llm_evaluable(span: LLMSpan) -> Evaluable:
+    messages: list[JsonValue] = [message.as_dict() for message in span.input_messages]
+    outputs = [NamedData(name="output", value=span.output_text)]
+    if span.tool_calls:
+        calls: list[JsonValue] = [call.as_dict() for call in span.tool_calls]
+        outputs.append(NamedData(name="tool_calls", value=calls))
+    return Evaluable(eval_input=[NamedData(name="messages", value=messages)], eval_output=outputs)
+
+
+def _arguments(value: Any) -> list[NamedData]:
+    """A span input as named data: one item per bound argument, else one item ``"input"``."""
+    if value is None:
+        return []
+    if isinstance(value, dict) and not is_truncated(value):
+        return [
+            NamedData(name=name, value=item)
+            for name, item in value.items()
+            if isinstance(name, str) and name
+        ]
+    return [NamedData(name="input", value=value)]
+
+
+def _collect(
+    values: Iterable[WrapRecord], what: Literal["input", "output or state"]
+) -> list[NamedData]:
+    """One item per name, at its first occurrence; ``many=True`` names gather a list."""
+    groups: dict[str, list[WrapRecord]] = {}
+    for value in values:
+        groups.setdefault(value.name, []).append(value)
+    collected: list[NamedData] = []
+    for name, group in groups.items():
+        if all(value.many for value in group):
+            collected.append(NamedData(name=name, value=[value.value for value in group]))
+        elif len(group) == 1:
+            collected.append(NamedData(name=name, value=group[0].value))
+        else:
+            raise DuplicateWrapNameError(
+                f"wrap(..., name={name!r}) recorded {len(group)} {what} values in one run, but a "
+                f"name holds one value unless it is a list. Pass many=True to every "
+                f"wrap(..., name={name!r}) call to collect the values into a list, or give each "
+                "call its own name."
+            )
+    return collected

@@ -1,0 +1,276 @@
+"""The trace tree: finished spans arranged by parent, with the values ``wrap`` recorded."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from evaltrace.trace.spans import (
+    LLMMessage,
+    LLMSpan,
+    ObserveSpan,
+    SpanRecord,
+    parse_named_values,
+    span_view,
+)
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    from evaltrace.capture.values import WrapRecord
+
+__all__ = ["ObservationNode", "SpanPredicate", "build_trace", "trace_to_text", "walk_trace"]
+
+SpanPredicate: TypeAlias = Callable[[ObserveSpan | LLMSpan], bool]
+"""A test on a span view, used by :meth:`ObservationNode.find_all` and the selectors."""
+
+_SpanKey: TypeAlias = tuple[int, int]
+_TEXT_LIMIT = 120
+_MESSAGES_SHOWN = 3
+
+
+@dataclass
+class ObservationNode:
+    """One span of a trace and the spans started under it, ordered by start time.
+
+    Example:
+        >>> for node in trace[0].walk():  # doctest: +SKIP
+        ...     print(node.span.name, node.span.duration_ms)
+    """
+
+    span: ObserveSpan | LLMSpan
+    """The span's view."""
+    children: list[ObservationNode] = field(default_factory=list)
+    """The child spans, earliest start first."""
+
+    def walk(self) -> Iterator[ObservationNode]:
+        """Yield this node and every node below it, depth-first, parents before children."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+    def find(self, name: str) -> list[ObservationNode]:
+        """Return the nodes (this one included) whose span is called ``name``, depth-first."""
+        return [node for node in self.walk() if node.span.name == name]
+
+    def find_all(self, predicate: SpanPredicate) -> list[ObservationNode]:
+        """Return the nodes (this one included) whose span satisfies ``predicate``, depth-first.
+
+        Example:
+            >>> node.find_all(lambda span: span.status == "error")  # doctest: +SKIP
+        """
+        return [node for node in self.walk() if predicate(node.span)]
+
+    def to_text(self) -> str:
+        """Render this subtree as an indented outline, one block per span.
+
+        Each span gives a line ``[kind] name (duration, status)``, then its input, output,
+        named values, messages (model calls) and error, each shortened to about 120 characters.
+        The outline is meant to be read by a person or pasted into a judge prompt.
+
+        Example:
+            >>> print(trace[0].to_text())  # doctest: +SKIP
+            [chain] answer (12.0 ms, ok)
+              input: {"question":"What is the capital of France?"}
+              output: "Paris"
+        """
+        lines: list[str] = []
+        stack: list[tuple[ObservationNode, int]] = [(self, 0)]
+        while stack:
+            node, depth = stack.pop()
+            lines.extend(_span_lines(node.span, "  " * depth))
+            stack.extend((child, depth + 1) for child in reversed(node.children))
+        return "\n".join(lines)
+
+
+def walk_trace(trace: Iterable[ObservationNode]) -> Iterator[ObservationNode]:
+    """Yield every node of a trace (a list of roots), depth-first, root by root."""
+    for node in trace:
+        yield from node.walk()
+
+
+def trace_to_text(trace: Iterable[ObservationNode]) -> str:
+    """Render a whole trace (every root) with :meth:`ObservationNode.to_text`."""
+    return "\n".join(node.to_text() for node in trace)
+
+
+def build_trace(
+    spans: Iterable[ReadableSpan | SpanRecord], named_values: Iterable[WrapRecord] = ()
+) -> list[ObservationNode]:
+    """Arrange finished spans into trees and attach the values ``wrap`` recorded.
+
+    A span whose parent is not among ``spans`` becomes a root (an orphan keeps its subtree).
+    Children and roots are ordered by start time. A ``WrapRecord`` attaches to the span with its
+    ``span_id``; the records given for a span replace the values read from that span's
+    ``evaltrace.wrap`` events (records hold the untruncated values); spans without records keep
+    the values from their events (traces loaded from files). Records that match no span are put
+    on the earliest root. A span repeated in ``spans`` is kept once.
+
+    Args:
+        spans: Finished spans, SDK spans or records, in any order.
+        named_values: The ``wrap`` records of the run, in the order they were recorded.
+
+    Returns:
+        The roots, earliest start first; empty when there are no spans.
+
+    Example:
+        >>> trace = build_trace(exporter.get_finished_spans())  # doctest: +SKIP
+        >>> print(trace_to_text(trace))  # doctest: +SKIP
+    """
+    records: dict[_SpanKey, SpanRecord] = {}
+    for span in spans:
+        record = span if isinstance(span, SpanRecord) else SpanRecord.from_readable(span)
+        records.setdefault((record.trace_id, record.span_id), record)
+    if not records:
+        return []
+    ordered = sorted(records, key=lambda key: records[key].start_time_ns)
+    children, roots = _link(records, ordered)
+
+    by_span_id: dict[int, list[_SpanKey]] = {}
+    for key in ordered:
+        by_span_id.setdefault(key[1], []).append(key)
+    given: dict[_SpanKey, list[WrapRecord]] = {}
+    unattached: list[WrapRecord] = []
+    for value in named_values:
+        owner = _owner(value, by_span_id)
+        if owner is None:
+            unattached.append(value)
+        else:
+            given.setdefault(owner, []).append(value)
+
+    nodes: dict[_SpanKey, ObservationNode] = {}
+    for key in ordered:
+        record = records[key]
+        values: Iterable[WrapRecord] = given.get(key, ())
+        if unattached and key == roots[0]:
+            own = given.get(key) or parse_named_values(record)
+            values = sorted([*own, *unattached], key=lambda value: value.timestamp_ns)
+        nodes[key] = ObservationNode(span=span_view(record, values))
+    for key, child_keys in children.items():
+        nodes[key].children = [nodes[child] for child in child_keys]
+    return [nodes[key] for key in roots]
+
+
+def _link(
+    records: dict[_SpanKey, SpanRecord], ordered: list[_SpanKey]
+) -> tuple[dict[_SpanKey, list[_SpanKey]], list[_SpanKey]]:
+    """Return each span's children and the roots, all in start order."""
+    children: dict[_SpanKey, list[_SpanKey]] = {key: [] for key in ordered}
+    parents: dict[_SpanKey, _SpanKey] = {}
+    roots: list[_SpanKey] = []
+    for key in ordered:
+        parent_id = records[key].parent_span_id
+        parent = (key[0], parent_id) if parent_id is not None else None
+        if parent is not None and parent in records and parent != key:
+            children[parent].append(key)
+            parents[key] = parent
+        else:
+            roots.append(key)
+    # Spans whose parent links form a cycle (only possible in a damaged file) are reachable from
+    # no root; the earliest of each cycle becomes a root so that no span is lost.
+    reached: set[_SpanKey] = set()
+    _reach(roots, children, reached)
+    for key in ordered:
+        if key not in reached:
+            children[parents.pop(key)].remove(key)
+            roots.append(key)
+            _reach([key], children, reached)
+    roots.sort(key=lambda key: records[key].start_time_ns)
+    return children, roots
+
+
+def _reach(
+    start: list[_SpanKey], children: dict[_SpanKey, list[_SpanKey]], reached: set[_SpanKey]
+) -> None:
+    stack = list(start)
+    while stack:
+        key = stack.pop()
+        if key not in reached:
+            reached.add(key)
+            stack.extend(children[key])
+
+
+def _owner(value: WrapRecord, by_span_id: dict[int, list[_SpanKey]]) -> _SpanKey | None:
+    if value.span_id is None:
+        return None
+    for key in by_span_id.get(value.span_id, ()):
+        if value.trace_id is None or value.trace_id == key[0]:
+            return key
+    return None
+
+
+# --- text outline -------------------------------------------------------------------------------
+
+
+def _span_lines(span: ObserveSpan | LLMSpan, indent: str) -> list[str]:
+    head = f"{indent}[{span.kind}] {span.name} ({_duration(span.duration_ms)}, {span.status})"
+    detail = indent + "  "
+    lines: list[str] = []
+    if isinstance(span, LLMSpan):
+        if span.model:
+            head += f" model={span.model}"
+        usage = span.usage
+        if usage.input_tokens is not None or usage.output_tokens is not None:
+            head += f" tokens={_count(usage.input_tokens)}->{_count(usage.output_tokens)}"
+        lines.append(head)
+        lines.extend(_message_lines(span.input_messages, detail))
+        if span.output_messages or span.output is not None:
+            lines.append(f"{detail}output: {_short(span.output_text or '')}")
+        lines.extend(
+            f"{detail}tool call: {_short(f'{call.name}({call.arguments})')}"
+            for call in span.tool_calls
+        )
+    else:
+        lines.append(head)
+        if span.input is not None:
+            lines.append(f"{detail}input: {_short_json(span.input)}")
+        if span.output is not None:
+            lines.append(f"{detail}output: {_short_json(span.output)}")
+    lines.extend(
+        f"{detail}{value.purpose} {value.name}: {_short_json(value.value)}"
+        for value in span.named_values
+    )
+    if span.error is not None:
+        error = span.error
+        text = f"{error.type}: {error.message}" if error.type else error.message
+        lines.append(f"{detail}error: {_short(text)}")
+    return lines
+
+
+def _message_lines(messages: tuple[LLMMessage, ...], indent: str) -> list[str]:
+    lines: list[str] = []
+    hidden = len(messages) - _MESSAGES_SHOWN
+    if hidden > 0:
+        lines.append(f"{indent}({hidden} earlier message{'s' if hidden > 1 else ''})")
+    for message in messages[max(hidden, 0) :]:
+        text = message.content or ""
+        calls = ", ".join(f"{call.name}({call.arguments})" for call in message.tool_calls)
+        if calls:
+            text = f"{text} -> {calls}" if text else f"-> {calls}"
+        lines.append(f"{indent}{message.role}: {_short(text)}")
+    return lines
+
+
+def _duration(ms: float) -> str:
+    return f"{ms:.1f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
+
+
+def _count(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def _short_json(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return _short(text)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _TEXT_LIMIT else text[: _TEXT_LIMIT - 1] + "…"

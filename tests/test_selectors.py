@@ -1,0 +1,339 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.trace import ReadableSpan, Span, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from evaltrace.capture.values import WrapRecord
+from evaltrace.errors import DuplicateWrapNameError, NoTraceError
+from evaltrace.evaluate.evaluable import NamedData
+from evaltrace.trace import (
+    build_trace,
+    by_kind,
+    by_name,
+    first_llm_call,
+    last_llm_call,
+    root,
+    select,
+)
+
+T0 = 1_700_000_000_000_000_000
+MS = 1_000_000
+
+
+class Spans:
+    """Finished spans with chosen times and parents, from a private SDK provider."""
+
+    def __init__(self) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.tracer = self.provider.get_tracer("tests")
+
+    def start(
+        self,
+        name: str,
+        at_ms: float,
+        *,
+        parent: Span | None = None,
+        attributes: dict[str, Any] | None = None,
+    ) -> Span:
+        context = otel_trace.set_span_in_context(parent) if parent is not None else None
+        span = self.tracer.start_span(
+            name, context=context, attributes=attributes, start_time=T0 + int(at_ms * MS)
+        )
+        assert isinstance(span, Span)
+        return span
+
+    @staticmethod
+    def end(span: Span, at_ms: float) -> None:
+        span.end(end_time=T0 + int(at_ms * MS))
+
+    def finished(self) -> list[ReadableSpan]:
+        return list(self.exporter.get_finished_spans())
+
+
+@pytest.fixture
+def spans() -> Iterator[Spans]:
+    factory = Spans()
+    yield factory
+    factory.provider.shutdown()
+
+
+def wrap_event(span: Span, name: str, purpose: str, value: Any, *, many: bool = False) -> None:
+    attributes: dict[str, Any] = {
+        "evaltrace.wrap.name": name,
+        "evaltrace.wrap.purpose": purpose,
+        "evaltrace.wrap.value": json.dumps(value),
+    }
+    if many:
+        attributes["evaltrace.wrap.many"] = True
+    span.add_event("evaltrace.wrap", attributes)
+
+
+def decorated(name: str, arguments: dict[str, Any], result: Any) -> dict[str, Any]:
+    return {
+        "openinference.span.kind": "CHAIN",
+        "input.value": json.dumps(arguments),
+        "input.mime_type": "application/json",
+        "output.value": json.dumps(result),
+        "output.mime_type": "application/json",
+    }
+
+
+def chat(prompt: str, answer: str, *, tool: str | None = None) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [{"type": "text", "content": answer}]
+    if tool is not None:
+        parts.append({"type": "tool_call", "id": "call_1", "name": tool, "arguments": {"q": 1}})
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": prompt}]}]
+        ),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}]),
+    }
+
+
+def test_root_uses_wrap_values_from_span_events(spans: Spans) -> None:
+    app = spans.start("app", 0, attributes=decorated("app", {"question": "Hi"}, "Hello"))
+    wrap_event(app, "user_profile", "input", {"name": "Ada"})
+    step = spans.start("step", 1, parent=app)
+    wrap_event(step, "answer", "output", "Hello")
+    wrap_event(step, "mood", "state", "cheerful")
+    spans.end(step, 2)
+    spans.end(app, 3)
+
+    evaluable = root(build_trace(spans.finished()))
+
+    assert evaluable.eval_input == [NamedData(name="user_profile", value={"name": "Ada"})]
+    assert evaluable.eval_output == [
+        NamedData(name="answer", value="Hello"),
+        NamedData(name="mood", value="cheerful"),
+    ]
+    assert evaluable.eval_metadata is None
+    assert not evaluable.has_expectation
+
+
+def test_root_uses_wrap_records_in_record_order(spans: Spans) -> None:
+    app = spans.start("app", 0, attributes=decorated("app", {"question": "Hi"}, "Hello"))
+    step = spans.start("step", 1, parent=app)
+    spans.end(step, 2)
+    spans.end(app, 3)
+    finished = spans.finished()
+    step_id = next(span.context.span_id for span in finished if span.name == "step")
+    app_id = next(span.context.span_id for span in finished if span.name == "app")
+    records = [
+        WrapRecord(name="draft", purpose="state", value="H", span_id=step_id, timestamp_ns=T0 + 1),
+        WrapRecord(
+            name="answer", purpose="output", value="Hello", span_id=app_id, timestamp_ns=T0 + 2
+        ),
+        WrapRecord(name="query", purpose="input", value="Hi", span_id=None, timestamp_ns=T0 + 3),
+    ]
+
+    evaluable = root(build_trace(finished, records))
+
+    assert evaluable.eval_input == [NamedData(name="query", value="Hi")]
+    assert [item.name for item in evaluable.eval_output] == ["draft", "answer"]
+
+
+def test_root_falls_back_to_the_root_span_arguments_and_return_value(spans: Spans) -> None:
+    app = spans.start(
+        "app", 0, attributes=decorated("app", {"question": "Hi", "lang": "en"}, {"text": "Hello"})
+    )
+    spans.end(app, 1)
+
+    evaluable = root(build_trace(spans.finished()))
+
+    assert evaluable.eval_input == [
+        NamedData(name="question", value="Hi"),
+        NamedData(name="lang", value="en"),
+    ]
+    assert evaluable.eval_output == [NamedData(name="output", value={"text": "Hello"})]
+
+
+def test_root_input_that_is_not_a_mapping_is_named_input(spans: Spans) -> None:
+    span = spans.start(
+        "app", 0, attributes={"input.value": "plain", "input.mime_type": "text/plain"}
+    )
+    spans.end(span, 1)
+
+    evaluable = root(build_trace(spans.finished()))
+
+    assert evaluable.eval_input == [NamedData(name="input", value="plain")]
+    assert evaluable.eval_output == [NamedData(name="output", value=None)]
+
+
+def test_root_keeps_a_truncated_input_whole(spans: Spans) -> None:
+    marker = {"__evaltrace_truncated__": True, "original_bytes": 5000, "preview": "{..."}
+    spans.end(spans.start("app", 0, attributes={"input.value": json.dumps(marker)}), 1)
+
+    assert root(build_trace(spans.finished())).eval_input == [NamedData(name="input", value=marker)]
+
+
+def test_root_rejects_a_name_recorded_twice_without_many(spans: Spans) -> None:
+    app = spans.start("app", 0)
+    wrap_event(app, "answer", "output", "first")
+    wrap_event(app, "answer", "state", "second")
+    spans.end(app, 1)
+
+    with pytest.raises(DuplicateWrapNameError) as caught:
+        root(build_trace(spans.finished()))
+
+    message = str(caught.value)
+    assert "'answer'" in message
+    assert "2" in message
+    assert "many=True" in message
+
+
+def test_root_collects_many_values_into_one_list(spans: Spans) -> None:
+    app = spans.start("app", 0)
+    for index in range(3):
+        step = spans.start("step", index + 1, parent=app)
+        wrap_event(step, "retrieved", "state", f"doc {index}", many=True)
+        spans.end(step, index + 1.5)
+    wrap_event(app, "answer", "output", "done")
+    spans.end(app, 10)
+
+    evaluable = root(build_trace(spans.finished()))
+
+    assert evaluable.eval_output == [
+        NamedData(name="retrieved", value=["doc 0", "doc 1", "doc 2"]),
+        NamedData(name="answer", value="done"),
+    ]
+
+
+def test_root_of_an_empty_trace_says_nothing_was_captured() -> None:
+    with pytest.raises(NoTraceError, match="the trace is empty"):
+        root([])
+
+
+def test_last_llm_call_is_the_one_that_ended_last(spans: Spans) -> None:
+    app = spans.start("app", 0)
+    slow = spans.start("first call", 1, parent=app, attributes=chat("Plan", "Plan made"))
+    fast = spans.start("second call", 2, parent=app, attributes=chat("Act", "Acted", tool="search"))
+    spans.end(fast, 3)
+    spans.end(slow, 9)
+    spans.end(app, 10)
+    trace = build_trace(spans.finished())
+
+    last = last_llm_call(trace)
+    first = first_llm_call(trace)
+
+    assert last.eval_input == [
+        NamedData(name="messages", value=[{"role": "user", "content": "Plan", "tool_calls": []}])
+    ]
+    assert last.eval_output == [NamedData(name="output", value="Plan made")]
+    assert first.eval_output == [NamedData(name="output", value="Plan made")]
+
+
+def test_llm_call_selection_adds_tool_calls_when_the_model_asked_for_tools(
+    spans: Spans,
+) -> None:
+    spans.end(spans.start("call", 0, attributes=chat("Find it", "Searching", tool="search")), 1)
+
+    evaluable = last_llm_call(build_trace(spans.finished()))
+
+    assert evaluable.eval_output == [
+        NamedData(name="output", value="Searching"),
+        NamedData(
+            name="tool_calls", value=[{"id": "call_1", "name": "search", "arguments": '{"q":1}'}]
+        ),
+    ]
+
+
+def test_first_llm_call_is_the_one_that_started_first(spans: Spans) -> None:
+    app = spans.start("app", 0)
+    later = spans.start("later", 5, parent=app, attributes=chat("B", "b"))
+    earlier = spans.start("earlier", 1, parent=app, attributes=chat("A", "a"))
+    spans.end(later, 6)
+    spans.end(earlier, 7)
+    spans.end(app, 8)
+
+    evaluable = first_llm_call(build_trace(spans.finished()))
+
+    assert evaluable.eval_output == [NamedData(name="output", value="a")]
+
+
+def test_llm_selectors_name_the_spans_present_when_there_is_no_llm_call(spans: Spans) -> None:
+    app = spans.start("app", 0, attributes={"openinference.span.kind": "CHAIN"})
+    spans.end(
+        spans.start("lookup", 1, parent=app, attributes={"openinference.span.kind": "TOOL"}), 2
+    )
+    spans.end(app, 3)
+
+    with pytest.raises(NoTraceError) as caught:
+        last_llm_call(build_trace(spans.finished()))
+
+    assert str(caught.value) == (
+        "Found no LLM span in the trace. Spans present (name and kind): "
+        "'app' (chain), 'lookup' (tool)."
+    )
+
+
+def test_by_name_selects_the_last_ended_span_of_that_name(spans: Spans) -> None:
+    app = spans.start("app", 0)
+    early = spans.start("retrieve", 1, parent=app, attributes=decorated("r", {"query": "a"}, ["x"]))
+    spans.end(early, 2)
+    late = spans.start("retrieve", 3, parent=app, attributes=decorated("r", {"query": "b"}, ["y"]))
+    spans.end(late, 4)
+    spans.end(app, 5)
+
+    evaluable = by_name("retrieve")(build_trace(spans.finished()))
+
+    assert evaluable.eval_input == [NamedData(name="query", value="b")]
+    assert evaluable.eval_output == [NamedData(name="output", value=["y"])]
+
+
+def test_by_name_reads_a_model_call_like_last_llm_call(spans: Spans) -> None:
+    spans.end(spans.start("call", 0, attributes=chat("Q", "A")), 1)
+    trace = build_trace(spans.finished())
+
+    assert by_name("call")(trace) == last_llm_call(trace)
+
+
+def test_by_name_without_a_match_lists_the_spans_present(spans: Spans) -> None:
+    spans.end(spans.start("app", 0), 1)
+
+    with pytest.raises(NoTraceError, match=r"no span named 'retrieve'.*'app' \(unknown\)"):
+        by_name("retrieve")(build_trace(spans.finished()))
+
+
+def test_by_kind_ignores_case(spans: Spans) -> None:
+    app = spans.start("app", 0)
+    tool = spans.start("lookup", 1, parent=app, attributes={"openinference.span.kind": "TOOL"})
+    tool.set_attribute("output.value", '"found"')
+    spans.end(tool, 2)
+    spans.end(app, 3)
+
+    evaluable = by_kind("TOOL")(build_trace(spans.finished()))
+
+    assert evaluable.eval_output == [NamedData(name="output", value="found")]
+    assert by_kind("tool").__name__ == "by_kind('tool')"
+
+
+def test_select_uses_any_test_on_the_span(spans: Spans) -> None:
+    app = spans.start("app", 0)
+    spans.end(spans.start("fast", 1, parent=app, attributes={"output.value": '"f"'}), 2)
+    spans.end(spans.start("slow", 3, parent=app, attributes={"output.value": '"s"'}), 900)
+    spans.end(app, 901)
+    slow_child = select(lambda span: span.duration_ms > 500 and span.name != "app")
+
+    assert slow_child(build_trace(spans.finished())).eval_output == [
+        NamedData(name="output", value="s")
+    ]
+
+
+def test_select_error_uses_the_description(spans: Spans) -> None:
+    spans.end(spans.start("app", 0), 1)
+
+    with pytest.raises(NoTraceError, match="no span slower than 5 s"):
+        select(lambda span: span.duration_ms > 5000, description="a span slower than 5 s")(
+            build_trace(spans.finished())
+        )

@@ -1,0 +1,344 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, Span, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from evaltrace.capture.values import WrapRecord
+from evaltrace.errors import TraceFormatError
+from evaltrace.trace import (
+    LLMSpan,
+    ObservationNode,
+    build_trace,
+    load_traces,
+    root,
+    save_traces,
+    span_to_json,
+    trace_to_text,
+    walk_trace,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+T0 = 1_733_400_000_000_000_000
+MS = 1_000_000
+
+
+class Spans:
+    """Finished spans with chosen times and parents, from a private SDK provider."""
+
+    def __init__(self) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider(resource=Resource.create({"service.name": "weather-bot"}))
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.tracer = self.provider.get_tracer("tests")
+
+    def start(
+        self,
+        name: str,
+        at_ms: float,
+        *,
+        parent: Span | None = None,
+        attributes: dict[str, Any] | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+    ) -> Span:
+        context = otel_trace.set_span_in_context(parent) if parent is not None else None
+        span = self.tracer.start_span(
+            name, context=context, attributes=attributes, kind=kind, start_time=T0 + int(at_ms * MS)
+        )
+        assert isinstance(span, Span)
+        return span
+
+    @staticmethod
+    def end(span: Span, at_ms: float) -> None:
+        span.end(end_time=T0 + int(at_ms * MS))
+
+    def finished(self) -> list[ReadableSpan]:
+        return list(self.exporter.get_finished_spans())
+
+
+@pytest.fixture
+def spans() -> Iterator[Spans]:
+    factory = Spans()
+    yield factory
+    factory.provider.shutdown()
+
+
+def weather_run(spans: Spans) -> list[ReadableSpan]:
+    """The run that tests/fixtures/otlp_export.json describes, recorded live."""
+    app = spans.start(
+        "answer_question",
+        0,
+        attributes={
+            "openinference.span.kind": "CHAIN",
+            "input.value": json.dumps({"question": "Weather in Paris?"}),
+            "input.mime_type": "application/json",
+            "output.value": json.dumps("It's sunny."),
+            "output.mime_type": "application/json",
+        },
+    )
+    app.add_event(
+        "evaltrace.wrap",
+        {
+            "evaltrace.wrap.name": "answer",
+            "evaltrace.wrap.purpose": "output",
+            "evaltrace.wrap.value": json.dumps("It's sunny."),
+        },
+        timestamp=T0 + 1200 * MS,
+    )
+    lookup = spans.start(
+        "lookup_city", 10, parent=app, attributes={"openinference.span.kind": "TOOL"}
+    )
+    lookup.add_event(
+        "exception",
+        {"exception.type": "KeyError", "exception.message": "'Paris'"},
+        timestamp=T0 + 29 * MS,
+    )
+    lookup.set_status(Status(StatusCode.ERROR, "KeyError: 'Paris'"))
+    spans.end(lookup, 30)
+    chat = spans.start(
+        "chat gpt-4o-mini",
+        50,
+        parent=app,
+        kind=SpanKind.CLIENT,
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "gpt-4o-mini",
+            "gen_ai.request.temperature": 0.2,
+            "gen_ai.request.stream": False,
+            "gen_ai.response.finish_reasons": ("stop",),
+            "gen_ai.usage.input_tokens": 25,
+            "gen_ai.usage.output_tokens": 4,
+            "gen_ai.input.messages": json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}]
+            ),
+            "gen_ai.output.messages": json.dumps(
+                [
+                    {
+                        "role": "assistant",
+                        "parts": [{"type": "text", "content": "It's sunny."}],
+                        "finish_reason": "stop",
+                    }
+                ]
+            ),
+        },
+    )
+    spans.end(chat, 1150)
+    app.set_status(Status(StatusCode.OK))
+    spans.end(app, 1250)
+    return spans.finished()
+
+
+def views(trace: list[ObservationNode]) -> list[Any]:
+    return [node.span for node in walk_trace(trace)]
+
+
+def test_save_then_load_gives_the_same_views(spans: Spans, tmp_path: Path) -> None:
+    trace = build_trace(weather_run(spans))
+    path = tmp_path / "run.jsonl"
+
+    written = save_traces(trace, path)
+    loaded = load_traces(path)
+
+    assert written == 3
+    assert loaded == trace
+    assert views(loaded) == views(trace)
+    assert [node.span.record for node in walk_trace(loaded)] == [
+        node.span.record for node in walk_trace(trace)
+    ]
+
+
+def test_saved_file_has_one_json_object_per_span_with_hex_ids(spans: Spans, tmp_path: Path) -> None:
+    finished = weather_run(spans)
+    path = tmp_path / "spans.jsonl"
+
+    save_traces(finished, path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+
+    assert len(lines) == 3
+    assert len(first["trace_id"]) == 32
+    assert len(first["span_id"]) == 16
+    assert first["trace_id"] == first["trace_id"].lower()
+    assert isinstance(first["start_time_ns"], int)
+    assert first["resource"]["service.name"] == "weather-bot"
+    assert "named_values" not in first
+
+
+def test_in_memory_records_survive_a_save_and_load(spans: Spans, tmp_path: Path) -> None:
+    app = spans.start("app", 0)
+    app.add_event(
+        "evaltrace.wrap",
+        {
+            "evaltrace.wrap.name": "report",
+            "evaltrace.wrap.purpose": "output",
+            "evaltrace.wrap.value": json.dumps(
+                {"__evaltrace_truncated__": True, "original_bytes": 20000, "preview": "xx"}
+            ),
+        },
+    )
+    spans.end(app, 1)
+    finished = spans.finished()
+    full = WrapRecord(
+        name="report", purpose="output", value="x" * 20000, span_id=finished[0].context.span_id
+    )
+    trace = build_trace(finished, [full])
+    path = tmp_path / "run.jsonl"
+
+    save_traces(trace, path)
+    loaded = load_traces(path)
+
+    assert loaded[0].span.named_values == (full,)
+    assert root(loaded).eval_output == root(trace).eval_output
+
+
+def test_span_to_json_writes_a_line_load_traces_reads(spans: Spans, tmp_path: Path) -> None:
+    finished = weather_run(spans)
+    path = tmp_path / "exported.jsonl"
+    path.write_text("".join(span_to_json(span) + "\n" for span in finished), encoding="utf-8")
+
+    assert load_traces(path) == build_trace(finished)
+
+
+def test_otlp_json_export_loads_into_the_same_tree(spans: Spans) -> None:
+    live = build_trace(weather_run(spans))
+
+    loaded = load_traces(FIXTURES / "otlp_export.json")
+
+    assert trace_to_text(loaded) == trace_to_text(live)
+    chat = loaded[0].find("chat gpt-4o-mini")[0].span
+    assert isinstance(chat, LLMSpan)
+    assert chat.finish_reasons == ("stop",)
+    assert chat.usage.input_tokens == 25
+    assert chat.parameters == {"temperature": 0.2, "stream": False}
+    assert chat.record.kind == "CLIENT"
+    assert chat.record.resource_attributes["service.name"] == "weather-bot"
+    lookup = loaded[0].find("lookup_city")[0].span
+    assert lookup.error is not None
+    assert (lookup.error.type, lookup.error.message) == ("KeyError", "'Paris'")
+    assert f"{loaded[0].span.trace_id:032x}" == "5b8efff798038103d269b633813fc60c"
+    assert [value.name for value in loaded[0].span.named_values] == ["answer"]
+
+
+def test_otlp_json_lines_are_read_one_document_per_line(tmp_path: Path) -> None:
+    document = json.loads((FIXTURES / "otlp_export.json").read_text(encoding="utf-8"))
+    path = tmp_path / "collector.jsonl"
+    path.write_text(json.dumps(document) + "\n" + json.dumps(document) + "\n", encoding="utf-8")
+
+    trace = load_traces(path)
+
+    assert len(list(walk_trace(trace))) == 3
+
+
+def test_a_corrupt_line_names_the_file_and_line(spans: Spans, tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    save_traces(weather_run(spans), path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1][:40]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    with pytest.raises(TraceFormatError) as caught:
+        load_traces(path)
+
+    message = str(caught.value)
+    assert message.startswith(f"{path}, line 2: not valid JSON")
+    assert "one JSON object describing a span" in message
+
+
+def test_a_corrupt_first_line_is_reported_as_line_one(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"trace_id": \n{"a": 1}\n', encoding="utf-8")
+
+    with pytest.raises(TraceFormatError, match=r"run.jsonl, line 1: not valid JSON"):
+        load_traces(path)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"span_id": "xyz"}, "field \"span_id\" must be a 16-character hex string, found 'xyz'"),
+        ({"trace_id": None}, 'field "trace_id" must be a 32-character hex string, found None'),
+        ({"start_time_ns": "soon"}, "field \"start_time_ns\" must be an integer, found 'soon'"),
+        ({"status": {"code": "FINE"}}, 'field "status.code" must be "UNSET", "OK" or "ERROR"'),
+        ({"events": [{"name": 3}]}, 'field "events[0].name" must be a string, found 3'),
+        ({"attributes": [1]}, 'field "attributes" must be an object, found a list'),
+    ],
+)
+def test_a_wrong_field_is_named_with_the_line(
+    tmp_path: Path, change: dict[str, Any], expected: str
+) -> None:
+    span = {
+        "trace_id": "5b8efff798038103d269b633813fc60c",
+        "span_id": "eee19b7ec3c1b174",
+        "parent_span_id": None,
+        "name": "app",
+        "start_time_ns": T0,
+        "end_time_ns": T0 + MS,
+    }
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        json.dumps(span) + "\n\n" + json.dumps({**span, **change}) + "\n", encoding="utf-8"
+    )
+
+    with pytest.raises(TraceFormatError) as caught:
+        load_traces(path)
+
+    assert str(caught.value).startswith(f"{path}, line 3: {expected}")
+
+
+def test_a_line_that_is_not_an_object_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text("[1, 2]\n", encoding="utf-8")
+
+    with pytest.raises(TraceFormatError, match=r"line 1: expected a JSON object describing a span"):
+        load_traces(path)
+
+
+def test_a_file_that_is_not_utf8_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "binary.jsonl"
+    path.write_bytes(b"\x80\x03}q\x00.")
+
+    with pytest.raises(TraceFormatError, match="not UTF-8 text"):
+        load_traces(path)
+
+
+def test_an_empty_file_gives_an_empty_trace(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n", encoding="utf-8")
+
+    assert load_traces(path) == []
+
+
+def test_a_damaged_pretty_printed_document_names_the_line(tmp_path: Path) -> None:
+    text = (FIXTURES / "otlp_export.json").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    lines[6] = lines[6].replace('"', "", 1)
+    path = tmp_path / "export.json"
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+    with pytest.raises(TraceFormatError, match=r"export.json, line 7: not valid JSON"):
+        load_traces(path)
+
+
+def test_a_wrong_otlp_field_is_named_with_its_place(tmp_path: Path) -> None:
+    document = json.loads((FIXTURES / "otlp_export.json").read_text(encoding="utf-8"))
+    document["resourceSpans"][0]["scopeSpans"][1]["spans"][0]["spanId"] = "zz"
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+
+    with pytest.raises(TraceFormatError) as caught:
+        load_traces(path)
+
+    assert str(caught.value) == (
+        f'{path}, line 1: field "resourceSpans[0].scopeSpans[1].spans[0].spanId" '
+        "must be a 16-character hex string, found 'zz'"
+    )

@@ -1,0 +1,311 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.trace import ReadableSpan, Span, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Status, StatusCode
+
+from evaltrace.capture.values import WrapRecord
+from evaltrace.trace import (
+    LLMSpan,
+    ObservationNode,
+    SpanRecord,
+    build_trace,
+    trace_to_text,
+    walk_trace,
+)
+
+T0 = 1_700_000_000_000_000_000
+MS = 1_000_000
+
+
+class Spans:
+    """Finished spans with chosen times and parents, from a private SDK provider."""
+
+    def __init__(self) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.tracer = self.provider.get_tracer("tests")
+
+    def start(
+        self,
+        name: str,
+        at_ms: float,
+        *,
+        parent: Span | None = None,
+        attributes: dict[str, Any] | None = None,
+    ) -> Span:
+        context = otel_trace.set_span_in_context(parent) if parent is not None else None
+        span = self.tracer.start_span(
+            name, context=context, attributes=attributes, start_time=T0 + int(at_ms * MS)
+        )
+        assert isinstance(span, Span)
+        return span
+
+    @staticmethod
+    def end(span: Span, at_ms: float) -> None:
+        span.end(end_time=T0 + int(at_ms * MS))
+
+    def finished(self) -> list[ReadableSpan]:
+        return list(self.exporter.get_finished_spans())
+
+
+@pytest.fixture
+def spans() -> Iterator[Spans]:
+    factory = Spans()
+    yield factory
+    factory.provider.shutdown()
+
+
+def wrap_event(span: Span, name: str, purpose: str, value: Any) -> None:
+    span.add_event(
+        "evaltrace.wrap",
+        {
+            "evaltrace.wrap.name": name,
+            "evaltrace.wrap.purpose": purpose,
+            "evaltrace.wrap.value": json.dumps(value),
+        },
+    )
+
+
+def names(nodes: list[ObservationNode]) -> list[str]:
+    return [node.span.name for node in nodes]
+
+
+def test_children_nest_under_their_parent_ordered_by_start_time(spans: Spans) -> None:
+    root = spans.start("root", 0)
+    late = spans.start("late", 20, parent=root)
+    early = spans.start("early", 10, parent=root)
+    grandchild = spans.start("grandchild", 21, parent=late)
+    for span, end in ((grandchild, 22), (late, 25), (early, 15), (root, 30)):
+        spans.end(span, end)
+
+    trace = build_trace(spans.finished())
+
+    assert names(trace) == ["root"]
+    assert names(trace[0].children) == ["early", "late"]
+    assert names(trace[0].children[1].children) == ["grandchild"]
+    assert trace[0].children[0].span.parent_span_id == trace[0].span.span_id
+
+
+def test_roots_are_ordered_by_start_time(spans: Spans) -> None:
+    second = spans.start("second", 5)
+    first = spans.start("first", 1)
+    spans.end(second, 6)
+    spans.end(first, 2)
+
+    assert names(build_trace(spans.finished())) == ["first", "second"]
+
+
+def test_span_whose_parent_is_absent_becomes_a_root_with_its_subtree(spans: Spans) -> None:
+    root = spans.start("root", 0)
+    orphan = spans.start("orphan", 1, parent=root)
+    child = spans.start("child", 2, parent=orphan)
+    for span, end in ((child, 3), (orphan, 4), (root, 5)):
+        spans.end(span, end)
+    without_root = [span for span in spans.finished() if span.name != "root"]
+
+    trace = build_trace(without_root)
+
+    assert names(trace) == ["orphan"]
+    assert names(trace[0].children) == ["child"]
+
+
+def test_a_span_given_twice_is_kept_once(spans: Spans) -> None:
+    spans.end(spans.start("only", 0), 1)
+    finished = spans.finished()
+
+    trace = build_trace([*finished, *finished])
+
+    assert len(list(walk_trace(trace))) == 1
+
+
+def test_parent_links_that_form_a_cycle_lose_no_span() -> None:
+    first = SpanRecord(
+        trace_id=1, span_id=1, parent_span_id=2, name="a", start_time_ns=1, end_time_ns=5
+    )
+    second = SpanRecord(
+        trace_id=1, span_id=2, parent_span_id=1, name="b", start_time_ns=2, end_time_ns=4
+    )
+
+    trace = build_trace([second, first])
+
+    assert names(trace) == ["a"]
+    assert names(trace[0].children) == ["b"]
+
+
+def test_empty_input_gives_an_empty_trace() -> None:
+    assert build_trace([]) == []
+
+
+def test_walk_is_depth_first_parents_before_children(spans: Spans) -> None:
+    root = spans.start("root", 0)
+    a = spans.start("a", 1, parent=root)
+    a1 = spans.start("a1", 2, parent=a)
+    b = spans.start("b", 3, parent=root)
+    for span, end in ((a1, 2.5), (a, 2.8), (b, 4), (root, 5)):
+        spans.end(span, end)
+
+    trace = build_trace(spans.finished())
+
+    assert [node.span.name for node in trace[0].walk()] == ["root", "a", "a1", "b"]
+    assert [node.span.name for node in walk_trace(trace)] == ["root", "a", "a1", "b"]
+
+
+def test_find_returns_every_node_of_that_name_depth_first(spans: Spans) -> None:
+    root = spans.start("root", 0)
+    first = spans.start("search", 1, parent=root, attributes={"input.value": '"one"'})
+    nested = spans.start("search", 2, parent=first, attributes={"input.value": '"two"'})
+    last = spans.start("search", 4, parent=root, attributes={"input.value": '"three"'})
+    for span, end in ((nested, 3), (first, 3.5), (last, 5), (root, 6)):
+        spans.end(span, end)
+
+    found = build_trace(spans.finished())[0].find("search")
+
+    assert [node.span.input for node in found] == ["one", "two", "three"]
+    assert build_trace(spans.finished())[0].find("missing") == []
+
+
+def test_find_all_tests_each_span_view(spans: Spans) -> None:
+    root = spans.start("root", 0)
+    llm = spans.start("chat", 1, parent=root, attributes={"openinference.span.kind": "LLM"})
+    tool = spans.start("tool", 2, parent=root, attributes={"openinference.span.kind": "TOOL"})
+    for span, end in ((llm, 1.5), (tool, 3), (root, 4)):
+        spans.end(span, end)
+
+    trace = build_trace(spans.finished())
+
+    assert names(trace[0].find_all(lambda span: isinstance(span, LLMSpan))) == ["chat"]
+    assert names(trace[0].find_all(lambda span: span.kind == "tool")) == ["tool"]
+
+
+def test_records_replace_the_values_read_from_the_span_events(spans: Spans) -> None:
+    root = spans.start("root", 0)
+    marker = {"__evaltrace_truncated__": True, "original_bytes": 9000, "preview": "aaa"}
+    wrap_event(root, "document", "state", marker)
+    spans.end(root, 1)
+    finished = spans.finished()
+    span_id = finished[0].context.span_id
+    full = WrapRecord(name="document", purpose="state", value="a" * 9000, span_id=span_id)
+
+    from_events = build_trace(finished)[0].span.named_values
+    from_records = build_trace(finished, [full])[0].span.named_values
+
+    assert [(value.name, value.value) for value in from_events] == [("document", marker)]
+    assert from_records == (full,)
+
+
+def test_values_without_a_matching_span_go_to_the_earliest_root(spans: Spans) -> None:
+    spans.end(spans.start("later", 5), 6)
+    spans.end(spans.start("earliest", 1), 2)
+    loose = WrapRecord(name="answer", purpose="output", value=42)
+    unknown = WrapRecord(name="other", purpose="output", value=1, span_id=12345)
+
+    trace = build_trace(spans.finished(), [loose, unknown])
+
+    assert trace[0].span.name == "earliest"
+    assert trace[0].span.named_values == (loose, unknown)
+    assert trace[1].span.named_values == ()
+
+
+def test_to_text_outlines_the_tree(spans: Spans) -> None:
+    root = spans.start(
+        "answer_question",
+        0,
+        attributes={
+            "openinference.span.kind": "CHAIN",
+            "input.value": json.dumps({"question": "Weather in Paris?"}),
+            "output.value": json.dumps("It's sunny."),
+        },
+    )
+    wrap_event(root, "answer", "output", "It's sunny.")
+    lookup = spans.start(
+        "lookup_city", 10, parent=root, attributes={"openinference.span.kind": "TOOL"}
+    )
+    lookup.record_exception(KeyError("Paris"))
+    lookup.set_status(Status(StatusCode.ERROR, "KeyError: 'Paris'"))
+    spans.end(lookup, 30)
+    chat = spans.start(
+        "chat gpt-4o-mini",
+        50,
+        parent=root,
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "gpt-4o-mini",
+            "gen_ai.usage.input_tokens": 25,
+            "gen_ai.usage.output_tokens": 4,
+            "gen_ai.input.messages": json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}]
+            ),
+            "gen_ai.output.messages": json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": "It's sunny."}]}]
+            ),
+        },
+    )
+    spans.end(chat, 1150)
+    root.set_status(Status(StatusCode.OK))
+    spans.end(root, 1250)
+
+    text = trace_to_text(build_trace(spans.finished()))
+
+    assert text == "\n".join(
+        [
+            "[chain] answer_question (1.25 s, ok)",
+            '  input: {"question":"Weather in Paris?"}',
+            '  output: "It\'s sunny."',
+            '  output answer: "It\'s sunny."',
+            "  [tool] lookup_city (20.0 ms, error)",
+            "    error: KeyError: 'Paris'",
+            "  [llm] chat gpt-4o-mini (1.10 s, unset) model=gpt-4o-mini tokens=25->4",
+            "    user: Weather in Paris?",
+            "    output: It's sunny.",
+        ]
+    )
+
+
+def test_to_text_shortens_long_values_to_one_line(spans: Spans) -> None:
+    span = spans.start("big", 0, attributes={"input.value": json.dumps("word\n" * 200)})
+    spans.end(span, 1)
+
+    lines = build_trace(spans.finished())[0].to_text().splitlines()
+
+    assert len(lines) == 2
+    assert lines[1].startswith('  input: "word\\nword')
+    assert lines[1].endswith("…")
+    assert len(lines[1]) <= 2 + len("input: ") + 120
+
+
+def test_to_text_shows_only_the_last_messages_of_a_long_conversation(spans: Spans) -> None:
+    messages = [
+        {"role": "user", "parts": [{"type": "text", "content": f"turn {index}"}]}
+        for index in range(6)
+    ]
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(messages)}
+    spans.end(spans.start("chat", 0, attributes=attributes), 1)
+
+    lines = build_trace(spans.finished())[0].to_text().splitlines()
+
+    assert lines[1:] == [
+        "  (3 earlier messages)",
+        "  user: turn 3",
+        "  user: turn 4",
+        "  user: turn 5",
+    ]
+
+
+def test_build_trace_accepts_records_and_sdk_spans_alike(spans: Spans) -> None:
+    root = spans.start("root", 0)
+    child = spans.start("child", 1, parent=root)
+    spans.end(child, 2)
+    spans.end(root, 3)
+    finished = spans.finished()
+    mixed = [SpanRecord.from_readable(finished[0]), finished[1]]
+
+    assert build_trace(mixed) == build_trace(finished)
