@@ -1,0 +1,522 @@
+"""FakeJudgeServer, driven through the real openai clients and a real autoevals scorer."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import math
+import re
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import autoevals
+import openai
+import pytest
+
+from evaltrace.errors import ConfigurationError
+from evaltrace.testing.fake_judge import FakeJudgeServer, RecordedRequest, serve_fake_judge
+
+CHOICES = ["A", "B", "C", "D", "E"]
+SELECT_CHOICE_TOOLS: list[Any] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "select_choice",
+            "description": "Call this function to select a choice.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "reasons": {"type": "string", "title": "Reasoning"},
+                    "choice": {"type": "string", "title": "Choice", "enum": CHOICES},
+                },
+                "required": ["reasons", "choice"],
+            },
+        },
+    }
+]
+FORCE_SELECT_CHOICE: Any = {"type": "function", "function": {"name": "select_choice"}}
+
+
+@pytest.fixture
+def judge_server() -> Iterator[FakeJudgeServer]:
+    yield from serve_fake_judge()
+
+
+def client_for(server: FakeJudgeServer, **options: Any) -> openai.OpenAI:
+    options.setdefault("max_retries", 0)
+    return openai.OpenAI(base_url=server.base_url, api_key="test", **options)
+
+
+def async_client_for(server: FakeJudgeServer, **options: Any) -> openai.AsyncOpenAI:
+    options.setdefault("max_retries", 0)
+    return openai.AsyncOpenAI(base_url=server.base_url, api_key="test", **options)
+
+
+def ask_judge(client: openai.OpenAI, question: str) -> dict[str, Any]:
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": question}],
+        tools=SELECT_CHOICE_TOOLS,
+        tool_choice=FORCE_SELECT_CHOICE,
+    )
+    assert reply.choices[0].finish_reason == "tool_calls"
+    tool_calls = reply.choices[0].message.tool_calls
+    assert tool_calls is not None and len(tool_calls) == 1
+    call = tool_calls[0]
+    assert call.type == "function"
+    assert call.function.name == "select_choice"
+    arguments: dict[str, Any] = json.loads(call.function.arguments)
+    return arguments
+
+
+def ask(client: openai.OpenAI, question: str, **options: Any) -> str | None:
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": question}], **options
+    )
+    content: str | None = reply.choices[0].message.content
+    return content
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+# -- chat completions --------------------------------------------------------------------------
+
+
+def test_forced_select_choice_answers_with_the_first_choice_of_the_request_enum(
+    judge_server: FakeJudgeServer,
+) -> None:
+    arguments = ask_judge(client_for(judge_server), "Is the answer factual?")
+
+    assert arguments["choice"] == "A"
+    assert isinstance(arguments["reasons"], str) and arguments["reasons"]
+    assert list(arguments) == ["reasons", "choice"]
+
+
+def test_forced_tool_call_reply_is_a_realistic_chat_completion(
+    judge_server: FakeJudgeServer,
+) -> None:
+    reply = client_for(judge_server).chat.completions.create(
+        model="judge-model-7",
+        messages=[{"role": "user", "content": "three word question"}],
+        tools=SELECT_CHOICE_TOOLS,
+        tool_choice=FORCE_SELECT_CHOICE,
+    )
+
+    assert reply.object == "chat.completion"
+    assert reply.model == "judge-model-7"
+    assert reply.id and reply.created > 0
+    assert reply.choices[0].index == 0
+    assert reply.choices[0].message.content is None
+    assert reply.usage is not None
+    assert reply.usage.prompt_tokens == 3
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
+
+
+def test_rule_choice_is_returned_for_matching_requests_only(
+    judge_server: FakeJudgeServer,
+) -> None:
+    judge_server.add_rule("Paris", choice="C", reasons="Same city.")
+    client = client_for(judge_server)
+
+    assert ask_judge(client, "Expert: Paris. Submission: Paris.") == {
+        "reasons": "Same city.",
+        "choice": "C",
+    }
+    assert ask_judge(client, "Expert: Rome. Submission: Milan.")["choice"] == "A"
+
+
+def test_rule_matches_a_compiled_pattern(judge_server: FakeJudgeServer) -> None:
+    judge_server.add_rule(re.compile(r"score:\s*\d+"), content="matched")
+
+    assert ask(client_for(judge_server), "final score:  42") == "matched"
+
+
+def test_first_matching_rule_wins(judge_server: FakeJudgeServer) -> None:
+    judge_server.add_rule("cat", content="first")
+    judge_server.add_rule("cat", content="second")
+
+    assert ask(client_for(judge_server), "a cat") == "first"
+
+
+def test_sequence_answers_successive_calls_in_turn_then_repeats_the_last(
+    judge_server: FakeJudgeServer,
+) -> None:
+    judge_server.add_rule("grade", sequence=["B", "D", "E"])
+    client = client_for(judge_server)
+
+    choices = [ask_judge(client, "grade this")["choice"] for _ in range(4)]
+
+    assert choices == ["B", "D", "E", "E"]
+
+
+def test_plain_request_gets_rule_content_or_the_default_text(
+    judge_server: FakeJudgeServer,
+) -> None:
+    judge_server.add_rule("weather", content="Sunny and mild.")
+    client = client_for(judge_server)
+
+    assert ask(client, "What is the weather?") == "Sunny and mild."
+    assert ask(client, "Anything else?") == "ok"
+
+
+def test_json_schema_response_format_gets_json_built_from_the_schema(
+    judge_server: FakeJudgeServer,
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "verdict": {"type": "string", "enum": ["pass", "fail"]},
+            "score": {"type": "number"},
+            "notes": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["verdict", "score", "notes", "tags"],
+    }
+    response_format: Any = {
+        "type": "json_schema",
+        "json_schema": {"name": "grade", "schema": schema, "strict": True},
+    }
+
+    content = ask(client_for(judge_server), "Grade it.", response_format=response_format)
+
+    assert content is not None
+    assert json.loads(content) == {"verdict": "pass", "score": 0, "notes": "", "tags": [""]}
+
+
+def test_json_schema_response_format_uses_a_rule_object_as_given(
+    judge_server: FakeJudgeServer,
+) -> None:
+    judge_server.add_rule("Grade", json={"verdict": "fail", "score": 0.25})
+    response_format: Any = {
+        "type": "json_schema",
+        "json_schema": {"name": "grade", "schema": {"type": "object", "properties": {}}},
+    }
+
+    content = ask(client_for(judge_server), "Grade it.", response_format=response_format)
+
+    assert content is not None
+    assert json.loads(content) == {"verdict": "fail", "score": 0.25}
+
+
+@pytest.mark.asyncio
+async def test_async_client_gets_the_same_forced_tool_call(judge_server: FakeJudgeServer) -> None:
+    judge_server.add_rule("async", choice="B")
+    client = async_client_for(judge_server)
+
+    reply = await client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": "async question"}],
+        tools=SELECT_CHOICE_TOOLS,
+        tool_choice=FORCE_SELECT_CHOICE,
+    )
+
+    tool_calls = reply.choices[0].message.tool_calls
+    assert tool_calls is not None and tool_calls[0].type == "function"
+    assert json.loads(tool_calls[0].function.arguments)["choice"] == "B"
+
+
+# -- Responses API -----------------------------------------------------------------------------
+
+
+def test_responses_api_forced_function_call_is_parsed_by_the_client(
+    judge_server: FakeJudgeServer,
+) -> None:
+    judge_server.add_rule("Paris", choice="E", endpoint="responses")
+    parameters = SELECT_CHOICE_TOOLS[0]["function"]["parameters"]
+    conversation: Any = [{"role": "user", "content": "Expert: Paris. Submission: Paris."}]
+    tools: Any = [{"type": "function", "name": "select_choice", "parameters": parameters}]
+
+    response = client_for(judge_server).responses.create(
+        model="gpt-5-mini",
+        input=conversation,
+        tools=tools,
+        tool_choice={"type": "function", "name": "select_choice"},
+    )
+
+    assert response.object == "response"
+    assert response.status == "completed"
+    assert response.model == "gpt-5-mini"
+    item = response.output[0]
+    assert item.type == "function_call"
+    assert item.name == "select_choice"
+    assert item.status == "completed"
+    assert item.call_id and item.id
+    assert json.loads(item.arguments)["choice"] == "E"
+    assert response.usage is not None and response.usage.total_tokens > 0
+
+
+def test_responses_api_plain_request_sets_output_text(judge_server: FakeJudgeServer) -> None:
+    judge_server.add_rule("haiku", content="Quiet loopback port", endpoint="responses")
+
+    response = client_for(judge_server).responses.create(
+        model="gpt-5-mini", instructions="Be brief.", input="Write a haiku."
+    )
+
+    assert response.output_text == "Quiet loopback port"
+    assert response.output[0].type == "message"
+
+
+# -- embeddings and moderations ----------------------------------------------------------------
+
+
+def test_embeddings_are_deterministic_and_unit_length(judge_server: FakeJudgeServer) -> None:
+    client = client_for(judge_server)
+
+    first = client.embeddings.create(model="text-embedding-3-small", input="the cat sat")
+    again = client.embeddings.create(
+        model="text-embedding-3-small", input=["the cat sat"], encoding_format="float"
+    )
+
+    vector = first.data[0].embedding
+    assert len(vector) == 256
+    assert math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-6)
+    assert again.data[0].embedding == pytest.approx(vector, abs=1e-6)
+
+
+def test_base64_encoding_the_client_asks_for_by_default_decodes_to_the_same_vector(
+    judge_server: FakeJudgeServer,
+) -> None:
+    client = client_for(judge_server)
+
+    default = client.embeddings.create(model="m", input="hello world", dimensions=8)
+    as_floats = client.embeddings.create(
+        model="m", input="hello world", dimensions=8, encoding_format="float"
+    )
+
+    assert judge_server.requests[0].body["encoding_format"] == "base64"
+    assert default.data[0].embedding == pytest.approx(as_floats.data[0].embedding, abs=1e-6)
+    assert len(default.data[0].embedding) == 8
+
+
+def test_embeddings_place_texts_that_share_words_closer(judge_server: FakeJudgeServer) -> None:
+    texts = ["the cat sat on the mat", "a cat sat on a mat", "quarterly revenue grew"]
+    reply = client_for(judge_server).embeddings.create(model="m", input=texts)
+    cat, similar, unrelated = (item.embedding for item in reply.data)
+
+    assert cosine(cat, similar) > cosine(cat, unrelated) + 0.3
+    assert [item.index for item in reply.data] == [0, 1, 2]
+
+
+def test_moderation_flags_text_containing_a_flagged_word(judge_server: FakeJudgeServer) -> None:
+    client = client_for(judge_server)
+
+    flagged = client.moderations.create(input="I will kill the process").results[0]
+    clean = client.moderations.create(input="I will improve my skills").results[0]
+
+    assert flagged.flagged and flagged.categories.violence
+    assert flagged.category_scores.violence > 0.5
+    assert not clean.flagged and clean.category_scores.violence < 0.01
+
+
+def test_moderation_words_are_configurable() -> None:
+    with FakeJudgeServer(flagged_words={"spoiler": "harassment"}) as server:
+        result = client_for(server).moderations.create(input="Spoiler alert").results[0]
+
+    assert result.flagged and result.categories.harassment
+
+
+# -- faults ------------------------------------------------------------------------------------
+
+
+def test_fail_next_raises_internal_server_error_without_retries(
+    judge_server: FakeJudgeServer,
+) -> None:
+    judge_server.fail_next(status=500)
+    client = client_for(judge_server)
+
+    with pytest.raises(openai.InternalServerError) as caught:
+        ask(client, "hello")
+
+    assert isinstance(caught.value.body, dict) and caught.value.body["type"] == "server_error"
+    assert ask(client, "hello") == "ok"
+
+
+def test_rate_limit_once_is_absorbed_by_the_clients_own_retry(
+    judge_server: FakeJudgeServer,
+) -> None:
+    judge_server.rate_limit_once()
+
+    content = ask(client_for(judge_server, max_retries=2), "hello")
+
+    assert content == "ok"
+    assert len(judge_server.requests) == 2
+
+
+def test_rate_limit_reply_carries_retry_after(judge_server: FakeJudgeServer) -> None:
+    judge_server.rate_limit_once(retry_after=0.5)
+
+    with pytest.raises(openai.RateLimitError) as caught:
+        ask(client_for(judge_server), "hello")
+
+    assert caught.value.response.headers["retry-after"] == "0.5"
+    assert caught.value.code == "rate_limit_exceeded"
+
+
+def test_malformed_reply_fails_to_decode(judge_server: FakeJudgeServer) -> None:
+    judge_server.malformed_next()
+
+    with pytest.raises(json.JSONDecodeError):
+        ask(client_for(judge_server), "hello")
+
+
+def test_hang_past_the_client_timeout_raises_api_timeout_error(
+    judge_server: FakeJudgeServer,
+) -> None:
+    judge_server.hang_next(5.0)
+
+    with pytest.raises(openai.APITimeoutError):
+        ask(client_for(judge_server, timeout=0.3), "hello")
+
+
+def test_rule_status_fails_only_matching_requests(judge_server: FakeJudgeServer) -> None:
+    judge_server.add_rule("forbidden", status=503)
+    client = client_for(judge_server)
+
+    with pytest.raises(openai.InternalServerError):
+        ask(client, "a forbidden topic")
+    assert ask(client, "a fine topic") == "ok"
+
+
+def test_unknown_path_gets_404_in_openai_error_shape(judge_server: FakeJudgeServer) -> None:
+    with pytest.raises(openai.NotFoundError) as caught:
+        client_for(judge_server).models.list()
+
+    assert isinstance(caught.value.body, dict)
+    assert set(caught.value.body) >= {"message", "type", "code"}
+
+
+def test_request_body_that_is_not_json_gets_400(judge_server: FakeJudgeServer) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", judge_server.port, timeout=5)
+    try:
+        connection.request(
+            "POST",
+            "/v1/chat/completions",
+            body=b"{not json",
+            headers={"Content-Type": "application/json"},
+        )
+        reply = connection.getresponse()
+        status, body = reply.status, json.loads(reply.read())
+    finally:
+        connection.close()
+
+    assert status == 400
+    assert body["error"]["type"] == "invalid_request_error"
+
+
+def test_add_rule_rejects_a_sequence_combined_with_a_choice(
+    judge_server: FakeJudgeServer,
+) -> None:
+    with pytest.raises(ConfigurationError, match="sequence"):
+        judge_server.add_rule("x", choice="A", sequence=["B"])
+
+
+def test_reset_forgets_rules_and_pending_faults(judge_server: FakeJudgeServer) -> None:
+    judge_server.add_rule("hello", content="scripted")
+    judge_server.fail_next()
+
+    judge_server.reset()
+
+    assert judge_server.rules == []
+    assert ask(client_for(judge_server), "hello") == "ok"
+
+
+# -- recording and concurrency -----------------------------------------------------------------
+
+
+def test_requests_are_recorded_with_path_body_and_headers(judge_server: FakeJudgeServer) -> None:
+    ask(client_for(judge_server), "recorded question")
+
+    [request] = judge_server.requests
+    assert isinstance(request, RecordedRequest)
+    assert request.method == "POST"
+    assert request.path == "/v1/chat/completions"
+    assert request.body["messages"] == [{"role": "user", "content": "recorded question"}]
+    assert request.headers["authorization"] == "Bearer test"
+    assert request.received_at > 0
+
+
+@pytest.mark.asyncio
+async def test_max_concurrency_is_the_number_of_requests_in_flight_together() -> None:
+    with FakeJudgeServer(latency=0.2) as server:
+        client = async_client_for(server)
+        await asyncio.gather(*(client.embeddings.create(model="m", input="x") for _ in range(5)))
+
+        assert server.max_concurrency == 5
+
+
+@pytest.mark.asyncio
+async def test_max_concurrency_reflects_a_client_side_semaphore() -> None:
+    with FakeJudgeServer(latency=0.2) as server:
+        client = async_client_for(server)
+        gate = asyncio.Semaphore(2)
+
+        async def embed() -> None:
+            async with gate:
+                await client.embeddings.create(model="m", input="x")
+
+        await asyncio.gather(*(embed() for _ in range(5)))
+
+        assert server.max_concurrency == 2
+        server.reset_stats()
+        assert server.max_concurrency == 0 and server.requests == []
+
+
+def test_rule_latency_delays_only_matching_requests(judge_server: FakeJudgeServer) -> None:
+    judge_server.add_rule("slow", latency=5.0)
+
+    with pytest.raises(openai.APITimeoutError):
+        ask(client_for(judge_server, timeout=0.3), "slow question")
+    assert ask(client_for(judge_server, timeout=2.0), "fast question") == "ok"
+
+
+# -- lifecycle ---------------------------------------------------------------------------------
+
+
+def test_exit_releases_the_port_and_joins_every_thread() -> None:
+    threads_before = set(threading.enumerate())
+    with FakeJudgeServer() as server:
+        port = server.port
+        ask(client_for(server), "hello")
+        server.hang_next(30.0)
+        with pytest.raises(openai.APITimeoutError):
+            ask(client_for(server, timeout=0.2), "hello")
+
+    assert set(threading.enumerate()) <= threads_before
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))  # only a live listener would still hold the port
+
+
+# -- autoevals ---------------------------------------------------------------------------------
+
+
+def test_autoevals_factuality_scores_through_chat_completions(
+    judge_server: FakeJudgeServer,
+) -> None:
+    judge_server.add_rule("Paris", choice="C")
+    scorer = autoevals.Factuality(client=client_for(judge_server), model="gpt-4o-mini")
+
+    score = scorer.eval(input="Capital of France?", output="Paris", expected="Paris")
+
+    assert score.score == 1
+    assert score.metadata["choice"] == "C"
+    assert judge_server.requests[-1].path == "/v1/chat/completions"
+
+
+def test_autoevals_default_gpt5_model_goes_through_the_responses_api(
+    judge_server: FakeJudgeServer,
+) -> None:
+    score = autoevals.Factuality(client=client_for(judge_server)).eval(
+        input="Capital of France?", output="Lyon", expected="Paris"
+    )
+
+    assert score.score == 0.4  # choice "A", the first of Factuality's choices
+    assert judge_server.requests[-1].path == "/v1/responses"
+    assert judge_server.requests[-1].body["tool_choice"] == "required"
