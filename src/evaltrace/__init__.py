@@ -59,6 +59,10 @@ _LAZY: dict[str, str] = {
     "assert_dataset_pass": "evaltrace.evaluate",
     "EvalAssertionError": "evaltrace.evaluate",
     "ScoreThreshold": "evaltrace.evaluate",
+    "evaluate_inputs": "evaltrace.evaluate",
+    "RateLimiter": "evaltrace.evaluate",
+    "run": "evaltrace.evaluate",
+    "RunningLoopError": "evaltrace.evaluate",
 }
 
 if TYPE_CHECKING:
@@ -70,11 +74,15 @@ if TYPE_CHECKING:
         EvaluationError,
         Evaluator,
         NamedData,
+        RateLimiter,
+        RunningLoopError,
         ScoreThreshold,
         TestCase,
         assert_dataset_pass,
         assert_pass,
         evaluate,
+        evaluate_inputs,
+        run,
         run_and_evaluate,
     )
     from evaltrace.trace import (
@@ -105,6 +113,8 @@ __all__ = [
     "NamedData",
     "ObservationNode",
     "ObserveSpan",
+    "RateLimiter",
+    "RunningLoopError",
     "ScoreThreshold",
     "TestCase",
     "WrapRecord",
@@ -116,6 +126,7 @@ __all__ = [
     "capture_traces",
     "eval_inputs",
     "evaluate",
+    "evaluate_inputs",
     "first_llm_call",
     "flush",
     "init",
@@ -124,6 +135,7 @@ __all__ = [
     "propagate",
     "remove_handler",
     "root",
+    "run",
     "run_and_evaluate",
     "save_traces",
     "shutdown",

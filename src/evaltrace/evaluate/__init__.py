@@ -12,6 +12,7 @@ from evaltrace.evaluate.evaluable import (
 )
 from evaltrace.evaluate.evaluation import Evaluation, EvaluationError, EvaluationStatus
 from evaltrace.evaluate.evaluator import Evaluator, evaluate, evaluator_name
+from evaltrace.evaluate.limits import RateLimiter
 from evaltrace.evaluate.runner import (
     EvalAssertionError,
     InputResult,
@@ -19,9 +20,12 @@ from evaltrace.evaluate.runner import (
     TraceSelector,
     assert_dataset_pass,
     assert_pass,
+    evaluate_inputs,
+    results_table,
     run_and_evaluate,
     run_captured,
 )
+from evaltrace.evaluate.sync import RunningLoopError, run
 
 __all__ = [
     "UNSET",
@@ -34,7 +38,9 @@ __all__ = [
     "InputResult",
     "NamedData",
     "PassCriteria",
+    "RateLimiter",
     "RunOutcome",
+    "RunningLoopError",
     "ScoreThreshold",
     "TestCase",
     "TraceSelector",
@@ -43,8 +49,11 @@ __all__ = [
     "assert_pass",
     "collapse_named_data",
     "evaluate",
+    "evaluate_inputs",
     "evaluator_name",
     "get_named",
+    "results_table",
+    "run",
     "run_and_evaluate",
     "run_captured",
 ]

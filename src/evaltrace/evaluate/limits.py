@@ -3,7 +3,8 @@
 A judge that calls a model API is usually limited per second and per minute, in requests and
 in tokens. One :class:`RateLimiter` shared by every judge call of a run keeps the run under
 those limits: each call first waits for ``await limiter.acquire(tokens=n)`` (or enters
-``async with limiter.limit(tokens=n):``). The judges accept it as ``rate_limiter=``.
+``async with limiter.limit(tokens=n):``). This is what the judges' ``rate_limiter=`` argument
+is for; until a judge takes one, wrap its model calls in the limiter yourself.
 Concurrency caps are a different thing: use :class:`anyio.CapacityLimiter` for those.
 
 Accounting is a sliding window per limit (1 second and 60 seconds): a call is admitted when,
@@ -41,7 +42,7 @@ __all__ = ["RateLimiter"]
 class _Window:
     """What was admitted under one limit during the last ``length`` seconds."""
 
-    description: str
+    argument: str
     """The argument that configured this limit, for messages."""
     length: float
     """The window's length in seconds."""
@@ -79,8 +80,9 @@ class RateLimiter:
 
     Give at least one limit. Requests count 1 per call; tokens count the ``tokens`` a call
     declares. A call is admitted when each configured window has room for it, or is empty, so a
-    single call larger than a limit is admitted alone rather than never. Waiting calls are
-    served in arrival order and sleep until they fit, without blocking the event loop.
+    single call larger than a limit is admitted alone rather than never (and a limit below 1
+    admits one call per window). Waiting calls are served in arrival order and sleep until
+    they fit, without blocking the event loop.
 
     Use one limiter per event loop; it is not thread-safe.
 
@@ -133,7 +135,7 @@ class RateLimiter:
                     f"{'tokens' if counts_tokens else 'requests'}, or None for no such limit"
                 )
             self._windows.append(
-                _Window(description=name, length=length, limit=limit, counts_tokens=counts_tokens)
+                _Window(argument=name, length=length, limit=limit, counts_tokens=counts_tokens)
             )
         if not self._windows:
             raise ValueError(
@@ -145,7 +147,7 @@ class RateLimiter:
         self._lock = anyio.Lock()
 
     def __repr__(self) -> str:
-        limits = ", ".join(f"{w.description}={w.limit!r}" for w in self._windows)
+        limits = ", ".join(f"{w.argument}={w.limit!r}" for w in self._windows)
         return f"RateLimiter({limits})"
 
     async def acquire(self, tokens: int = 1) -> None:

@@ -42,6 +42,8 @@ __all__ = [
     "TraceSelector",
     "assert_dataset_pass",
     "assert_pass",
+    "evaluate_inputs",
+    "results_table",
     "run_and_evaluate",
     "run_captured",
 ]
@@ -308,7 +310,7 @@ _ALL_ROWS_UP_TO = 10
 _MAX_LISTED_INPUTS = 50
 
 
-def failure_table(
+def results_table(
     inputs: Sequence[InputResult], names: Sequence[str], criteria: PassCriteria | None = None
 ) -> str:
     """A plain-text table of the evaluations: input, evaluator, score, result, why.
@@ -348,39 +350,31 @@ def failure_table(
     return "\n".join(lines)
 
 
-async def assert_pass(
+async def evaluate_inputs(
     runnable: Callable[..., Any],
     eval_inputs: Sequence[Any],
     evaluators: Sequence[EvaluatorFunction],
     *,
     evaluables: Sequence[Evaluable] | None = None,
-    pass_criteria: PassCriteria | None = None,
     from_trace: TraceSelector | None = None,
     concurrency: int = 8,
     timeout: float | None = None,
-) -> list[list[Evaluation]]:
-    """Run each input once, score it with every evaluator, and check the pass criteria.
+) -> list[InputResult]:
+    """Run each input once and score it with every evaluator; never raises for failures.
 
-    Inputs run concurrently (at most ``concurrency`` at once), each under its own capture; the
-    evaluators of one input run concurrently. An ``evaluables[i]`` whose ``eval_output`` is set
-    is scored as it is, without running the runnable; otherwise its named inputs are served to
-    ``wrap(..., purpose="input")`` during the run and its expectation is kept.
+    The same work as :func:`assert_pass` without the pass criteria: it returns, per input,
+    the run (with its trace), what was scored, and one evaluation per evaluator.
 
     Args:
         runnable: The app entry point, sync or async, called with one input.
         eval_inputs: One argument per run.
         evaluators: Sync or async evaluators.
         evaluables: Optional test cases, one per input.
-        pass_criteria: Judges the matrix; default ``ScoreThreshold(threshold=0.5, pct=1.0)``.
         from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
         concurrency: Most inputs in flight at once.
         timeout: Seconds allowed for each run and for each evaluation.
 
-    Returns:
-        The matrix ``[inputs][evaluators]`` when the criteria pass.
-
     Raises:
-        EvalAssertionError: The criteria failed; carries the matrix and a readable table.
         ValueError: Mismatched lengths, no evaluators, or a bad ``concurrency``/``timeout``.
     """
     items = list(eval_inputs)
@@ -392,7 +386,7 @@ async def assert_pass(
             "give one evaluable per input"
         )
     if not checks:
-        raise ValueError("assert_pass needs at least one evaluator")
+        raise ValueError("at least one evaluator is needed")
     for position, check in enumerate(checks):
         if not callable(check):
             raise TypeError(f"evaluators[{position}] is {type(check).__name__}, not callable")
@@ -440,12 +434,67 @@ async def assert_pass(
     async with anyio.create_task_group() as group:
         for index in range(len(items)):
             group.start_soon(score, index)
+    return results
 
+
+async def assert_pass(
+    runnable: Callable[..., Any],
+    eval_inputs: Sequence[Any],
+    evaluators: Sequence[EvaluatorFunction],
+    *,
+    evaluables: Sequence[Evaluable] | None = None,
+    pass_criteria: PassCriteria | None = None,
+    from_trace: TraceSelector | None = None,
+    concurrency: int = 8,
+    timeout: float | None = None,
+) -> list[list[Evaluation]]:
+    """Run each input once, score it with every evaluator, and check the pass criteria.
+
+    Inputs run concurrently (at most ``concurrency`` at once), each under its own capture; the
+    evaluators of one input run concurrently. An ``evaluables[i]`` whose ``eval_output`` is set
+    is scored as it is, without running the runnable; otherwise its named inputs are served to
+    ``wrap(..., purpose="input")`` during the run and its expectation is kept.
+
+    Args:
+        runnable: The app entry point, sync or async, called with one input.
+        eval_inputs: One argument per run.
+        evaluators: Sync or async evaluators.
+        evaluables: Optional test cases, one per input.
+        pass_criteria: Judges the matrix; default ``ScoreThreshold(threshold=0.5, pct=1.0)``.
+        from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
+        concurrency: Most inputs in flight at once.
+        timeout: Seconds allowed for each run and for each evaluation.
+
+    Returns:
+        The matrix ``[inputs][evaluators]`` when the criteria pass.
+
+    Raises:
+        EvalAssertionError: The criteria failed; carries the matrix and a readable table.
+        ValueError: Mismatched lengths, no evaluators, or a bad ``concurrency``/``timeout``.
+
+    Example:
+        >>> import anyio
+        >>> def app(question: str) -> str:
+        ...     return question.upper()
+        >>> matrix = anyio.run(assert_pass, app, ["a", "b"], [lambda e: e.output_value().isupper()])
+        >>> [[e.score for e in row] for row in matrix]
+        [[1.0], [1.0]]
+    """
+    results = await evaluate_inputs(
+        runnable,
+        eval_inputs,
+        evaluators,
+        evaluables=evaluables,
+        from_trace=from_trace,
+        concurrency=concurrency,
+        timeout=timeout,
+    )
     matrix = [item.evaluations for item in results]
     criteria = pass_criteria or ScoreThreshold()
     passed, message = criteria(matrix)
     if not passed:
-        table = failure_table(results, names, criteria)
+        names = [evaluator_name(check) for check in evaluators]
+        table = results_table(results, names, criteria)
         raise EvalAssertionError(f"assert_pass failed: {message}\n{table}", matrix, results)
     return matrix
 

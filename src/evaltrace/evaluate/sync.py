@@ -33,8 +33,8 @@ class RunningLoopError(EvaltraceError, RuntimeError):
         self.library = library
         """The async library whose event loop is running (``"asyncio"`` or ``"trio"``)."""
         super().__init__(
-            f"evaltrace.run({what}) was called while a {library} event loop is running in this "
-            "thread, where it cannot start another loop and must not block the running one. "
+            f"evaltrace.run({what}) was called while an event loop ({library}) is running in "
+            "this thread, where it cannot start another loop and must not block the running one. "
             f"Await the call instead: `await {what}` (for example in an async test or a "
             "notebook cell)."
         )

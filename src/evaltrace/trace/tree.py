@@ -217,7 +217,10 @@ def _span_lines(span: ObserveSpan | LLMSpan, indent: str) -> list[str]:
         if usage.input_tokens is not None or usage.output_tokens is not None:
             head += f" tokens={_count(usage.input_tokens)}->{_count(usage.output_tokens)}"
         lines.append(head)
-        lines.extend(_message_lines(span.input_messages, detail))
+        if span.input_messages:
+            lines.extend(_message_lines(span.input_messages, detail))
+        elif span.input is not None:  # a decorated model call: its arguments, not messages
+            lines.append(f"{detail}input: {_short_json(span.input)}")
         if span.output_messages or span.output is not None:
             lines.append(f"{detail}output: {_short(span.output_text or '')}")
         lines.extend(

@@ -1,0 +1,34 @@
+"""Shared helpers of the benchmarks: timing with repeats, and printing a ratio line."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+
+def best_per_call(fn: Callable[[], object], number: int, repeat: int = 7) -> float:
+    """Best-of-``repeat`` seconds per call of ``fn`` over ``number`` calls (noisy machine)."""
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        for _ in range(number):
+            fn()
+        samples.append((time.perf_counter() - started) / number)
+    return min(samples)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def report(label: str, ours: float, baseline: float, unit: str, goal: float) -> bool:
+    """Print one line: both figures, the ratio and whether it meets the goal."""
+    ratio = ours / baseline
+    verdict = "ok" if ratio <= goal else "OVER GOAL"
+    print(
+        f"{label:<58} ours {ours:>10.3f} {unit:<5} baseline {baseline:>10.3f} {unit:<5} "
+        f"ratio {ratio:5.2f}x (goal <= {goal}x) {verdict}",
+        flush=True,
+    )
+    return ratio <= goal
