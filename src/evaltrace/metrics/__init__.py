@@ -1,1 +1,65 @@
-"""evaltrace.metrics."""
+"""Metrics: retrieval and answer metric functions, dataset-level classification aggregators.
+
+The metric functions are pure and synchronous; each docstring gives its formula.
+
+Example:
+    >>> from evaltrace.metrics import average_precision, token_f1
+    >>> average_precision(["a", "x", "b"], ["a", "b"])
+    0.8333333333333333
+    >>> token_f1("Paris, France", "paris")
+    0.6666666666666666
+"""
+
+from evaltrace.metrics.answers import exact_match, normalize_answer, token_f1
+from evaltrace.metrics.classification import (
+    AGGREGATOR_SPEC_ADAPTER,
+    AggregatorSpec,
+    AveragedMetrics,
+    ClassificationDatasetEvaluator,
+    ClassificationDetails,
+    ClassificationItem,
+    ConfusionMatrixAggregatorSpec,
+    FScoreAggregatorSpec,
+    PerClassMetrics,
+    PrecisionAggregatorSpec,
+    RecallAggregatorSpec,
+    build_dataset_evaluator,
+    compute_dataset_evaluator_results,
+)
+from evaltrace.metrics.documents import DocumentKey, DocumentKeyError, document_key
+from evaltrace.metrics.retrieval import (
+    EmptyGroundTruthWarning,
+    RecallMode,
+    average_precision,
+    ndcg,
+    recall,
+    reciprocal_rank,
+)
+
+__all__ = [
+    "AGGREGATOR_SPEC_ADAPTER",
+    "AggregatorSpec",
+    "AveragedMetrics",
+    "ClassificationDatasetEvaluator",
+    "ClassificationDetails",
+    "ClassificationItem",
+    "ConfusionMatrixAggregatorSpec",
+    "DocumentKey",
+    "DocumentKeyError",
+    "EmptyGroundTruthWarning",
+    "FScoreAggregatorSpec",
+    "PerClassMetrics",
+    "PrecisionAggregatorSpec",
+    "RecallAggregatorSpec",
+    "RecallMode",
+    "average_precision",
+    "build_dataset_evaluator",
+    "compute_dataset_evaluator_results",
+    "document_key",
+    "exact_match",
+    "ndcg",
+    "normalize_answer",
+    "recall",
+    "reciprocal_rank",
+    "token_f1",
+]
