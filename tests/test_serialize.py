@@ -1,0 +1,675 @@
+from __future__ import annotations
+
+import base64
+import dataclasses
+import enum
+import json
+import time
+import uuid
+from collections import OrderedDict, deque
+from collections.abc import Iterator, Mapping
+from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import time as clock_time
+from decimal import Decimal
+from pathlib import PurePosixPath
+from types import MappingProxyType
+from typing import Any
+
+import pydantic
+import pytest
+
+from evaltrace.capture.conventions import MIME_JSON, MIME_TEXT
+from evaltrace.capture.serialize import (
+    DEFAULT_REDACT_KEYS,
+    REDACTED,
+    Codec,
+    decode,
+    is_truncated,
+)
+from evaltrace.errors import ConfigurationError
+
+MB = 1_000_000
+CODEC = Codec()
+
+
+def utf8_size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def full_json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class Color(enum.Enum):
+    RED = "red"
+    PAIR = (1, 2)
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+class Mode(enum.StrEnum):
+    FAST = "fast"
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+@dataclasses.dataclass
+class Node:
+    name: str
+    next: Node | None = None
+
+
+@dataclasses.dataclass
+class Connection:
+    host: str
+    password: str
+
+
+class Question(pydantic.BaseModel):
+    text: str
+    asked_at: datetime
+    api_key: str = "sk-model"
+
+
+class Opaque:
+    def __repr__(self) -> str:
+        return "Opaque()"
+
+
+class ModelWithArray(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(arbitrary_types_allowed=True)
+    vector: Opaque
+
+
+class BrokenModel(pydantic.BaseModel):
+    def model_dump(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise RuntimeError("cannot dump")
+
+    def __repr__(self) -> str:
+        return "BrokenModel(...)"
+
+
+class BadRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr for you")
+
+
+class ExplodingMapping(Mapping[str, int]):
+    def __getitem__(self, key: str) -> int:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("cannot iterate")
+
+    def __len__(self) -> int:
+        return 1
+
+    def __repr__(self) -> str:
+        return "ExplodingMapping()"
+
+
+class ArrayLike:
+    """Quacks like a numpy array without numpy."""
+
+    dtype = "float64"
+    shape = (2,)
+
+    def tolist(self) -> list[float]:
+        return [0.5, 1.5]
+
+
+class ScalarLike:
+    """Quacks like a numpy scalar without numpy."""
+
+    dtype = "int64"
+
+    def item(self) -> int:
+        return 7
+
+
+# Plain values
+
+
+@pytest.mark.parametrize("value", [None, True, False, 0, -12, 3.25, "", "héllo"])
+def test_json_scalars_pass_through(value: object) -> None:
+    assert CODEC.to_jsonable(value) == value
+    assert type(CODEC.to_jsonable(value)) is type(value)
+
+
+def test_nan_becomes_the_string_nan() -> None:
+    assert CODEC.to_jsonable(float("nan")) == "NaN"
+    assert CODEC.encode(float("nan")).text == '"NaN"'
+
+
+def test_infinities_become_strings() -> None:
+    assert CODEC.to_jsonable([float("inf"), float("-inf")]) == ["Infinity", "-Infinity"]
+
+
+def test_int_too_long_for_json_becomes_a_description() -> None:
+    encoded = CODEC.encode(10**5000)
+
+    assert json.loads(encoded.text) == f"<int of {(10**5000).bit_length()} bits>"
+
+
+def test_str_int_and_float_subclasses_become_plain_values() -> None:
+    class Name(str):
+        def __str__(self) -> str:
+            return "wrong"
+
+    class Count(int):
+        pass
+
+    result = CODEC.to_jsonable([Name("ada"), Count(4), Level.HIGH])
+
+    assert result == ["ada", 4, 3]
+    assert [type(item) for item in result] == [str, int, int]
+
+
+# Rich values
+
+
+def test_pydantic_model_becomes_its_json_dump() -> None:
+    question = Question(text="2+2?", asked_at=datetime(2024, 5, 1, 12, 30, tzinfo=UTC))
+
+    assert CODEC.to_jsonable({"q": question}) == {
+        "q": {"text": "2+2?", "asked_at": "2024-05-01T12:30:00Z", "api_key": REDACTED}
+    }
+
+
+def test_pydantic_model_without_json_serializer_uses_its_python_dump() -> None:
+    assert CODEC.to_jsonable(ModelWithArray(vector=Opaque())) == {"vector": "Opaque()"}
+
+
+def test_pydantic_model_whose_model_dump_raises_becomes_its_repr() -> None:
+    assert CODEC.to_jsonable(BrokenModel()) == "BrokenModel(...)"
+
+
+def test_pydantic_model_class_is_not_dumped() -> None:
+    assert CODEC.to_jsonable(Question) == repr(Question)
+
+
+def test_dataclass_becomes_dict_of_its_fields() -> None:
+    assert CODEC.to_jsonable([Point(x=1, y=2)]) == [{"x": 1, "y": 2}]
+
+
+def test_self_containing_dataclass_becomes_cycle_marker() -> None:
+    node = Node(name="a")
+    node.next = node
+
+    assert CODEC.to_jsonable(node) == {"name": "a", "next": "<cycle>"}
+
+
+def test_dataclass_class_is_not_expanded() -> None:
+    assert CODEC.to_jsonable(Point) == repr(Point)
+
+
+def test_enum_becomes_its_converted_value() -> None:
+    assert CODEC.to_jsonable([Color.RED, Color.PAIR, Mode.FAST]) == ["red", [1, 2], "fast"]
+
+
+def test_datetime_round_trips_as_iso_string() -> None:
+    moment = datetime(2024, 5, 1, 12, 30, 15, 250, tzinfo=timezone(timedelta(hours=2)))
+
+    decoded = decode(CODEC.encode({"at": moment}).text)
+
+    assert decoded == {"at": "2024-05-01T12:30:15.000250+02:00"}
+    assert isinstance(decoded, dict)
+    assert datetime.fromisoformat(str(decoded["at"])) == moment
+
+
+def test_date_and_time_become_iso_strings() -> None:
+    assert CODEC.to_jsonable([date(2024, 2, 29), clock_time(8, 5)]) == ["2024-02-29", "08:05:00"]
+
+
+def test_timedelta_becomes_total_seconds() -> None:
+    assert CODEC.to_jsonable(timedelta(minutes=1, milliseconds=500)) == 60.5
+
+
+def test_uuid_decimal_and_path_become_strings() -> None:
+    ident = uuid.UUID("12345678-1234-5678-1234-567812345678")
+
+    assert CODEC.to_jsonable([ident, Decimal("1.10"), PurePosixPath("/data/a.txt")]) == [
+        "12345678-1234-5678-1234-567812345678",
+        "1.10",
+        "/data/a.txt",
+    ]
+
+
+def test_bytes_become_a_base64_object() -> None:
+    assert CODEC.to_jsonable(b"\x00\xffhi") == {
+        "__bytes__": True,
+        "base64": base64.b64encode(b"\x00\xffhi").decode(),
+        "length": 4,
+        "truncated": False,
+    }
+
+
+def test_bytearray_and_memoryview_become_base64_objects() -> None:
+    result = CODEC.to_jsonable([bytearray(b"ab"), memoryview(b"cd")])
+
+    assert [item["base64"] for item in result] == ["YWI=", "Y2Q="]
+
+
+def test_non_contiguous_memoryview_becomes_its_bytes() -> None:
+    view = memoryview(b"abcdef")[::2]
+
+    assert CODEC.to_jsonable(view) == CODEC.to_jsonable(b"ace")
+
+
+def test_set_becomes_sorted_list() -> None:
+    assert CODEC.to_jsonable({"b", "c", "a"}) == ["a", "b", "c"]
+    assert CODEC.to_jsonable(frozenset({3, 1, 2})) == [1, 2, 3]
+
+
+def test_unsortable_set_becomes_list_in_a_stable_order() -> None:
+    mixed = {1, "a", (2, 3)}
+
+    result = CODEC.to_jsonable(mixed)
+
+    assert result == CODEC.to_jsonable({(2, 3), "a", 1})
+    assert sorted(map(str, result)) == sorted(["1", "a", "[2, 3]"])
+
+
+def test_tuple_and_deque_become_lists() -> None:
+    assert CODEC.to_jsonable((1, deque(["x", "y"]))) == [1, ["x", "y"]]
+
+
+def test_dict_views_become_lists() -> None:
+    data = {"a": 1, "b": 2}
+
+    assert CODEC.to_jsonable([data.keys(), data.values()]) == [["a", "b"], [1, 2]]
+
+
+def test_generator_is_described_and_not_consumed() -> None:
+    numbers = (n for n in range(3))
+
+    assert CODEC.to_jsonable(numbers).startswith("<generator object")
+    assert list(numbers) == [0, 1, 2]
+
+
+def test_iterator_is_described_and_not_consumed() -> None:
+    letters = iter(["a", "b"])
+
+    CODEC.to_jsonable(letters)
+
+    assert list(letters) == ["a", "b"]
+
+
+def test_range_is_described_not_expanded() -> None:
+    assert CODEC.to_jsonable(range(10**12)) == "range(0, 1000000000000)"
+
+
+def test_mapping_keys_become_strings() -> None:
+    assert CODEC.to_jsonable({1: "a", None: "b", Color.RED: "c", (1, 2): "d"}) == {
+        "1": "a",
+        "None": "b",
+        "red": "c",
+        "(1, 2)": "d",
+    }
+
+
+def test_any_mapping_becomes_a_dict() -> None:
+    proxy = MappingProxyType({"a": OrderedDict(b=1)})
+
+    assert CODEC.to_jsonable(proxy) == {"a": {"b": 1}}
+
+
+def test_numpy_scalars_become_python_scalars() -> None:
+    np = pytest.importorskip("numpy")
+
+    result = CODEC.to_jsonable([np.float32(1.5), np.int64(3), np.bool_(True), np.str_("a")])
+
+    assert result == [1.5, 3, True, "a"]
+    assert [type(item) for item in result] == [float, int, bool, str]
+
+
+def test_numpy_arrays_become_nested_lists() -> None:
+    np = pytest.importorskip("numpy")
+
+    assert CODEC.to_jsonable({"m": np.arange(6).reshape(2, 3)}) == {"m": [[0, 1, 2], [3, 4, 5]]}
+
+
+def test_numpy_array_too_large_for_the_limit_is_summarised() -> None:
+    np = pytest.importorskip("numpy")
+    codec = Codec(max_bytes=1_000)
+
+    encoded = codec.encode(np.zeros(10_000))
+
+    assert encoded.truncated
+    assert "..." in json.loads(encoded.text)
+
+
+def test_array_like_objects_are_recognised_without_numpy() -> None:
+    assert CODEC.to_jsonable([ArrayLike(), ScalarLike()]) == [[0.5, 1.5], 7]
+
+
+def test_unknown_object_becomes_its_repr() -> None:
+    assert CODEC.to_jsonable({"o": Opaque()}) == {"o": "Opaque()"}
+
+
+def test_object_whose_repr_raises_becomes_unrepresentable_marker() -> None:
+    assert CODEC.to_jsonable([BadRepr()]) == ["<unrepresentable BadRepr>"]
+
+
+def test_mapping_that_fails_to_iterate_becomes_its_repr() -> None:
+    assert CODEC.to_jsonable({"m": ExplodingMapping()}) == {"m": "ExplodingMapping()"}
+
+
+# Cycles and depth
+
+
+def test_cyclic_list_becomes_cycle_marker() -> None:
+    items: list[object] = [1]
+    items.append(items)
+
+    assert CODEC.to_jsonable(items) == [1, "<cycle>"]
+
+
+def test_cyclic_dict_becomes_cycle_marker() -> None:
+    data: dict[str, object] = {"name": "loop"}
+    data["self"] = {"parent": data}
+
+    assert CODEC.to_jsonable(data) == {"name": "loop", "self": {"parent": "<cycle>"}}
+
+
+def test_shared_value_seen_twice_is_not_a_cycle() -> None:
+    shared = [1, 2]
+
+    assert CODEC.to_jsonable({"a": shared, "b": shared}) == {"a": [1, 2], "b": [1, 2]}
+
+
+def test_nesting_beyond_max_depth_becomes_marker() -> None:
+    codec = Codec(max_depth=2)
+
+    assert codec.to_jsonable([[["deep"]], "shallow"]) == [["<max depth>"], "shallow"]
+
+
+def test_very_deep_nesting_encodes_within_default_depth() -> None:
+    value: list[object] = []
+    for _ in range(10_000):
+        value = [value]
+
+    assert "<max depth>" in CODEC.encode(value).text
+
+
+# Redaction
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "api_key",
+        "apiKey",
+        "APIKey",
+        "openai_api_key",
+        "OpenAI-Api-Key",
+        "OPENAI_API_KEY",
+        "X-Api-Key",
+        "Authorization",
+        "Proxy-Authorization",
+        "password",
+        "db_password",
+        "token",
+        "refresh_token",
+        "accessToken",
+        "secret",
+        "client_secret",
+        "AWS_SECRET_ACCESS_KEY",
+        "Set-Cookie",
+        "private_key",
+    ],
+)
+def test_secret_like_key_is_redacted(key: str) -> None:
+    assert CODEC.to_jsonable({key: "hunter2"}) == {key: REDACTED}
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "tokens_used",
+        "token_count",
+        "max_tokens",
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "maxTokens",
+        "token_type",
+        "tokenizer",
+        "passwordless",
+        "secretary",
+        "key",
+        "question",
+    ],
+)
+def test_count_like_and_ordinary_keys_are_kept(key: str) -> None:
+    assert CODEC.to_jsonable({key: 12}) == {key: 12}
+
+
+def test_nested_secret_key_is_redacted() -> None:
+    encoded = CODEC.encode({"config": {"OpenAI-Api-Key": "sk-live-123", "model": "gpt-4o"}})
+
+    assert json.loads(encoded.text) == {"config": {"OpenAI-Api-Key": REDACTED, "model": "gpt-4o"}}
+    assert "sk-live-123" not in encoded.text
+    assert encoded.redacted
+
+
+def test_secret_keys_in_a_list_of_dicts_are_redacted() -> None:
+    headers = [{"name": "a", "token": "t1"}, {"name": "b", "token": "t2"}]
+
+    assert CODEC.to_jsonable({"rows": headers}) == {
+        "rows": [{"name": "a", "token": REDACTED}, {"name": "b", "token": REDACTED}]
+    }
+
+
+def test_secret_value_is_redacted_whatever_its_type() -> None:
+    assert CODEC.to_jsonable({"credentials": {"user": "ada", "pass": "x"}}) == {
+        "credentials": REDACTED
+    }
+
+
+def test_dataclass_field_with_secret_name_is_redacted() -> None:
+    assert CODEC.to_jsonable(Connection(host="db", password="pw")) == {
+        "host": "db",
+        "password": REDACTED,
+    }
+
+
+def test_encoded_says_when_nothing_was_redacted() -> None:
+    assert not CODEC.encode({"token_count": 3}).redacted
+
+
+def test_custom_redact_keys_replace_the_defaults() -> None:
+    codec = Codec(redact_keys=frozenset({"ssn"}))
+
+    assert codec.to_jsonable({"patient_ssn": "1", "password": "2"}) == {
+        "patient_ssn": REDACTED,
+        "password": "2",
+    }
+
+
+def test_default_redact_keys_cover_the_common_secret_names() -> None:
+    for name in ("api_key", "authorization", "password", "token", "secret", "cookie"):
+        assert name in DEFAULT_REDACT_KEYS
+
+
+# Encoding and truncation
+
+
+def test_encode_writes_compact_json_with_unicode_kept() -> None:
+    encoded = CODEC.encode({"question": "Qu'est-ce que 2+2 ?", "k": 3, "emoji": "🙂"})
+
+    assert encoded.text == '{"question":"Qu\'est-ce que 2+2 ?","k":3,"emoji":"🙂"}'
+    assert encoded.mime_type == MIME_JSON
+    assert not encoded.truncated
+
+
+def test_encode_reports_size_in_utf8_bytes() -> None:
+    encoded = CODEC.encode("é")
+
+    assert encoded.original_bytes == utf8_size('"é"') == 4
+
+
+def test_ten_megabyte_string_is_replaced_by_truncation_marker() -> None:
+    text = "a" * (10 * MB)
+
+    started = time.perf_counter()
+    encoded = CODEC.encode(text)
+    elapsed = time.perf_counter() - started
+
+    marker = decode(encoded.text)
+    assert encoded.truncated
+    assert is_truncated(marker)
+    assert encoded.original_bytes == utf8_size(full_json(text)) == 10 * MB + 2
+    assert isinstance(marker, dict)
+    assert marker["original_bytes"] == encoded.original_bytes
+    assert utf8_size(encoded.text) <= CODEC.max_bytes
+    assert full_json(text).startswith(str(marker["preview"]))
+    assert elapsed < 1.0
+
+
+def test_ten_megabyte_bytes_value_keeps_a_capped_preview_and_its_length() -> None:
+    blob = bytes(range(256)) * (10 * MB // 256)
+
+    encoded = CODEC.encode(blob)
+
+    value = decode(encoded.text)
+    assert isinstance(value, dict)
+    assert encoded.truncated
+    assert utf8_size(encoded.text) <= CODEC.max_bytes
+    assert value["length"] == len(blob)
+    assert value["truncated"] is True
+    preview = base64.b64decode(str(value["base64"]))
+    assert 0 < len(preview) <= CODEC.max_bytes // 2
+    assert blob.startswith(preview)
+
+
+def test_large_bytes_beside_other_data_are_truncated_with_the_marker() -> None:
+    blob = b"\x01" * (10 * MB)
+    value = {"image": blob, "thumbnail": blob}
+
+    encoded = CODEC.encode(value)
+
+    capped = full_json(CODEC.to_jsonable(value))
+    marker = decode(encoded.text)
+    assert is_truncated(marker)
+    assert encoded.original_bytes == utf8_size(capped)
+    assert utf8_size(encoded.text) <= CODEC.max_bytes
+
+
+@pytest.mark.parametrize("max_bytes", [128, 129, 300, 1_000, 4_096])
+@pytest.mark.parametrize("unit", ['"', "\\", "é", "🙂", 'a"é\\🙂\n'])
+def test_truncation_marker_fits_the_limit_whatever_the_text(max_bytes: int, unit: str) -> None:
+    codec = Codec(max_bytes=max_bytes)
+    value = [unit * 5_000]
+
+    encoded = codec.encode(value)
+
+    marker = decode(encoded.text)
+    assert is_truncated(marker)
+    assert utf8_size(encoded.text) <= max_bytes
+    assert isinstance(marker, dict)
+    assert full_json(value).startswith(str(marker["preview"]))
+
+
+def test_truncation_preview_uses_most_of_the_limit() -> None:
+    encoded = Codec(max_bytes=10_000).encode('"' * 100_000)
+
+    assert utf8_size(encoded.text) > 9_000
+
+
+def test_value_exactly_at_the_limit_is_not_truncated() -> None:
+    codec = Codec(max_bytes=200)
+
+    encoded = codec.encode("x" * 198)
+
+    assert utf8_size(encoded.text) == 200
+    assert not encoded.truncated
+
+
+def test_lone_surrogate_is_escaped_so_the_text_is_valid_utf8() -> None:
+    name = b"caf\xe9.txt".decode("utf-8", "surrogateescape")
+
+    encoded = CODEC.encode({"file": name})
+
+    encoded.text.encode("utf-8")
+    assert decode(encoded.text) == {"file": name}
+
+
+def test_encode_never_raises_on_hostile_objects() -> None:
+    class Hostile:
+        def __getattr__(self, name: str) -> object:
+            raise RuntimeError(name)
+
+        def __eq__(self, other: object) -> bool:
+            raise RuntimeError("eq")
+
+        __hash__ = object.__hash__
+
+        def __repr__(self) -> str:
+            raise RuntimeError("repr")
+
+    encoded = CODEC.encode({"h": Hostile(), "s": {Hostile(), Hostile()}, "m": ExplodingMapping()})
+
+    assert json.loads(encoded.text)["h"] == "<unrepresentable Hostile>"
+
+
+def test_small_value_is_encoded_without_truncation_or_redaction() -> None:
+    encoded = CODEC.encode({"question": "What is 2+2?", "k": 3})
+
+    assert encoded.text == '{"question":"What is 2+2?","k":3}'
+    assert (encoded.truncated, encoded.redacted, encoded.original_bytes) == (False, False, 33)
+
+
+# The codec itself
+
+
+def test_codec_rejects_a_limit_too_small_for_the_marker() -> None:
+    with pytest.raises(ConfigurationError, match="max_bytes=64"):
+        Codec(max_bytes=64)
+
+
+def test_codec_rejects_a_depth_below_one() -> None:
+    with pytest.raises(ConfigurationError, match="max_depth=0"):
+        Codec(max_depth=0)
+
+
+def test_codec_is_immutable() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        CODEC.max_bytes = 5
+
+
+def test_codecs_with_the_same_policy_are_equal() -> None:
+    assert Codec(max_bytes=500) == Codec(max_bytes=500)
+
+
+# Decoding
+
+
+def test_decode_parses_json() -> None:
+    assert decode('{"a":[1,2.5,null,true]}', MIME_JSON) == {"a": [1, 2.5, None, True]}
+
+
+def test_decode_of_invalid_json_returns_the_text() -> None:
+    assert decode("{not json") == "{not json"
+
+
+def test_decode_of_plain_text_returns_it_unparsed() -> None:
+    assert decode("42", MIME_TEXT) == "42"
+
+
+def test_decode_of_json_nested_too_deeply_returns_the_text() -> None:
+    text = "[" * 200_000
+
+    assert decode(text) == text
+
+
+def test_is_truncated_is_false_for_ordinary_values() -> None:
+    assert not is_truncated({"original_bytes": 3})
+    assert not is_truncated("__evaltrace_truncated__")
+    assert not is_truncated(None)
