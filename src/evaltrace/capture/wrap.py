@@ -310,9 +310,11 @@ class _FixedInput:
         return self._value
 
 
-def start_span_call(span_name: str, kind: str, input_value: Any) -> _SpanCall:
+def start_span_call(
+    span_name: str, kind: str, input_value: Any, attributes: Mapping[str, Any] | None = None
+) -> _SpanCall:
     """Start a span recording ``input_value`` as its input; the caller ends it."""
-    return _SpanCall(span_name, _check_kind(kind), _FixedInput(input_value), (), {})
+    return _SpanCall(span_name, _check_kind(kind), _FixedInput(input_value), (), {}, attributes)
 
 
 class _SpanCall:
@@ -321,7 +323,13 @@ class _SpanCall:
     __slots__ = ("_codec", "_content", "_rt", "span", "token")
 
     def __init__(
-        self, span_name: str, kind: str, binder: _Binder | _FixedInput, args: Any, kwargs: Any
+        self,
+        span_name: str,
+        kind: str,
+        binder: _Binder | _FixedInput,
+        args: Any,
+        kwargs: Any,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
         rt = _config._RUNTIME or _config.runtime()
         self._rt = rt
@@ -332,6 +340,8 @@ class _SpanCall:
         if not self.span.is_recording():
             return
         attributes: dict[str, Any] = {conv.SPAN_KIND: kind}
+        if extra:
+            attributes.update(extra)
         if self._content:
             try:
                 encoded = self._codec.encode(binder.bind(args, kwargs))

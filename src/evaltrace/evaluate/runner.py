@@ -9,7 +9,7 @@ import inspect
 import json
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -139,12 +139,14 @@ async def run_captured(
             else contextlib.nullcontext()
         )
         with scope:
-            call = start_span_call(name, "chain", eval_input)
-            call.span.set_attribute(conv.RUN_SPAN_ATTRIBUTE, True)
+            call = start_span_call(name, "chain", eval_input, {conv.RUN_SPAN_ATTRIBUTE: True})
             call.attach()
             try:
-                with anyio.fail_after(timeout):
+                if timeout is None:
                     output = await _call(runnable, eval_input)
+                else:
+                    with anyio.fail_after(timeout):
+                        output = await _call(runnable, eval_input)
             except TimeoutError:
                 error = EvaluatorTimeoutError(
                     f"runnable {name!r} did not finish within {timeout:g} s"
@@ -161,6 +163,33 @@ async def run_captured(
     return RunOutcome(
         output=output, error=error, handler=handler, duration_s=time.perf_counter() - started
     )
+
+
+async def _gather(coroutines: list[Coroutine[Any, Any, Evaluation]]) -> list[Evaluation]:
+    """Await evaluation coroutines concurrently, results in order.
+
+    The coroutines never raise (``evaluate`` turns failures into data), so on asyncio the
+    cheaper ``asyncio.gather`` is used; other backends get an anyio task group.
+    """
+    if len(coroutines) == 1:
+        return [await coroutines[0]]
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # another anyio backend (trio)
+        pass
+    else:
+        return list(await asyncio.gather(*coroutines))
+    slots: list[Evaluation | None] = [None] * len(coroutines)
+
+    async def one(position: int) -> None:
+        slots[position] = await coroutines[position]
+
+    async with anyio.create_task_group() as group:
+        for position in range(len(coroutines)):
+            group.start_soon(one, position)
+    return [slot for slot in slots if slot is not None]
 
 
 def _check_timeout(timeout: float | None) -> None:
@@ -394,46 +423,44 @@ async def evaluate_inputs(
         raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
     _check_timeout(timeout)
     names = [evaluator_name(check) for check in checks]
-    limiter = anyio.CapacityLimiter(concurrency)
     results: list[InputResult] = [
         InputResult(index=i, eval_input=item, evaluable=None) for i, item in enumerate(items)
     ]
 
-    async def score(index: int) -> None:
-        async with limiter:
-            outcome = results[index]
-            base = cases[index] if cases is not None else None
-            label = base.description if base is not None else None
-            evaluable, run, failure = await _prepare(
-                runnable,
-                outcome.eval_input,
-                base=base,
-                expected_output=UNSET,
-                from_trace=from_trace,
-                timeout=timeout,
-                entry=label or f"input #{index}",
-            )
-            outcome.evaluable, outcome.run = evaluable, run
-            if failure is not None or evaluable is None:
-                assert failure is not None
-                outcome.evaluations = [failure.model_copy(update={"evaluator": n}) for n in names]
-                return
-            trace = run.trace if run is not None else None
-            row: list[Evaluation | None] = [None] * len(checks)
+    async def score(outcome: InputResult) -> None:
+        base = cases[outcome.index] if cases is not None else None
+        label = base.description if base is not None else None
+        evaluable, run, failure = await _prepare(
+            runnable,
+            outcome.eval_input,
+            base=base,
+            expected_output=UNSET,
+            from_trace=from_trace,
+            timeout=timeout,
+            entry=label or f"input #{outcome.index}",
+        )
+        outcome.evaluable, outcome.run = evaluable, run
+        if failure is not None or evaluable is None:
+            assert failure is not None
+            outcome.evaluations = [failure.model_copy(update={"evaluator": n}) for n in names]
+            return
+        trace = run.trace if run is not None else None
+        outcome.evaluations = await _gather(
+            [
+                evaluate(check, evaluable, trace=trace, timeout=timeout, name=name)
+                for check, name in zip(checks, names, strict=True)
+            ]
+        )
 
-            async def one(position: int) -> None:
-                row[position] = await evaluate(
-                    checks[position], evaluable, trace=trace, timeout=timeout, name=names[position]
-                )
+    pending = iter(results)
 
-            async with anyio.create_task_group() as group:
-                for position in range(len(checks)):
-                    group.start_soon(one, position)
-            outcome.evaluations = [e for e in row if e is not None]
+    async def worker() -> None:
+        for outcome in pending:  # workers share one iterator: each input is taken once
+            await score(outcome)
 
     async with anyio.create_task_group() as group:
-        for index in range(len(items)):
-            group.start_soon(score, index)
+        for _ in range(min(concurrency, len(results))):
+            group.start_soon(worker)
     return results
 
 

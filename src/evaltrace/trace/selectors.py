@@ -36,6 +36,11 @@ TraceSelector: TypeAlias = Callable[[Sequence[ObservationNode]], Evaluable]
 _NAMES_LISTED = 20
 
 
+# Selectors build evaluables with ``model_construct``: every value comes from the capture codec
+# or from decoding span attributes, so it is JSON data already, and skipping validation keeps
+# the per-run cost of evaluation low.
+
+
 def root(trace: Sequence[ObservationNode]) -> Evaluable:
     """Evaluate the run as a whole.
 
@@ -69,12 +74,12 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     inputs = [value for value in recorded if value.purpose == "input"]
     outputs = [value for value in recorded if value.purpose != "input"]
     first = trace[0].span
-    return Evaluable(
+    return Evaluable.model_construct(
         eval_input=_collect(inputs, "input") if inputs else _arguments(first.input),
         eval_output=(
             _collect(outputs, "output or state")
             if outputs
-            else [NamedData(name="output", value=first.output)]
+            else [NamedData.model_construct(name="output", value=first.output)]
         ),
     )
 
@@ -197,19 +202,21 @@ def _no_span(trace: Sequence[ObservationNode], looked_for: str) -> NoTraceError:
 def _span_evaluable(span: ObserveSpan | LLMSpan) -> Evaluable:
     if isinstance(span, LLMSpan):
         return _llm_evaluable(span)
-    return Evaluable(
+    return Evaluable.model_construct(
         eval_input=_arguments(span.input),
-        eval_output=[NamedData(name="output", value=span.output)],
+        eval_output=[NamedData.model_construct(name="output", value=span.output)],
     )
 
 
 def _llm_evaluable(span: LLMSpan) -> Evaluable:
     messages: list[JsonValue] = [message.as_dict() for message in span.input_messages]
-    outputs = [NamedData(name="output", value=span.output_text)]
+    outputs = [NamedData.model_construct(name="output", value=span.output_text)]
     if span.tool_calls:
         calls: list[JsonValue] = [call.as_dict() for call in span.tool_calls]
-        outputs.append(NamedData(name="tool_calls", value=calls))
-    return Evaluable(eval_input=[NamedData(name="messages", value=messages)], eval_output=outputs)
+        outputs.append(NamedData.model_construct(name="tool_calls", value=calls))
+    return Evaluable.model_construct(
+        eval_input=[NamedData.model_construct(name="messages", value=messages)], eval_output=outputs
+    )
 
 
 def _arguments(value: Any) -> list[NamedData]:
@@ -218,11 +225,11 @@ def _arguments(value: Any) -> list[NamedData]:
         return []
     if isinstance(value, dict) and not is_truncated(value):
         return [
-            NamedData(name=name, value=item)
+            NamedData.model_construct(name=name, value=item)
             for name, item in value.items()
             if isinstance(name, str) and name
         ]
-    return [NamedData(name="input", value=value)]
+    return [NamedData.model_construct(name="input", value=value)]
 
 
 def _collect(
@@ -235,9 +242,11 @@ def _collect(
     collected: list[NamedData] = []
     for name, group in groups.items():
         if all(value.many for value in group):
-            collected.append(NamedData(name=name, value=[value.value for value in group]))
+            collected.append(
+                NamedData.model_construct(name=name, value=[value.value for value in group])
+            )
         elif len(group) == 1:
-            collected.append(NamedData(name=name, value=group[0].value))
+            collected.append(NamedData.model_construct(name=name, value=group[0].value))
         else:
             raise DuplicateWrapNameError(
                 f"wrap(..., name={name!r}) recorded {len(group)} {what} values in one run, but a "

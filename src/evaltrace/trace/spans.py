@@ -124,8 +124,9 @@ class SpanRecord:
     """The status description (set with ``"ERROR"``), if any."""
     kind: str = "INTERNAL"
     """The OpenTelemetry span kind name: ``INTERNAL``, ``SERVER``, ``CLIENT``, ..."""
-    resource_attributes: dict[str, Any] = field(default_factory=dict)
-    """The attributes of the resource that produced the span (``service.name``, ...)."""
+    resource_attributes: Mapping[str, Any] = field(default_factory=dict)
+    """The attributes of the resource that produced the span (``service.name``, ...); shared
+    with the resource, which is immutable, not copied per span."""
 
     @classmethod
     def from_readable(cls, span: ReadableSpan) -> SpanRecord:
@@ -159,7 +160,7 @@ class SpanRecord:
             status_code=_STATUS_CODES.get(span.status.status_code.name, "UNSET"),
             status_description=span.status.description,
             kind=span.kind.name,
-            resource_attributes=dict(span.resource.attributes),
+            resource_attributes=span.resource.attributes,
         )
 
 

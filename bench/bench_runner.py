@@ -1,0 +1,181 @@
+"""Runner overhead and latency hiding of evaluate_inputs / assert_pass.
+
+Run: ``.venv-bench/bin/python bench/bench_runner.py`` (pydantic-evals installed only in the
+benchmark environment; see bench/README.md). Figures are ratios measured in the same run.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import report
+from evaltrace import Evaluable, evaluate_inputs
+
+N = 1_000
+
+
+async def task(x: int) -> int:
+    return x * 2
+
+
+async def doubled(evaluable: Evaluable) -> float:
+    return 1.0 if evaluable.output_value() == 2 * evaluable.input_value() else 0.0
+
+
+async def positive(evaluable: Evaluable) -> bool:
+    return evaluable.output_value() >= 0
+
+
+async def even(evaluable: Evaluable) -> bool:
+    return evaluable.output_value() % 2 == 0
+
+
+async def ours_overhead() -> float:
+    started = time.perf_counter()
+    results = await evaluate_inputs(
+        task, list(range(N)), [doubled, positive, even], concurrency=100
+    )
+    elapsed = time.perf_counter() - started
+    assert all(e.score == 1.0 for item in results for e in item.evaluations)
+    return elapsed
+
+
+async def pydantic_evals_overhead() -> float:
+    from dataclasses import dataclass
+
+    from pydantic_evals import Case, Dataset
+    from pydantic_evals.evaluators import Evaluator, EvaluatorContext
+
+    @dataclass
+    class Doubled(Evaluator[int, int]):
+        async def evaluate(self, ctx: EvaluatorContext[int, int]) -> float:
+            return 1.0 if ctx.output == 2 * ctx.inputs else 0.0
+
+    @dataclass
+    class Positive(Evaluator[int, int]):
+        async def evaluate(self, ctx: EvaluatorContext[int, int]) -> bool:
+            return ctx.output >= 0
+
+    @dataclass
+    class Even(Evaluator[int, int]):
+        async def evaluate(self, ctx: EvaluatorContext[int, int]) -> bool:
+            return ctx.output % 2 == 0
+
+    dataset = Dataset(
+        name="bench",
+        cases=[Case(name=f"c{i}", inputs=i) for i in range(N)],
+        evaluators=[Doubled(), Positive(), Even()],
+    )
+    started = time.perf_counter()
+    report_ = await dataset.evaluate(task, max_concurrency=100, progress=False)
+    elapsed = time.perf_counter() - started
+    assert len(report_.cases) == N
+    return elapsed
+
+
+async def ours_latency(concurrency: int) -> float:
+    async def slow_task(x: int) -> int:
+        await anyio.sleep(0.010)
+        return x
+
+    async def slow_evaluator(evaluable: Evaluable) -> float:
+        await anyio.sleep(0.020)
+        return 1.0
+
+    async def slow_evaluator_2(evaluable: Evaluable) -> float:
+        await anyio.sleep(0.020)
+        return 1.0
+
+    async def slow_evaluator_3(evaluable: Evaluable) -> float:
+        await anyio.sleep(0.020)
+        return 1.0
+
+    started = time.perf_counter()
+    await evaluate_inputs(
+        slow_task,
+        list(range(N)),
+        [slow_evaluator, slow_evaluator_2, slow_evaluator_3],
+        concurrency=concurrency,
+    )
+    return time.perf_counter() - started
+
+
+async def bare_asyncio_latency(concurrency: int) -> float:
+    """The same sleeps scheduled by hand with no evaluation library: the achievable floor."""
+    import asyncio
+
+    pending = iter(range(N))
+
+    async def worker() -> None:
+        for _ in pending:
+            await anyio.sleep(0.010)
+            await asyncio.gather(anyio.sleep(0.020), anyio.sleep(0.020), anyio.sleep(0.020))
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for _ in range(concurrency):
+            group.start_soon(worker)
+    return time.perf_counter() - started
+
+
+async def main() -> int:
+    ok = True
+    rounds = 5
+    try:
+        import pydantic_evals  # noqa: F401
+    except ImportError:
+        print(
+            "pydantic-evals is not installed here: run this with .venv-bench (see bench/README.md)"
+        )
+        ours = min([await ours_overhead() for _ in range(rounds)])
+        print(
+            f"evaltrace: {N} inputs x 3 evaluators in {ours * 1000:.0f} ms ({N / ours:,.0f} entries/s)"
+        )
+    else:
+        ours_times, theirs_times = [], []
+        for _ in range(rounds):  # interleaved, so machine noise hits both sides alike
+            ours_times.append(await ours_overhead())
+            theirs_times.append(await pydantic_evals_overhead())
+        ours, theirs = min(ours_times), min(theirs_times)
+        print(
+            f"evaltrace: {N} inputs x 3 evaluators in {ours * 1000:.0f} ms ({N / ours:,.0f} entries/s)"
+        )
+        print(
+            f"pydantic-evals: {N} cases x 3 evaluators in {theirs * 1000:.0f} ms ({N / theirs:,.0f} entries/s)"
+        )
+        ok &= report(
+            "runner overhead, 1000 x 3, no I/O: evaltrace vs pydantic-evals",
+            ours * 1000,
+            theirs * 1000,
+            "ms",
+            0.8,
+        )
+    concurrency = 100
+    ideal = math.ceil(N / concurrency) * 0.030
+    walls, floors = [], []
+    for _ in range(3):
+        walls.append(await ours_latency(concurrency))
+        floors.append(await bare_asyncio_latency(concurrency))
+    wall, floor = min(walls), min(floors)
+    ok &= report(
+        "latency 10 ms run + 20 ms evaluators, c=100: wall vs ideal",
+        wall * 1000,
+        ideal * 1000,
+        "ms",
+        1.25,
+    )
+    print(
+        f"  (bare asyncio doing only the sleeps takes {floor * 1000:.0f} ms = {floor / ideal:.2f}x ideal; evaltrace is {wall / floor:.2f}x that floor)"
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(anyio.run(main))
