@@ -2,7 +2,8 @@
 """Project tasks: ``python3 dev.py demo`` runs the demo, ``python3 dev.py test`` the checks.
 
 Both create (or refresh) the local virtual environment ``.venv`` first, so a fresh machine
-needs nothing but Python 3.11+.
+needs nothing but Python 3.11+. ``python3 dev.py bench`` runs the benchmarks in a separate
+environment, ``.venv-bench``, which also holds the baselines they compare against.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
 STAMP = VENV / ".evaltrace-installed"
+BENCH_VENV = ROOT / ".venv-bench"
 
 
 def _run(*cmd: str | os.PathLike[str]) -> int:
@@ -26,18 +28,27 @@ def _run(*cmd: str | os.PathLike[str]) -> int:
     return subprocess.call([str(c) for c in cmd], cwd=ROOT)
 
 
-def ensure_venv() -> None:
-    """Create ``.venv`` and install the project with its dev extra when pyproject changed."""
-    if not PY.exists():
-        print(f"creating virtual environment in {VENV}", flush=True)
-        venv.EnvBuilder(with_pip=True).create(VENV)
-    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if STAMP.exists() and STAMP.read_text() == wanted:
-        return
-    pip = (PY, "-m", "pip", "install", "--disable-pip-version-check", "-q")
-    if _run(*pip, "-U", "pip") != 0 or _run(*pip, "-e", ".[dev]") != 0:
-        sys.exit("dev.py: installing the project into .venv failed (see pip's output above)")
-    STAMP.write_text(wanted)
+def ensure_venv(where: Path = VENV, *requirements: str) -> Path:
+    """Create ``where`` and install the project (and ``requirements``) when their files changed.
+
+    Returns:
+        The environment's Python.
+    """
+    python = where / BIN.name / "python"
+    stamp = where / STAMP.name
+    if not python.exists():
+        print(f"creating virtual environment in {where}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(where)
+    sources = [ROOT / "pyproject.toml", *(ROOT / r for r in requirements)]
+    wanted = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
+    if stamp.exists() and stamp.read_text() == wanted:
+        return python
+    pip = (python, "-m", "pip", "install", "--disable-pip-version-check", "-q")
+    extra = [arg for r in requirements for arg in ("-r", r)]
+    if _run(*pip, "-U", "pip") != 0 or _run(*pip, "-e", ".[dev]", *extra) != 0:
+        sys.exit(f"dev.py: installing the project into {where.name} failed (see pip's output)")
+    stamp.write_text(wanted)
+    return python
 
 
 def demo(args: list[str]) -> int:
@@ -62,7 +73,17 @@ def test(args: list[str]) -> int:
     return code
 
 
-TASKS = {"demo": demo, "test": test}
+def bench(args: list[str]) -> int:
+    """Run every ``bench/bench_*.py`` in ``.venv-bench``; non-zero if any misses its goal."""
+    python = ensure_venv(BENCH_VENV, "bench/requirements.txt")
+    scripts = sorted((ROOT / "bench").glob("bench_*.py"))
+    failed = [s.name for s in scripts if _run(python, s, *args) != 0]
+    if failed:
+        print(f"dev.py: over goal or failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+TASKS = {"demo": demo, "test": test, "bench": bench}
 
 
 def main() -> int:
@@ -70,8 +91,10 @@ def main() -> int:
     if len(sys.argv) < 2 or sys.argv[1] not in TASKS:
         print(f"usage: python3 dev.py {{{','.join(TASKS)}}} [args...]", file=sys.stderr)
         return 2
-    ensure_venv()
-    return TASKS[sys.argv[1]](sys.argv[2:])
+    task = sys.argv[1]
+    if task != "bench":
+        ensure_venv()
+    return TASKS[task](sys.argv[2:])
 
 
 if __name__ == "__main__":

@@ -520,3 +520,15 @@ def test_autoevals_default_gpt5_model_goes_through_the_responses_api(
     assert score.score == 0.4  # choice "A", the first of Factuality's choices
     assert judge_server.requests[-1].path == "/v1/responses"
     assert judge_server.requests[-1].body["tool_choice"] == "required"
+
+
+def test_fake_judge_fixture_is_reset_for_each_test_first(fake_judge: FakeJudgeServer) -> None:
+    assert fake_judge.requests == [] and fake_judge.rules == []
+    fake_judge.add_rule("left over", content="should not leak")
+    client = openai.OpenAI(base_url=fake_judge.base_url, api_key="test", max_retries=0)
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert len(fake_judge.requests) == 1
+
+
+def test_fake_judge_fixture_is_reset_for_each_test_second(fake_judge: FakeJudgeServer) -> None:
+    assert fake_judge.requests == [] and fake_judge.rules == []

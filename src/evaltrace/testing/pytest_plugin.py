@@ -6,6 +6,9 @@ Fixtures:
   yielding its :class:`~evaltrace.MemoryTraceHandler`.
 - ``evaltrace_trace``: a callable returning the tree captured so far, to call after the app
   has run (``evaltrace_trace()`` is ``evaltrace_capture.trace``).
+- ``fake_judge``: a :class:`~evaltrace.testing.FakeJudgeServer` (an OpenAI-compatible server
+  on 127.0.0.1) shared by the session and reset before each test: no rules, no pending faults,
+  no recorded requests.
 
 Example:
     >>> def test_answer(evaltrace_capture):  # doctest: +SKIP
@@ -41,11 +44,12 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from evaltrace.capture.handlers import MemoryTraceHandler, capture_traces
+from evaltrace.testing.fake_judge import FakeJudgeServer
 
 if TYPE_CHECKING:
     from evaltrace.trace import ObservationNode
 
-__all__ = ["evaltrace_capture", "evaltrace_trace"]
+__all__ = ["evaltrace_capture", "evaltrace_trace", "fake_judge"]
 
 _UNKNOWN_RUNNER = (
     "the evaltrace_capture fixture cannot capture for async test {test}: neither anyio "
@@ -115,3 +119,17 @@ def evaltrace_trace(
         return evaltrace_capture.trace
 
     return current_trace
+
+
+@pytest.fixture(scope="session")
+def _evaltrace_fake_judge_session() -> Iterator[FakeJudgeServer]:
+    with FakeJudgeServer() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_judge(_evaltrace_fake_judge_session: FakeJudgeServer) -> FakeJudgeServer:
+    """The session's offline judge server, reset for this test."""
+    _evaltrace_fake_judge_session.reset()
+    _evaltrace_fake_judge_session.reset_stats()
+    return _evaltrace_fake_judge_session
