@@ -136,7 +136,8 @@ async def main() -> int:
         )
         ours = min([await ours_overhead() for _ in range(rounds)])
         print(
-            f"evaltrace: {N} inputs x 3 evaluators in {ours * 1000:.0f} ms ({N / ours:,.0f} entries/s)"
+            f"evaltrace: {N} inputs x 3 evaluators in {ours * 1000:.0f} ms "
+            f"({N / ours:,.0f} entries/s)"
         )
     else:
         ours_times, theirs_times = [], []
@@ -145,10 +146,12 @@ async def main() -> int:
             theirs_times.append(await pydantic_evals_overhead())
         ours, theirs = min(ours_times), min(theirs_times)
         print(
-            f"evaltrace: {N} inputs x 3 evaluators in {ours * 1000:.0f} ms ({N / ours:,.0f} entries/s)"
+            f"evaltrace: {N} inputs x 3 evaluators in {ours * 1000:.0f} ms "
+            f"({N / ours:,.0f} entries/s)"
         )
         print(
-            f"pydantic-evals: {N} cases x 3 evaluators in {theirs * 1000:.0f} ms ({N / theirs:,.0f} entries/s)"
+            f"pydantic-evals: {N} cases x 3 evaluators in {theirs * 1000:.0f} ms "
+            f"({N / theirs:,.0f} entries/s)"
         )
         ok &= report(
             "runner overhead, 1000 x 3, no I/O: evaltrace vs pydantic-evals",
@@ -172,7 +175,8 @@ async def main() -> int:
         1.25,
     )
     print(
-        f"  (bare asyncio doing only the sleeps takes {floor * 1000:.0f} ms = {floor / ideal:.2f}x ideal; evaltrace is {wall / floor:.2f}x that floor)"
+        f"  (bare asyncio doing only the sleeps takes {floor * 1000:.0f} ms = "
+        f"{floor / ideal:.2f}x ideal; evaltrace is {wall / floor:.2f}x that floor)"
     )
     return 0 if ok else 1
 

@@ -1,0 +1,568 @@
+"""Where LLM judges send their requests: endpoint, key, models, clients, and trace isolation.
+
+Every model-backed evaluator (the autoevals classifiers, embeddings, moderation,
+:func:`~evaltrace.judges.create_llm_evaluator`) resolves its judge through
+:func:`judge_config` when it runs. Values given to :func:`configure_judge` win; then the
+``EVALTRACE_JUDGE_*`` environment variables; then ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
+There is no default endpoint: with no client, no base URL and no API key anywhere, a judge
+evaluation is errored with a message saying how to configure one.
+
+Judge requests go through ``openai.AsyncOpenAI`` clients that are built on first use (the
+``openai`` package is imported then, not before), reused per event loop, and retry twice on
+429 and 5xx replies. Judge calls run detached from the app's trace, so the capture of the run
+being judged never contains the judge's own spans (see :func:`isolated_judge_call`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import math
+import os
+import sys
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from types import TracebackType
+from typing import Any, Final, TypeVar
+
+import anyio
+import anyio.to_thread
+from opentelemetry import context as otel_context
+
+from evaltrace.capture.context import RunScope, enter_scope
+from evaltrace.errors import ConfigurationError, EvaltraceError
+
+__all__ = [
+    "DEFAULT_EMBEDDING_MODEL",
+    "DEFAULT_JUDGE_MODEL",
+    "DEFAULT_MAX_RETRIES",
+    "JudgeClient",
+    "JudgeConfig",
+    "JudgeConfigToken",
+    "JudgeNotConfiguredError",
+    "MissingExtraError",
+    "configure_judge",
+    "isolated_judge_call",
+    "judge_client",
+    "judge_config",
+    "reset_judge_config",
+    "run_judge_call",
+    "run_judge_call_in_thread",
+    "uses_responses_api",
+]
+
+T = TypeVar("T")
+
+DEFAULT_JUDGE_MODEL: Final = "gpt-4o-mini"
+"""The completion model judges use when none is configured."""
+DEFAULT_EMBEDDING_MODEL: Final = "text-embedding-3-small"
+"""The embedding model judges use when none is configured."""
+DEFAULT_MAX_RETRIES: Final = 2
+"""How often the clients evaltrace builds retry a 429, 5xx or timed-out request."""
+
+_ENV_BASE_URL: Final = "EVALTRACE_JUDGE_BASE_URL"
+_ENV_API_KEY: Final = "EVALTRACE_JUDGE_API_KEY"
+_ENV_MODEL: Final = "EVALTRACE_JUDGE_MODEL"
+_ENV_EMBEDDING_MODEL: Final = "EVALTRACE_JUDGE_EMBEDDING_MODEL"
+_ENV_OPENAI_BASE_URL: Final = "OPENAI_BASE_URL"
+_ENV_OPENAI_API_KEY: Final = "OPENAI_API_KEY"
+
+# A keyless endpoint (a local model server) still needs some key: the openai client refuses
+# to start without one.
+_NO_API_KEY: Final = "evaltrace-no-api-key"
+
+HOW_TO_CONFIGURE: Final = (
+    "evaltrace never sends judge requests to a default endpoint. Configure the judge in code "
+    "with evaltrace.judges.configure_judge(base_url=..., api_key=..., model=...) or "
+    "configure_judge(client=openai.AsyncOpenAI(...)), or in the environment with "
+    f"{_ENV_BASE_URL} and {_ENV_API_KEY} (optionally {_ENV_MODEL} and {_ENV_EMBEDDING_MODEL}), "
+    f"or with {_ENV_OPENAI_API_KEY} (and {_ENV_OPENAI_BASE_URL}) for an OpenAI-compatible API."
+)
+
+
+class JudgeNotConfiguredError(ConfigurationError):
+    """A model-backed evaluator ran, but no judge endpoint or client is configured."""
+
+    def __init__(self, evaluator: str | None = None) -> None:
+        who = f"{evaluator!r} needs an LLM judge" if evaluator else "An LLM judge is needed"
+        super().__init__(f"{who}, and none is configured. {HOW_TO_CONFIGURE}")
+
+
+class MissingExtraError(EvaltraceError, ImportError):
+    """A feature needs an optional dependency that is not installed."""
+
+    def __init__(self, feature: str, package: str, extra: str) -> None:
+        super().__init__(
+            f"{feature} needs the optional dependency {package!r}, which is not installed. "
+            f"Install it with: pip install 'evaltrace[{extra}]'"
+        )
+        self.package = package
+        """The missing package."""
+        self.extra = extra
+        """The evaltrace extra that installs it."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class JudgeConfig:
+    """The resolved judge configuration: what a judge evaluation uses when it runs.
+
+    Built by :func:`judge_config` from :func:`configure_judge` values and the environment.
+
+    Example:
+        >>> JudgeConfig(base_url="http://127.0.0.1:8000/v1").is_configured
+        True
+    """
+
+    base_url: str | None = None
+    """The OpenAI-compatible endpoint; ``None`` with an API key means OpenAI's own API."""
+    api_key: str | None = field(default=None, repr=False)
+    """The API key sent to the endpoint."""
+    model: str = DEFAULT_JUDGE_MODEL
+    """The completion model judges call (``gpt-5*`` models go through the Responses API)."""
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    """The embedding model of embedding-based scorers."""
+    client: Any = None
+    """A client given by the user (``openai.OpenAI`` or ``openai.AsyncOpenAI``), used as is."""
+    async_client: Any = None
+    """An ``openai.AsyncOpenAI`` given by the user; preferred over ``client``."""
+    trace_judge_calls: bool = False
+    """Whether judge calls may create spans in the trace of the code that runs them."""
+    timeout: float | None = None
+    """Seconds a judge request may take in the clients evaltrace builds (openai's default
+    when ``None``)."""
+    max_retries: int = DEFAULT_MAX_RETRIES
+    """Retries of a failed request in the clients evaltrace builds."""
+
+    @property
+    def is_configured(self) -> bool:
+        """Whether a judge can be reached: a client, a base URL or an API key is set."""
+        return any(
+            value is not None
+            for value in (self.client, self.async_client, self.base_url, self.api_key)
+        )
+
+
+@dataclass(kw_only=True, frozen=True)
+class _Settings:
+    """What :func:`configure_judge` was told; ``None`` means "not given"."""
+
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    model: str | None = None
+    embedding_model: str | None = None
+    client: Any = None
+    async_client: Any = None
+    trace_judge_calls: bool | None = None
+    timeout: float | None = None
+    max_retries: int | None = None
+
+
+_settings = _Settings()
+_settings_lock = threading.Lock()
+
+
+class JudgeConfigToken:
+    """Returned by :func:`configure_judge`: restores the configuration that was replaced.
+
+    Use it as a context manager to configure a judge for one block (tests do this), or
+    ignore it to configure the judge for the whole process.
+
+    Example:
+        >>> with configure_judge(base_url="http://127.0.0.1:8000/v1", model="m"):
+        ...     judge_config().model
+        'm'
+    """
+
+    def __init__(self, previous: _Settings) -> None:
+        self._previous = previous
+
+    def restore(self) -> None:
+        """Put back the configuration that was in force before the call."""
+        global _settings
+        with _settings_lock:
+            _settings = self._previous
+
+    def __enter__(self) -> JudgeConfigToken:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.restore()
+
+
+def configure_judge(
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    model: str | None = None,
+    client: Any = None,
+    embedding_model: str | None = None,
+    async_client: Any = None,
+    trace_judge_calls: bool | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+) -> JudgeConfigToken:
+    """Configure the LLM judge that model-backed evaluators call.
+
+    Values given here replace those given before and take precedence over the environment
+    (``EVALTRACE_JUDGE_BASE_URL``, ``EVALTRACE_JUDGE_API_KEY``, ``EVALTRACE_JUDGE_MODEL``,
+    ``EVALTRACE_JUDGE_EMBEDDING_MODEL``, then ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``);
+    arguments left at ``None`` keep their earlier value. :func:`reset_judge_config` forgets
+    everything configured here.
+
+    Args:
+        base_url: An OpenAI-compatible endpoint such as ``"http://127.0.0.1:8000/v1"``.
+            An API key without a base URL means OpenAI's own API.
+        api_key: The key sent to the endpoint.
+        model: The completion model; ``"gpt-4o-mini"`` when never given. A ``gpt-5*`` model
+            is called through the Responses API.
+        client: An ``openai.OpenAI`` or ``openai.AsyncOpenAI`` client to use instead of one
+            built from ``base_url``/``api_key``. A sync client is called from worker threads.
+        embedding_model: The embedding model; ``"text-embedding-3-small"`` when never given.
+        async_client: An ``openai.AsyncOpenAI`` client; preferred over ``client``.
+        trace_judge_calls: Let judge calls create spans in the trace of the code that runs
+            them (off by default, so judging never changes the captured run).
+        timeout: Seconds each request may take, in the clients evaltrace builds.
+        max_retries: Retries of a 429, 5xx or timed-out request, in the clients evaltrace
+            builds (2 when never given).
+
+    Returns:
+        A token whose ``restore()`` (or ``with`` block exit) puts the previous configuration
+        back.
+
+    Raises:
+        ConfigurationError: A value is malformed (a base URL without ``http(s)://``, an empty
+            model name, a negative retry count, ...).
+
+    Example:
+        >>> token = configure_judge(base_url="http://127.0.0.1:8000/v1", model="gpt-4o-mini")
+        >>> judge_config().base_url
+        'http://127.0.0.1:8000/v1'
+        >>> token.restore()
+    """
+    global _settings
+    given: dict[str, Any] = {}
+    if base_url is not None:
+        given["base_url"] = _check_base_url(base_url, "configure_judge(base_url=...)")
+    if api_key is not None:
+        given["api_key"] = _check_text(api_key, "configure_judge(api_key=...)")
+    if model is not None:
+        given["model"] = _check_text(model, "configure_judge(model=...)")
+    if embedding_model is not None:
+        given["embedding_model"] = _check_text(
+            embedding_model, "configure_judge(embedding_model=...)"
+        )
+    if client is not None:
+        given["client"] = _check_client(client, "client")
+    if async_client is not None:
+        given["async_client"] = _check_client(async_client, "async_client")
+    if trace_judge_calls is not None:
+        given["trace_judge_calls"] = bool(trace_judge_calls)
+    if timeout is not None:
+        given["timeout"] = _check_timeout(timeout)
+    if max_retries is not None:
+        given["max_retries"] = _check_retries(max_retries)
+    with _settings_lock:
+        previous = _settings
+        _settings = replace(previous, **given)
+    return JudgeConfigToken(previous)
+
+
+def reset_judge_config() -> None:
+    """Forget everything given to :func:`configure_judge`; the environment still applies.
+
+    Example:
+        >>> reset_judge_config()
+    """
+    global _settings
+    with _settings_lock:
+        _settings = _Settings()
+    with _clients_lock:
+        _clients.clear()
+
+
+def judge_config() -> JudgeConfig:
+    """Resolve the judge configuration now, from :func:`configure_judge` and the environment.
+
+    Returns:
+        The configuration a judge evaluation started now would use.
+
+    Raises:
+        ConfigurationError: An environment variable holds a malformed value.
+
+    Example:
+        >>> with configure_judge(api_key="sk-test", model="gpt-5-mini"):
+        ...     judge_config().model
+        'gpt-5-mini'
+    """
+    settings = _settings
+    base_url = settings.base_url
+    if base_url is None:
+        name, value = _first_env(_ENV_BASE_URL, _ENV_OPENAI_BASE_URL)
+        base_url = _check_base_url(value, name) if value is not None else None
+    api_key = settings.api_key
+    if api_key is None:
+        api_key = _first_env(_ENV_API_KEY, _ENV_OPENAI_API_KEY)[1]
+    return JudgeConfig(
+        base_url=base_url,
+        api_key=api_key,
+        model=settings.model or _first_env(_ENV_MODEL)[1] or DEFAULT_JUDGE_MODEL,
+        embedding_model=(
+            settings.embedding_model
+            or _first_env(_ENV_EMBEDDING_MODEL)[1]
+            or DEFAULT_EMBEDDING_MODEL
+        ),
+        client=settings.client,
+        async_client=settings.async_client,
+        trace_judge_calls=bool(settings.trace_judge_calls),
+        timeout=settings.timeout,
+        max_retries=(
+            settings.max_retries if settings.max_retries is not None else DEFAULT_MAX_RETRIES
+        ),
+    )
+
+
+def uses_responses_api(model: str) -> bool:
+    """Whether ``model`` is called through the Responses API instead of chat completions.
+
+    Example:
+        >>> uses_responses_api("gpt-5-mini"), uses_responses_api("gpt-4o-mini")
+        (True, False)
+    """
+    return model.startswith("gpt-5")
+
+
+@dataclass(kw_only=True, frozen=True)
+class JudgeClient:
+    """The OpenAI client one judge call goes through."""
+
+    openai: Any
+    """An ``openai.AsyncOpenAI`` (or ``openai.OpenAI``) client, or a compatible object."""
+    is_async: bool
+    """Whether its methods return awaitables; a sync client is called from worker threads."""
+
+
+def judge_client(
+    config: JudgeConfig, *, client: Any = None, evaluator: str | None = None
+) -> JudgeClient:
+    """The client a judge call uses: ``client`` if given, else the configured one.
+
+    Args:
+        config: The resolved configuration.
+        client: A client given to one evaluator, overriding the configuration.
+        evaluator: The evaluator's name, quoted when no judge is configured.
+
+    Returns:
+        The client, with whether it is async.
+
+    Raises:
+        JudgeNotConfiguredError: No client, base URL or API key is configured.
+        MissingExtraError: The ``openai`` package is not installed.
+    """
+    if client is not None:
+        return JudgeClient(openai=client, is_async=_is_async_client(client))
+    if config.async_client is not None:
+        return JudgeClient(openai=config.async_client, is_async=True)
+    if config.client is not None:
+        return JudgeClient(openai=config.client, is_async=_is_async_client(config.client))
+    if not config.is_configured:
+        raise JudgeNotConfiguredError(evaluator)
+    return JudgeClient(openai=_shared_async_client(config), is_async=True)
+
+
+# Clients built from a base URL and key, per event loop: an async HTTP connection pool
+# belongs to the loop that opened its connections, and each test (or anyio.run) has its own.
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]] = (
+    weakref.WeakKeyDictionary()
+)
+_clients_lock = threading.Lock()
+
+
+def _shared_async_client(config: JudgeConfig) -> Any:
+    key = (config.base_url, config.api_key, config.timeout, config.max_retries)
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # not on an asyncio loop: nothing to share the client with
+        return _new_async_client(config)
+    with _clients_lock:
+        per_loop = _clients.setdefault(loop, {})
+        shared = per_loop.get(key)
+        if shared is None:
+            shared = per_loop[key] = _new_async_client(config)
+    return shared
+
+
+def _new_async_client(config: JudgeConfig) -> Any:
+    try:
+        import openai
+    except ImportError as exc:
+        raise MissingExtraError("LLM judges", "openai", "llm") from exc
+    options: dict[str, Any] = {
+        "base_url": config.base_url,
+        "api_key": config.api_key or _NO_API_KEY,
+        "max_retries": config.max_retries,
+    }
+    if config.timeout is not None:
+        options["timeout"] = config.timeout
+    return openai.AsyncOpenAI(**options)
+
+
+def _is_async_client(client: Any) -> bool:
+    openai = sys.modules.get("openai")  # a client of openai's means openai is imported
+    if openai is not None and isinstance(client, openai.AsyncOpenAI):
+        return True
+    create = getattr(getattr(getattr(client, "chat", None), "completions", None), "create", None)
+    # openai wraps its async methods in decorators that hide the coroutine function.
+    return callable(create) and inspect.iscoroutinefunction(inspect.unwrap(create))
+
+
+@contextmanager
+def isolated_judge_call(config: JudgeConfig) -> Iterator[None]:
+    """Run the block as a judge call: detached from the trace of the code that runs it.
+
+    Inside the block the OpenTelemetry context is empty, with instrumentation suppressed (so
+    instrumentors such as OpenInference's make no spans), and no evaltrace capture is
+    current (so any span started anyway is not filed under the run being judged). With
+    ``trace_judge_calls`` configured the block runs unchanged.
+
+    Args:
+        config: The resolved judge configuration.
+
+    Example:
+        >>> with isolated_judge_call(judge_config()):
+        ...     pass
+    """
+    if config.trace_judge_calls:
+        yield
+        return
+    detached = otel_context.set_value(
+        otel_context._SUPPRESS_INSTRUMENTATION_KEY, True, otel_context.Context()
+    )
+    detached = otel_context.set_value(
+        otel_context._SUPPRESS_HTTP_INSTRUMENTATION_KEY, True, detached
+    )
+    token = otel_context.attach(detached)
+    try:
+        with enter_scope(RunScope(None, None)):
+            yield
+    finally:
+        otel_context.detach(token)
+
+
+async def run_judge_call(config: JudgeConfig, call: Callable[[], Awaitable[T]]) -> T:
+    """Await ``call()`` as an isolated judge call, in its own copy of the context.
+
+    The copy means that whatever the call sets in context variables (autoevals keeps its
+    client and default models there) never leaks into the caller.
+
+    Args:
+        config: The resolved judge configuration.
+        call: Starts the judge call.
+
+    Returns:
+        What the call returned; its exception is raised unchanged.
+    """
+    results: list[T] = []
+    failures: list[Exception] = []
+
+    async def child() -> None:
+        with isolated_judge_call(config):
+            try:
+                results.append(await call())
+            except Exception as exc:  # handed back to the caller below
+                failures.append(exc)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(child)
+    if failures:
+        raise failures[0]
+    return results[0]
+
+
+async def run_judge_call_in_thread(config: JudgeConfig, call: Callable[[], T]) -> T:
+    """Run the synchronous ``call()`` as an isolated judge call in a worker thread.
+
+    Args:
+        config: The resolved judge configuration.
+        call: Makes the judge call.
+
+    Returns:
+        What the call returned; its exception is raised unchanged.
+    """
+
+    def isolated() -> T:
+        with isolated_judge_call(config):
+            return call()
+
+    context = contextvars.copy_context()
+    return await anyio.to_thread.run_sync(context.run, isolated, abandon_on_cancel=True)
+
+
+# -- validation ------------------------------------------------------------------------------
+
+
+def _first_env(*names: str) -> tuple[str, str | None]:
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return name, value
+    return names[0], None
+
+
+def _check_text(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(f"{where} must be a non-empty string, got {value!r}.")
+    return value.strip()
+
+
+def _check_base_url(value: object, where: str) -> str:
+    text = _check_text(value, where)
+    if not text.startswith(("http://", "https://")):
+        raise ConfigurationError(
+            f"{where} must be an http:// or https:// URL such as 'http://127.0.0.1:8000/v1', "
+            f"got {text!r}."
+        )
+    return text
+
+
+def _check_client(client: object, argument: str) -> object:
+    if not hasattr(client, "chat"):
+        raise ConfigurationError(
+            f"configure_judge({argument}=...) must be an openai.OpenAI or openai.AsyncOpenAI "
+            f"client (or an object with the same methods), got {type(client).__name__}."
+        )
+    if argument == "async_client" and not _is_async_client(client):
+        raise ConfigurationError(
+            "configure_judge(async_client=...) got a client whose chat.completions.create is "
+            "not async; pass an openai.AsyncOpenAI, or give a sync client as client=..."
+        )
+    return client
+
+
+def _check_timeout(timeout: object) -> float:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ConfigurationError(
+            f"configure_judge(timeout=...) must be a positive number of seconds, got {timeout!r}."
+        )
+    return float(timeout)
+
+
+def _check_retries(max_retries: object) -> int:
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ConfigurationError(
+            f"configure_judge(max_retries=...) must be a whole number >= 0, got {max_retries!r}."
+        )
+    return max_retries

@@ -1,0 +1,989 @@
+"""Per-entry evaluators built on the metric functions: retrieval, answers, semantic similarity.
+
+Each evaluator is an object with a ``name`` and an ``async __call__(evaluable, *, trace=None)``
+that returns an :class:`~evaltrace.evaluate.evaluation.Evaluation`, so it plugs into
+``evaluate``, ``run_and_evaluate`` and ``assert_pass`` like any other evaluator.
+
+Where the data comes from is explicit and has sensible defaults:
+
+* **Retrieved documents** (:class:`DocumentRecall`, :class:`DocumentMRR`, :class:`DocumentMAP`,
+  :class:`DocumentNDCG`), chosen by ``retrieved_from``:
+
+  - ``None`` (the default): the output recorded with
+    ``wrap(docs, purpose="output", name="retrieved_documents")``; else the documents of the
+    retriever span that ended last (OpenInference ``retrieval.documents.{i}.document.*``
+    attributes, or the list a ``@wrap(kind="retriever")`` function returned);
+  - a name: the output recorded under that name, else the span of that name that ended last;
+  - a callable ``(evaluable, trace) -> list | None``.
+
+* **Relevant documents**: ``eval_metadata["relevant_documents"]`` (the key is configurable with
+  ``relevant_key``) when present, else the expectation when it is a list. The metadata wins
+  because an expectation list may hold the expected answers rather than documents.
+
+* **Answers** (:class:`AnswerExactMatch`, :class:`AnswerF1`, :class:`SemanticAnswerSimilarity`),
+  chosen by ``answer_from``: ``None`` (the default) takes the output named ``"answer"``, else
+  the one named ``"output"``, else the return value of the run (its root span); a name takes
+  that output; a callable ``(evaluable, trace) -> str | None`` decides. The expected answer is
+  the expectation: a string or a list of acceptable strings.
+
+Missing data (no relevant documents, no expected answer, no retrieved documents) gives a
+*skipped* evaluation that says what is missing: neither a 0 nor an error. Data of the wrong
+shape (a document without the compared key, an answer that is not text) gives an *errored* one.
+
+Example:
+    >>> import anyio
+    >>> from evaltrace.evaluate import Evaluable, NamedData
+    >>> case = Evaluable(
+    ...     eval_output=[NamedData(name="retrieved_documents", value=["x", "a", "b"])],
+    ...     eval_metadata={"relevant_documents": ["a", "b"]},
+    ... )
+    >>> anyio.run(DocumentMRR(), case).score
+    0.5
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import importlib
+import inspect
+import math
+import threading
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, JsonValue
+
+from evaltrace.capture import conventions as conv
+from evaltrace.capture.serialize import decode
+from evaltrace.evaluate.evaluable import Evaluable, get_named
+from evaltrace.evaluate.evaluation import Evaluation
+from evaltrace.evaluate.evaluator import is_async_callable
+from evaltrace.judges.config import (
+    MissingExtraError,
+    judge_client,
+    judge_config,
+    run_judge_call,
+    run_judge_call_in_thread,
+)
+from evaltrace.metrics.answers import exact_match, token_f1
+from evaltrace.metrics.documents import DocumentKey, DocumentKeyError, document_keys
+from evaltrace.metrics.retrieval import (
+    RecallMode,
+    average_precision,
+    ndcg,
+    recall,
+    reciprocal_rank,
+)
+
+if TYPE_CHECKING:
+    from evaltrace.trace.spans import LLMSpan, ObserveSpan
+    from evaltrace.trace.tree import ObservationNode
+
+__all__ = [
+    "AnswerDetails",
+    "AnswerExactMatch",
+    "AnswerF1",
+    "AnswerSelector",
+    "DocumentMAP",
+    "DocumentMRR",
+    "DocumentNDCG",
+    "DocumentRecall",
+    "DocumentSelector",
+    "Embedder",
+    "RetrievalDetails",
+    "SemanticAnswerSimilarity",
+    "cosine_similarity",
+    "embed_texts",
+    "judge_embedder",
+    "local_embedder",
+    "openai_embedder",
+    "span_documents",
+]
+
+DocumentSelector: TypeAlias = Callable[[Evaluable, "Sequence[ObservationNode] | None"], Any]
+"""Finds the retrieved documents: ``(evaluable, trace) -> list of documents | None``."""
+
+AnswerSelector: TypeAlias = Callable[[Evaluable, "Sequence[ObservationNode] | None"], Any]
+"""Finds the answer to score: ``(evaluable, trace) -> str | None``."""
+
+Embedder: TypeAlias = Callable[[list[str]], Any]
+"""Turns texts into vectors: ``(texts) -> one vector per text``, sync or async.
+
+A sync embedder runs in a worker thread; an async one (or one returning an awaitable) is
+awaited. See :func:`openai_embedder` and :func:`local_embedder`.
+"""
+
+DEFAULT_RETRIEVED_NAME: Final = "retrieved_documents"
+DEFAULT_RELEVANT_KEY: Final = "relevant_documents"
+_EMBEDDING_BATCH: Final = 128
+_ANSWER_NAMES: Final = ("answer", "output")
+
+
+class RetrievalDetails(BaseModel):
+    """The ``details`` of a retrieval evaluation (stored as a JSON dict on the evaluation).
+
+    Read them back typed with ``RetrievalDetails.model_validate(evaluation.details)``.
+
+    Example:
+        >>> RetrievalDetails(metric="recall", source="s", key="id", n_retrieved=0,
+        ...                  n_relevant=1, missed=["d1"]).hits
+        []
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    metric: str
+    """The metric function: ``recall``, ``reciprocal_rank``, ``average_precision``, ``ndcg``."""
+    source: str
+    """Where the retrieved documents were read, e.g. ``"retriever span 'search'"``."""
+    key: str
+    """The document key compared: ``content``, ``id`` or ``metadata.<path>``."""
+    n_retrieved: int
+    """How many documents were retrieved (duplicates included)."""
+    n_relevant: int
+    """How many unique relevant documents there are."""
+    hits: list[JsonValue] = []
+    """The keys of the relevant documents retrieved, best rank first, each once."""
+    hit_ranks: list[int] = []
+    """The 1-based rank at which each hit was first retrieved (same order as ``hits``)."""
+    missed: list[JsonValue] = []
+    """The keys of the relevant documents not retrieved, in ground-truth order."""
+    mode: str | None = None
+    """The recall mode (``DocumentRecall`` only)."""
+    k: int | None = None
+    """The rank cut-off (``DocumentNDCG`` only)."""
+
+
+class AnswerDetails(BaseModel):
+    """The ``details`` of an answer evaluation (stored as a JSON dict on the evaluation).
+
+    Example:
+        >>> AnswerDetails(metric="token_f1", answer="Paris", references=["Paris"]).similarity
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    metric: str
+    """``exact_match``, ``token_f1`` or ``semantic_similarity``."""
+    answer: str
+    """The answer that was scored."""
+    references: list[str]
+    """The acceptable answers it was compared with."""
+    normalize: bool | None = None
+    """Whether SQuAD normalisation was applied (exact match and F1)."""
+    similarity: float | None = None
+    """The raw cosine similarity, before clipping to ``[0, 1]`` (semantic similarity)."""
+    best_reference: str | None = None
+    """The reference closest to the answer (semantic similarity)."""
+    model: str | None = None
+    """The embedding model, when known (semantic similarity)."""
+
+
+# --- reading documents from a trace -------------------------------------------------------------
+
+
+def span_documents(span: ObserveSpan | LLMSpan) -> list[Any] | None:
+    """Return the documents a retriever span carries, or ``None`` when it carries none.
+
+    OpenInference ``retrieval.documents.{i}.document.{content,id,score,metadata}`` attributes
+    come first; each becomes ``{"content", "id", "score", "metadata"}`` (the keys present; the
+    metadata decoded from its JSON text). Otherwise the span's output: a list is the documents,
+    a mapping with a ``"documents"`` list gives that list.
+
+    Args:
+        span: A span view from a trace.
+
+    Returns:
+        The documents in rank order, or ``None``.
+
+    Example:
+        >>> docs = span_documents(trace[0].find("search")[0].span)  # doctest: +SKIP
+    """
+    documents = _openinference_documents(span.attributes)
+    if documents is not None:
+        return documents
+    output = span.output
+    if isinstance(output, list):
+        return output
+    if isinstance(output, Mapping) and isinstance(output.get("documents"), list):
+        return list(output["documents"])
+    return None
+
+
+def _openinference_documents(attributes: Mapping[str, Any]) -> list[Any] | None:
+    prefix = conv.RETRIEVAL_DOCUMENTS + "."
+    fields = {
+        conv.DOCUMENT_CONTENT: "content",
+        conv.DOCUMENT_ID: "id",
+        conv.DOCUMENT_SCORE: "score",
+        conv.DOCUMENT_METADATA: "metadata",
+    }
+    groups: dict[int, dict[str, Any]] = {}
+    for name, value in attributes.items():
+        if not name.startswith(prefix):
+            continue
+        index, dot, rest = name[len(prefix) :].partition(".")
+        field = fields.get(rest)
+        if dot and field is not None and index.isascii() and index.isdigit():
+            if field == "metadata" and isinstance(value, str):
+                value = decode(value)
+            groups.setdefault(int(index), {})[field] = value
+    if not groups:
+        return None
+    return [groups[index] for index in sorted(groups)]
+
+
+def _latest_span(
+    trace: Sequence[ObservationNode], wanted: Callable[[ObserveSpan | LLMSpan], bool]
+) -> ObserveSpan | LLMSpan | None:
+    """The matching span that ended last; on equal end times, the later one in walk order."""
+    best: ObserveSpan | LLMSpan | None = None
+    for node in trace:
+        for item in node.walk():
+            span = item.span
+            if wanted(span) and (
+                best is None or span.record.end_time_ns >= best.record.end_time_ns
+            ):
+                best = span
+    return best
+
+
+def _recorded_value(trace: Sequence[ObservationNode], name: str) -> tuple[bool, Any]:
+    """The output or state value recorded under ``name`` anywhere in the trace.
+
+    A name recorded with ``many=True`` gives the list of its values (as the ``root`` selector
+    does);
+    otherwise the value recorded last wins.
+    """
+    found = sorted(
+        (
+            value
+            for node in trace
+            for item in node.walk()
+            for value in item.span.named_values
+            if value.name == name and value.purpose != "input"
+        ),
+        key=lambda value: value.timestamp_ns,
+    )
+    if not found:
+        return False, None
+    if all(value.many for value in found):
+        return True, [value.value for value in found]
+    return True, found[-1].value
+
+
+def _has_output(evaluable: Evaluable, name: str) -> bool:
+    return any(item.name == name for item in evaluable.eval_output or ())
+
+
+def _retrieved(
+    evaluable: Evaluable,
+    trace: Sequence[ObservationNode] | None,
+    retrieved_from: str | DocumentSelector | None,
+) -> tuple[Any, str] | str:
+    """The retrieved documents and where they were found, or why none were found."""
+    if callable(retrieved_from):
+        documents = retrieved_from(evaluable, trace)
+        if documents is None:
+            return "the retrieved_from selector found no retrieved documents"
+        return documents, "retrieved_from selector"
+    name = retrieved_from or DEFAULT_RETRIEVED_NAME
+    if _has_output(evaluable, name):
+        return get_named(evaluable.eval_output, name), f"output {name!r}"
+    if trace:
+        found, value = _recorded_value(trace, name)
+        if found:
+            return value, f"output {name!r}"
+        if retrieved_from is None:
+            span = _latest_span(trace, lambda span: span.kind == "retriever")
+            where = "retriever span"
+        else:
+            span = _latest_span(trace, lambda span: span.name == name)
+            where = "span"
+        if span is not None:
+            documents = span_documents(span)
+            if documents is None:
+                return (
+                    f"the {where} {span.name!r} recorded no documents (no "
+                    f"retrieval.documents attributes and no list output)"
+                )
+            return documents, f"{where} {span.name!r}"
+    if retrieved_from is None:
+        return (
+            f"no retrieved documents: no output named {name!r} and no retriever span in the "
+            f"trace; record them with wrap(documents, purpose='output', name={name!r}), "
+            "decorate the retriever with @wrap(kind='retriever'), or pass retrieved_from="
+        )
+    return f"no retrieved documents: no output and no span named {name!r}"
+
+
+def _relevant(evaluable: Evaluable, relevant_key: str) -> Any:
+    metadata = evaluable.eval_metadata or {}
+    if relevant_key in metadata:
+        return metadata[relevant_key]
+    if isinstance(evaluable.expectation, list):
+        return evaluable.expectation
+    return None
+
+
+def _json_key(key: Hashable) -> JsonValue:
+    if isinstance(key, tuple):
+        return [_json_key(part) for part in key]
+    if key is None or isinstance(key, str | int | float | bool):
+        return key
+    return repr(key)
+
+
+# --- retrieval evaluators -----------------------------------------------------------------------
+
+
+class _RetrievalEvaluator:
+    """Shared reading of retrieved and relevant documents; subclasses give the metric."""
+
+    _metric: str = ""
+
+    def __init__(
+        self,
+        *,
+        retrieved_from: str | DocumentSelector | None = None,
+        relevant_key: str = DEFAULT_RELEVANT_KEY,
+        key: DocumentKey = "content",
+        name: str | None = None,
+    ) -> None:
+        if not (retrieved_from is None or callable(retrieved_from)) and not (
+            isinstance(retrieved_from, str) and retrieved_from
+        ):
+            raise TypeError(
+                "retrieved_from must be None, a non-empty output or span name, or a callable "
+                f"(evaluable, trace) -> documents; got {retrieved_from!r}"
+            )
+        document_keys([], key)  # validates the key form now rather than on every call
+        if not isinstance(relevant_key, str) or not relevant_key:
+            raise TypeError(f"relevant_key must be a non-empty string, got {relevant_key!r}")
+        self.retrieved_from = retrieved_from
+        """Where the retrieved documents are read (see the module documentation)."""
+        self.relevant_key = relevant_key
+        """The ``eval_metadata`` key holding the relevant documents."""
+        self.key = key
+        """The document key compared: ``"content"``, ``"id"`` or ``"metadata.<path>"``."""
+        self.name = name or type(self).__name__
+        """The evaluator's display name."""
+
+    def _score(self, retrieved: Sequence[object], relevant: Sequence[object]) -> float:
+        raise NotImplementedError
+
+    def _extra_details(self) -> dict[str, Any]:
+        return {}
+
+    async def __call__(
+        self, evaluable: Evaluable, *, trace: Sequence[ObservationNode] | None = None
+    ) -> Evaluation:
+        """Score the retrieved documents of ``evaluable`` against its relevant documents."""
+        relevant = _relevant(evaluable, self.relevant_key)
+        if relevant is None:
+            return Evaluation.skip(
+                f"no relevant documents in the expectation or eval_metadata[{self.relevant_key!r}]",
+                evaluator=self.name,
+            )
+        found = _retrieved(evaluable, trace, self.retrieved_from)
+        if isinstance(found, str):
+            return Evaluation.skip(found, evaluator=self.name)
+        retrieved, source = found
+        try:
+            for what, documents in ((f"retrieved ({source})", retrieved), ("relevant", relevant)):
+                if not isinstance(documents, list | tuple):
+                    raise TypeError(
+                        f"the {what} documents are a {type(documents).__name__}, "
+                        "not a list of documents"
+                    )
+            retrieved_keys = document_keys(retrieved, self.key, what="retrieved")
+            relevant_keys = document_keys(relevant, self.key, what="relevant")
+            score = self._score(retrieved, relevant)
+        except (DocumentKeyError, TypeError) as exc:
+            return Evaluation.errored(exc, where="evaluator", evaluator=self.name)
+        details = self._details(retrieved_keys, relevant_keys, source)
+        reasoning = (
+            f"{len(details.hits)} of {details.n_relevant} relevant documents retrieved "
+            f"(ranks {details.hit_ranks}) among {details.n_retrieved} from {source}"
+        )
+        if not relevant_keys:
+            reasoning = "the relevant documents are empty, so the score is 0.0"
+        return Evaluation(
+            score=score,
+            reasoning=reasoning,
+            details=details.model_dump(mode="json", exclude_none=True),
+            evaluator=self.name,
+        )
+
+    def _details(
+        self, retrieved: list[Hashable], relevant: list[Hashable], source: str
+    ) -> RetrievalDetails:
+        unique_relevant = list(dict.fromkeys(relevant))
+        wanted = set(unique_relevant)
+        hit_ranks: dict[Hashable, int] = {}
+        for rank, document in enumerate(retrieved, start=1):
+            if document in wanted and document not in hit_ranks:
+                hit_ranks[document] = rank
+        return RetrievalDetails(
+            metric=self._metric,
+            source=source,
+            key=self.key,
+            n_retrieved=len(retrieved),
+            n_relevant=len(unique_relevant),
+            hits=[_json_key(document) for document in hit_ranks],
+            hit_ranks=list(hit_ranks.values()),
+            missed=[
+                _json_key(document) for document in unique_relevant if document not in hit_ranks
+            ],
+            **self._extra_details(),
+        )
+
+
+class DocumentRecall(_RetrievalEvaluator):
+    """Recall of the retrieved documents: ``multi_hit`` (share found) or ``single_hit`` (any).
+
+    See :func:`~evaltrace.metrics.recall` for the formula and the module documentation for
+    where the documents are read.
+
+    Args:
+        mode: ``"multi_hit"`` (``|relevant ∩ retrieved| / |relevant|``) or ``"single_hit"``.
+        retrieved_from: ``None``, an output or span name, or a selector callable.
+        relevant_key: The ``eval_metadata`` key holding the relevant documents.
+        key: The document key compared: ``"content"``, ``"id"`` or ``"metadata.<path>"``.
+        name: The display name (``"DocumentRecall"`` by default).
+
+    Example:
+        >>> evaluator = DocumentRecall(mode="single_hit", key="id")
+    """
+
+    _metric = "recall"
+
+    def __init__(
+        self,
+        mode: RecallMode = "multi_hit",
+        *,
+        retrieved_from: str | DocumentSelector | None = None,
+        relevant_key: str = DEFAULT_RELEVANT_KEY,
+        key: DocumentKey = "content",
+        name: str | None = None,
+    ) -> None:
+        if mode not in ("single_hit", "multi_hit"):
+            raise ValueError(f"unknown recall mode {mode!r}: use 'single_hit' or 'multi_hit'")
+        super().__init__(
+            retrieved_from=retrieved_from, relevant_key=relevant_key, key=key, name=name
+        )
+        self.mode: RecallMode = mode
+        """The recall mode."""
+
+    def _score(self, retrieved: Sequence[object], relevant: Sequence[object]) -> float:
+        return recall(retrieved, relevant, self.mode, key=self.key)
+
+    def _extra_details(self) -> dict[str, Any]:
+        return {"mode": self.mode}
+
+
+class DocumentMRR(_RetrievalEvaluator):
+    """Reciprocal rank of the first relevant retrieved document (averaged over entries: MRR).
+
+    See :func:`~evaltrace.metrics.reciprocal_rank`. Arguments as for :class:`DocumentRecall`
+    without ``mode``.
+
+    Example:
+        >>> evaluator = DocumentMRR(retrieved_from="rerank", key="metadata.url")
+    """
+
+    _metric = "reciprocal_rank"
+
+    def _score(self, retrieved: Sequence[object], relevant: Sequence[object]) -> float:
+        return reciprocal_rank(retrieved, relevant, key=self.key)
+
+
+class DocumentMAP(_RetrievalEvaluator):
+    """Average precision of the retrieved documents (averaged over entries: MAP).
+
+    See :func:`~evaltrace.metrics.average_precision`. Arguments as for :class:`DocumentRecall`
+    without ``mode``.
+
+    Example:
+        >>> evaluator = DocumentMAP(relevant_key="gold_passages")
+    """
+
+    _metric = "average_precision"
+
+    def _score(self, retrieved: Sequence[object], relevant: Sequence[object]) -> float:
+        return average_precision(retrieved, relevant, key=self.key)
+
+
+class DocumentNDCG(_RetrievalEvaluator):
+    """Normalised discounted cumulative gain (binary relevance) of the retrieved documents.
+
+    See :func:`~evaltrace.metrics.ndcg`.
+
+    Args:
+        k: Only the first ``k`` ranks count (``None``: all of them).
+        retrieved_from: ``None``, an output or span name, or a selector callable.
+        relevant_key: The ``eval_metadata`` key holding the relevant documents.
+        key: The document key compared.
+        name: The display name (``"DocumentNDCG"`` by default).
+
+    Example:
+        >>> evaluator = DocumentNDCG(k=5)
+    """
+
+    _metric = "ndcg"
+
+    def __init__(
+        self,
+        k: int | None = None,
+        *,
+        retrieved_from: str | DocumentSelector | None = None,
+        relevant_key: str = DEFAULT_RELEVANT_KEY,
+        key: DocumentKey = "content",
+        name: str | None = None,
+    ) -> None:
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"k must be a positive integer or None, got {k!r}")
+        super().__init__(
+            retrieved_from=retrieved_from, relevant_key=relevant_key, key=key, name=name
+        )
+        self.k = k
+        """The rank cut-off, or ``None``."""
+
+    def _score(self, retrieved: Sequence[object], relevant: Sequence[object]) -> float:
+        return ndcg(retrieved, relevant, self.k, key=self.key)
+
+    def _extra_details(self) -> dict[str, Any]:
+        return {"k": self.k}
+
+
+# --- answers ------------------------------------------------------------------------------------
+
+
+def _answer(
+    evaluable: Evaluable,
+    trace: Sequence[ObservationNode] | None,
+    answer_from: str | AnswerSelector | None,
+) -> tuple[Any, str] | str:
+    """The answer and where it was found, or why none was found."""
+    if callable(answer_from):
+        answer = answer_from(evaluable, trace)
+        if answer is None:
+            return "the answer_from selector found no answer"
+        return answer, "answer_from selector"
+    if answer_from is not None:
+        if _has_output(evaluable, answer_from):
+            return get_named(evaluable.eval_output, answer_from), f"output {answer_from!r}"
+        return f"no answer: the run recorded no output named {answer_from!r}"
+    for name in _ANSWER_NAMES:
+        if _has_output(evaluable, name):
+            return get_named(evaluable.eval_output, name), f"output {name!r}"
+    if trace:
+        return trace[0].span.output, f"the return value of {trace[0].span.name!r}"
+    names = ", ".join(repr(item.name) for item in evaluable.eval_output or ()) or "none"
+    return (
+        f"no answer: no output named 'answer' or 'output' and no trace (outputs: {names}); "
+        "pass answer_from='<output name>'"
+    )
+
+
+def _references(evaluable: Evaluable) -> list[str] | str:
+    """The acceptable answers, or why there are none; raises on a malformed expectation."""
+    if not evaluable.has_expectation or evaluable.expectation is None:
+        return "no expected answer in the expectation"
+    expected = evaluable.expectation
+    if isinstance(expected, str):
+        return [expected]
+    if isinstance(expected, list) and all(isinstance(item, str) for item in expected):
+        return [str(item) for item in expected]
+    raise TypeError(
+        f"the expectation is a {type(expected).__name__}; an expected answer must be a string "
+        "or a list of acceptable strings"
+    )
+
+
+def _answer_text(answer: Any, source: str) -> str:
+    if isinstance(answer, str):
+        return answer
+    raise TypeError(
+        f"the answer ({source}) is a {type(answer).__name__}, not text; pick a text output "
+        "with answer_from="
+    )
+
+
+class _AnswerEvaluator:
+    """Shared reading of the answer and the expected answers; subclasses give the metric."""
+
+    def __init__(self, *, answer_from: str | AnswerSelector | None, name: str | None) -> None:
+        if not (answer_from is None or callable(answer_from)) and not (
+            isinstance(answer_from, str) and answer_from
+        ):
+            raise TypeError(
+                "answer_from must be None, a non-empty output name, or a callable "
+                f"(evaluable, trace) -> answer; got {answer_from!r}"
+            )
+        self.answer_from = answer_from
+        """Where the answer is read (see the module documentation)."""
+        self.name = name or type(self).__name__
+        """The evaluator's display name."""
+
+    def _inputs(
+        self, evaluable: Evaluable, trace: Sequence[ObservationNode] | None
+    ) -> tuple[str, list[str]] | Evaluation:
+        """The answer and the references, or the skipped/errored evaluation saying why not."""
+        try:
+            references = _references(evaluable)
+            if isinstance(references, str):
+                return Evaluation.skip(references, evaluator=self.name)
+            found = _answer(evaluable, trace, self.answer_from)
+            if isinstance(found, str):
+                return Evaluation.skip(found, evaluator=self.name)
+            if found[0] is None:
+                return Evaluation.skip(f"no answer: {found[1]} is None", evaluator=self.name)
+            return _answer_text(*found), references
+        except TypeError as exc:
+            return Evaluation.errored(exc, where="evaluator", evaluator=self.name)
+
+
+class AnswerExactMatch(_AnswerEvaluator):
+    """Exact match of the answer with the expected answer (or any of several).
+
+    See :func:`~evaltrace.metrics.exact_match`.
+
+    Args:
+        normalize: Compare SQuAD-normalised texts (lower case, no punctuation or articles).
+        answer_from: ``None``, an output name, or a selector callable.
+        name: The display name (``"AnswerExactMatch"`` by default).
+
+    Example:
+        >>> evaluator = AnswerExactMatch(normalize=True)
+    """
+
+    def __init__(
+        self,
+        *,
+        normalize: bool = False,
+        answer_from: str | AnswerSelector | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(answer_from=answer_from, name=name)
+        self.normalize = normalize
+        """Whether texts are normalised before comparing."""
+
+    async def __call__(
+        self, evaluable: Evaluable, *, trace: Sequence[ObservationNode] | None = None
+    ) -> Evaluation:
+        """Score the answer of ``evaluable`` against its expectation."""
+        found = self._inputs(evaluable, trace)
+        if isinstance(found, Evaluation):
+            return found
+        answer, references = found
+        score = exact_match(answer, references, normalize=self.normalize)
+        details = AnswerDetails(
+            metric="exact_match", answer=answer, references=references, normalize=self.normalize
+        )
+        verdict = "matches" if score == 1.0 else "does not match"
+        return Evaluation(
+            score=score,
+            reasoning=f"the answer {verdict} the expected answer",
+            details=details.model_dump(mode="json", exclude_none=True),
+            evaluator=self.name,
+        )
+
+
+class AnswerF1(_AnswerEvaluator):
+    """SQuAD token F1 of the answer against the expected answer (best of several).
+
+    See :func:`~evaltrace.metrics.token_f1`.
+
+    Args:
+        normalize: Normalise both texts before splitting into tokens (the SQuAD default).
+        answer_from: ``None``, an output name, or a selector callable.
+        name: The display name (``"AnswerF1"`` by default).
+
+    Example:
+        >>> evaluator = AnswerF1(answer_from="final_answer")
+    """
+
+    def __init__(
+        self,
+        *,
+        normalize: bool = True,
+        answer_from: str | AnswerSelector | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(answer_from=answer_from, name=name)
+        self.normalize = normalize
+        """Whether texts are normalised before splitting."""
+
+    async def __call__(
+        self, evaluable: Evaluable, *, trace: Sequence[ObservationNode] | None = None
+    ) -> Evaluation:
+        """Score the answer of ``evaluable`` against its expectation."""
+        found = self._inputs(evaluable, trace)
+        if isinstance(found, Evaluation):
+            return found
+        answer, references = found
+        score = token_f1(answer, references, normalize=self.normalize)
+        details = AnswerDetails(
+            metric="token_f1", answer=answer, references=references, normalize=self.normalize
+        )
+        return Evaluation(
+            score=score,
+            reasoning=f"token F1 {score:.3f} against the expected answer",
+            details=details.model_dump(mode="json", exclude_none=True),
+            evaluator=self.name,
+        )
+
+
+# --- embeddings ---------------------------------------------------------------------------------
+
+
+def cosine_similarity(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors: ``a·b / (|a| |b|)``; ``0.0`` when either is zero.
+
+    Raises:
+        ValueError: The vectors differ in length or hold a non-finite number.
+
+    Example:
+        >>> cosine_similarity([1.0, 0.0], [1.0, 1.0])
+        0.7071067811865475
+    """
+    if len(a) != len(b):
+        raise ValueError(f"cannot compare vectors of lengths {len(a)} and {len(b)}")
+    dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
+    norm_a = math.sqrt(math.fsum(x * x for x in a))
+    norm_b = math.sqrt(math.fsum(y * y for y in b))
+    if not (math.isfinite(dot) and math.isfinite(norm_a) and math.isfinite(norm_b)):
+        raise ValueError("an embedding holds a non-finite number")
+    if norm_a == 0.0 or norm_b == 0.0:
+        return 0.0
+    return max(-1.0, min(1.0, dot / (norm_a * norm_b)))
+
+
+def openai_embedder(client: Any, model: str, *, dimensions: int | None = None) -> Embedder:
+    """An :data:`Embedder` calling an OpenAI-compatible embeddings endpoint.
+
+    Args:
+        client: An ``openai.AsyncOpenAI`` (or sync ``openai.OpenAI``) client.
+        model: The embedding model, e.g. ``"text-embedding-3-small"``.
+        dimensions: The vector length to ask for, when the model supports it.
+
+    Returns:
+        An async function ``(texts) -> vectors``.
+
+    Example:
+        >>> import openai
+        >>> embed = openai_embedder(openai.AsyncOpenAI(api_key="k"), "text-embedding-3-small")
+    """
+    extra: dict[str, Any] = {} if dimensions is None else {"dimensions": dimensions}
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        response = client.embeddings.create(model=model, input=texts, **extra)
+        if inspect.isawaitable(response):
+            response = await response
+        return _vectors(response)
+
+    embed.__name__ = embed.__qualname__ = f"openai_embedder({model!r})"
+    return embed
+
+
+def _vectors(response: Any) -> list[list[float]]:
+    data = sorted(response.data, key=lambda item: item.index)
+    return [list(item.embedding) for item in data]
+
+
+def judge_embedder(model: str | None = None) -> Embedder:
+    """An :data:`Embedder` calling the configured judge's embeddings endpoint.
+
+    The judge configuration (``configure_judge(...)`` or the ``EVALTRACE_JUDGE_*`` environment)
+    is read on every call; the request runs detached from the app's trace, like every judge
+    call.
+
+    Args:
+        model: The embedding model; the configured ``embedding_model`` when ``None``.
+
+    Returns:
+        An async function ``(texts) -> vectors``; it raises
+        :class:`~evaltrace.judges.config.JudgeNotConfiguredError` when no judge is configured.
+
+    Example:
+        >>> embed = judge_embedder("text-embedding-3-small")
+    """
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        config = judge_config()
+        client = judge_client(config, evaluator="SemanticAnswerSimilarity")
+        chosen = model or config.embedding_model
+
+        def create() -> Any:
+            return client.openai.embeddings.create(model=chosen, input=texts)
+
+        if client.is_async:
+            response = await run_judge_call(config, create)
+        else:
+            response = await run_judge_call_in_thread(config, create)
+        return _vectors(response)
+
+    embed.__name__ = embed.__qualname__ = f"judge_embedder({model!r})"
+    return embed
+
+
+def local_embedder(model_name: str) -> Embedder:
+    """An :data:`Embedder` running a local sentence-transformers model (``[embeddings]`` extra).
+
+    The package and the model load on first use, in a worker thread; the model is kept for
+    later calls.
+
+    Args:
+        model_name: A sentence-transformers model name or path, e.g. ``"all-MiniLM-L6-v2"``.
+
+    Returns:
+        A sync function ``(texts) -> vectors``; it raises
+        :class:`~evaltrace.judges.config.MissingExtraError` when sentence-transformers is not
+        installed (``pip install evaltrace[embeddings]``).
+
+    Example:
+        >>> embed = local_embedder("all-MiniLM-L6-v2")
+    """
+    lock = threading.Lock()
+    loaded: list[Any] = []
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        with lock:
+            if not loaded:
+                try:
+                    module = importlib.import_module("sentence_transformers")
+                except ImportError as exc:
+                    raise MissingExtraError(
+                        f"the local embedding model {model_name!r}",
+                        "sentence-transformers",
+                        "embeddings",
+                    ) from exc
+                loaded.append(module.SentenceTransformer(model_name))
+        vectors = loaded[0].encode(texts)
+        return [[float(x) for x in vector] for vector in vectors]
+
+    embed.__name__ = embed.__qualname__ = f"local_embedder({model_name!r})"
+    return embed
+
+
+async def embed_texts(embed: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """Embed ``texts`` with ``embed`` in batches, checking that one vector comes per text.
+
+    A sync ``embed`` runs in a worker thread (context copied); an async one is awaited.
+
+    Raises:
+        ValueError: ``embed`` returned the wrong number of vectors.
+
+    Example:
+        >>> import anyio
+        >>> anyio.run(embed_texts, lambda texts: [[1.0] for _ in texts], ["a", "b"])
+        [[1.0], [1.0]]
+    """
+    vectors: list[list[float]] = []
+    batch_texts = list(texts)
+    for start in range(0, len(batch_texts), _EMBEDDING_BATCH):
+        batch = batch_texts[start : start + _EMBEDDING_BATCH]
+        result = await _call_embed(embed, batch)
+        got = list(result)
+        if len(got) != len(batch):
+            raise ValueError(
+                f"the embedder returned {len(got)} vectors for {len(batch)} texts; it must "
+                "return one vector per text, in order"
+            )
+        vectors.extend([float(x) for x in vector] for vector in got)
+    return vectors
+
+
+async def _call_embed(embed: Embedder, texts: list[str]) -> Any:
+    if is_async_callable(embed):
+        return await embed(texts)
+    context = contextvars.copy_context()
+    result = await anyio.to_thread.run_sync(functools.partial(context.run, embed, texts))
+    if isinstance(result, Awaitable):
+        result = await result
+    return result
+
+
+class SemanticAnswerSimilarity(_AnswerEvaluator):
+    """Semantic answer similarity (SAS): cosine of the answer's and the reference's embeddings.
+
+    The score is the best cosine over the acceptable answers, clipped to ``[0, 1]``. The
+    embeddings come from, in order: ``embed`` (any :data:`Embedder`); ``local_model`` (a
+    sentence-transformers model, ``pip install evaltrace[embeddings]``); else the configured
+    judge client's embeddings endpoint (``configure_judge(...)``), with ``model`` overriding
+    its ``embedding_model``. When no judge is configured, or the package a local model needs
+    is missing, the evaluation is errored and says how to fix it.
+
+    Args:
+        embed: A function ``(texts) -> vectors``, sync or async.
+        model: The embedding model to ask the judge client for.
+        local_model: A sentence-transformers model name, e.g. ``"all-MiniLM-L6-v2"``.
+        answer_from: ``None``, an output name, or a selector callable.
+        name: The display name (``"SemanticAnswerSimilarity"`` by default).
+
+    Example:
+        >>> import openai
+        >>> client = openai.AsyncOpenAI(api_key="k")
+        >>> sas = SemanticAnswerSimilarity(embed=openai_embedder(client, "text-embedding-3-small"))
+    """
+
+    def __init__(
+        self,
+        embed: Embedder | None = None,
+        model: str | None = None,
+        *,
+        local_model: str | None = None,
+        answer_from: str | AnswerSelector | None = None,
+        name: str | None = None,
+    ) -> None:
+        if embed is not None and local_model is not None:
+            raise ValueError("give either embed= or local_model=, not both")
+        if embed is not None and not callable(embed):
+            raise TypeError(f"embed must be a callable (texts) -> vectors, got {embed!r}")
+        super().__init__(answer_from=answer_from, name=name)
+        self.embed = embed if embed is not None else None
+        """The embedding function, when one was given."""
+        self.model = model or local_model
+        """The embedding model name, when known."""
+        self._local = local_embedder(local_model) if local_model is not None else None
+
+    def _embedder(self) -> tuple[Embedder, str | None]:
+        if self.embed is not None:
+            return self.embed, self.model
+        if self._local is not None:
+            return self._local, self.model
+        return judge_embedder(self.model), self.model or judge_config().embedding_model
+
+    async def __call__(
+        self, evaluable: Evaluable, *, trace: Sequence[ObservationNode] | None = None
+    ) -> Evaluation:
+        """Score the answer of ``evaluable`` against its expectation by embedding similarity."""
+        found = self._inputs(evaluable, trace)
+        if isinstance(found, Evaluation):
+            return found
+        answer, references = found
+        try:
+            embed, model = self._embedder()
+            vectors = await embed_texts(embed, [answer, *references])
+            similarities = [cosine_similarity(vectors[0], other) for other in vectors[1:]]
+        except Exception as exc:  # a failing embedding call is reported as data
+            return Evaluation.errored(exc, where="embedding", evaluator=self.name)
+        best = max(range(len(similarities)), key=similarities.__getitem__)
+        similarity = similarities[best]
+        details = AnswerDetails(
+            metric="semantic_similarity",
+            answer=answer,
+            references=references,
+            similarity=similarity,
+            best_reference=references[best],
+            model=model,
+        )
+        return Evaluation(
+            score=max(0.0, min(1.0, similarity)),
+            reasoning=f"cosine similarity {similarity:.3f} with the closest expected answer",
+            details=details.model_dump(mode="json", exclude_none=True),
+            evaluator=self.name,
+        )

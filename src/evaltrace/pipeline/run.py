@@ -1,0 +1,434 @@
+"""Running a pipeline over many inputs under capture: ``evaluate_runnable``.
+
+How inputs are given (the rule):
+
+* The runnable receives each input **exactly as given**: a flat mapping
+  ``{"query": "..."}``, a component-qualified one
+  ``{"retrieve": {"query": "..."}, "generate": {"query": "..."}}``, or any other value.
+* When an input is a mapping, its entries are also served to
+  ``wrap(value, purpose="input", name=...)`` during the run (unless ``serve_inputs=False``): a
+  flat entry under its key (``"query"``), an entry of a component-qualified one under
+  ``"component.argument"`` (``"retrieve.query"``). As with every evaluation run, a
+  ``wrap(..., purpose="input")`` name that the input does not provide is then an error of that
+  run.
+* After each run, the input is checked against the components its trace shows (the spans
+  other than the run's own root span, with their argument names). A key that names a
+  component and holds a mapping is component-qualified; any other key is flat. A flat key that
+  is an argument name of **two or more components** is ambiguous (which component is it for?),
+  and :class:`AmbiguousInputError` asks for the component-qualified form.
+
+Expected outputs follow the same shape: ``expected_outputs[i]`` is the pipeline's final output,
+or a component-qualified mapping ``{"retrieve": {"documents": [...]}, "<runnable>": "..."}``;
+``None`` (for one input, or for all with ``expected_outputs=None``) means blind evaluation.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TextIO, TypeAlias
+
+import anyio
+from anyio.abc import TaskGroup
+
+from evaltrace.capture import conventions as conv
+from evaltrace.capture.config import runtime
+from evaltrace.errors import EvaltraceError
+from evaltrace.evaluate.evaluation import EvaluationError
+from evaltrace.evaluate.runner import RunOutcome, run_captured
+from evaltrace.metrics.evaluators import span_documents
+from evaltrace.pipeline.result import ComponentRecord, EvaluationResult, RunRecord
+from evaltrace.trace.tree import ObservationNode, walk_trace
+
+__all__ = [
+    "AmbiguousInputError",
+    "ProgressCallback",
+    "ProgressUpdate",
+    "evaluate_runnable",
+    "iter_evaluate_runnable",
+]
+
+_BAR_WIDTH: Final = 30
+
+
+class AmbiguousInputError(EvaltraceError, ValueError):
+    """A flat input key is an argument of several components; the input must name them."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class ProgressUpdate:
+    """How far a pipeline evaluation has got; sent after each input finishes.
+
+    Example:
+        >>> def show(update: ProgressUpdate) -> None:
+        ...     print(f"{update.done}/{update.total}")
+    """
+
+    done: int
+    """How many inputs have finished (in any order)."""
+    total: int
+    """How many inputs there are."""
+    latest: RunRecord
+    """The record of the input that just finished."""
+
+
+ProgressCallback: TypeAlias = Callable[[ProgressUpdate], Any]
+"""Called with each :class:`ProgressUpdate`; may be sync or return an awaitable."""
+
+
+async def evaluate_runnable(
+    runnable: Callable[..., Any],
+    inputs: Sequence[Any],
+    expected_outputs: Sequence[Any] | None = None,
+    *,
+    concurrency: int = 8,
+    progress: bool = True,
+    timeout: float | None = None,
+    on_progress: ProgressCallback | None = None,
+    serve_inputs: bool = True,
+) -> EvaluationResult:
+    """Run the runnable once per input under capture and keep everything metrics need.
+
+    Each input runs in its own capture (at most ``concurrency`` at once); the result keeps, per
+    input, the input, the final output, the expected output and every span's input and output
+    by component (span) name. Compute metrics afterwards with
+    :meth:`EvaluationResult.calculate_metrics`. A runnable that raises or times out is recorded
+    (``RunRecord.error``), not raised. See the module documentation for the input rule.
+
+    Args:
+        runnable: The pipeline entry point, sync or async, called with one input.
+        inputs: One input per run (a list).
+        expected_outputs: One expected output per input, or ``None`` for a blind evaluation.
+        concurrency: Most runs in flight at once.
+        progress: Draw a progress bar on standard error when it is a terminal.
+        timeout: Seconds allowed for each run.
+        on_progress: Called with a :class:`ProgressUpdate` after each input (sync, or
+            returning an awaitable); an exception it raises stops the evaluation.
+        serve_inputs: Serve mapping inputs to ``wrap(..., purpose="input")``.
+
+    Returns:
+        The records, in input order.
+
+    Raises:
+        AmbiguousInputError: A flat input key is an argument of several components.
+        TypeError: ``inputs`` or ``expected_outputs`` is not a list, or a callable is not one.
+        ValueError: Lengths differ, or ``concurrency`` / ``timeout`` is invalid.
+
+    Example:
+        >>> result = await evaluate_runnable(rag, [{"query": "Who wrote Emma?"}],
+        ...                                  [{"rag": "Jane Austen"}])  # doctest: +SKIP
+        >>> result.calculate_metrics(Metric.F1).score  # doctest: +SKIP
+        1.0
+    """
+    items, expected = _validated(runnable, inputs, expected_outputs, concurrency, timeout)
+    if on_progress is not None and not callable(on_progress):
+        raise TypeError(f"on_progress must be callable, got {on_progress!r}")
+    name = _runnable_name(runnable)
+    bar = _ProgressBar(len(items), name) if progress and _is_terminal(sys.stderr) else None
+
+    async def report(update: ProgressUpdate) -> None:
+        if bar is not None:
+            bar.show(update.done)
+        if on_progress is not None:
+            outcome = on_progress(update)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    try:
+        records = await _run_all(
+            runnable, items, expected, concurrency, timeout, serve_inputs, report
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    return EvaluationResult(runnable=name, records=records)
+
+
+async def iter_evaluate_runnable(
+    runnable: Callable[..., Any],
+    inputs: Sequence[Any],
+    expected_outputs: Sequence[Any] | None = None,
+    *,
+    concurrency: int = 8,
+    progress: bool = False,
+    timeout: float | None = None,
+    serve_inputs: bool = True,
+) -> AsyncIterator[ProgressUpdate | EvaluationResult]:
+    """Like :func:`evaluate_runnable`, as an async iterator of progress, then the result.
+
+    Yields one :class:`ProgressUpdate` per input as it finishes, then the
+    :class:`EvaluationResult`. Errors (an :class:`AmbiguousInputError`, invalid arguments) are
+    raised from the iteration. Close the iterator when leaving early, e.g. with
+    ``contextlib.aclosing``, so that the remaining runs are cancelled at once.
+
+    Example:
+        >>> async with contextlib.aclosing(iter_evaluate_runnable(rag, inputs)) as steps:
+        ...     async for step in steps:  # doctest: +SKIP
+        ...         if isinstance(step, ProgressUpdate):
+        ...             print(f"{step.done}/{step.total}")
+        ...         else:
+        ...             result = step
+    """
+    items, expected = _validated(runnable, inputs, expected_outputs, concurrency, timeout)
+    name = _runnable_name(runnable)
+    bar = _ProgressBar(len(items), name) if progress and _is_terminal(sys.stderr) else None
+    send, receive = anyio.create_memory_object_stream[
+        "ProgressUpdate | EvaluationResult | _Failure"
+    ](max_buffer_size=math.inf)
+
+    async def produce() -> None:
+        async with send:
+            try:
+                records = await _run_all(
+                    runnable, items, expected, concurrency, timeout, serve_inputs, send.send
+                )
+            except Exception as exc:  # handed to the consumer, which raises it
+                await send.send(_Failure(error=exc))
+            else:
+                await send.send(EvaluationResult(runnable=name, records=records))
+
+    failure: Exception | None = None
+    closed = False
+    try:
+        async with anyio.create_task_group() as group, receive:
+            group.start_soon(produce)
+            async for item in receive:
+                if isinstance(item, _Failure):
+                    failure = item.error
+                    break
+                if bar is not None and isinstance(item, ProgressUpdate):
+                    bar.show(item.done)
+                try:
+                    yield item
+                except GeneratorExit:  # closed early: stop the runs, then end quietly
+                    closed = True
+                    group.cancel_scope.cancel()
+                    break
+    finally:
+        if bar is not None:
+            bar.close()
+    if failure is not None and not closed:
+        raise failure
+
+
+@dataclass(kw_only=True, frozen=True)
+class _Failure:
+    error: Exception
+
+
+def _validated(
+    runnable: Callable[..., Any],
+    inputs: Sequence[Any],
+    expected_outputs: Sequence[Any] | None,
+    concurrency: int,
+    timeout: float | None,
+) -> tuple[list[Any], list[Any]]:
+    if not callable(runnable):
+        raise TypeError(f"runnable must be callable, got {type(runnable).__name__}")
+    if isinstance(inputs, Mapping):
+        raise TypeError(
+            "inputs must be a list with one input per run, got a single mapping; wrap it in "
+            "a list: inputs=[{...}]"
+        )
+    if not isinstance(inputs, list | tuple):
+        raise TypeError(
+            f"inputs must be a list with one input per run, got {type(inputs).__name__}"
+        )
+    items = list(inputs)
+    if expected_outputs is None:
+        expected: list[Any] = [None] * len(items)
+    else:
+        if not isinstance(expected_outputs, list | tuple):
+            raise TypeError(
+                "expected_outputs must be a list with one expected output per input (or None "
+                f"for a blind evaluation), got {type(expected_outputs).__name__}"
+            )
+        expected = list(expected_outputs)
+        if len(expected) != len(items):
+            raise ValueError(
+                f"expected_outputs has {len(expected)} items but inputs has {len(items)}; give "
+                "one expected output per input (None for an input without one), or pass "
+                "expected_outputs=None for a blind evaluation"
+            )
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return items, expected
+
+
+async def _run_all(
+    runnable: Callable[..., Any],
+    items: list[Any],
+    expected: list[Any],
+    concurrency: int,
+    timeout: float | None,
+    serve_inputs: bool,
+    report: Callable[[ProgressUpdate], Awaitable[None]],
+) -> list[RunRecord]:
+    """Run every input; the first failure (ambiguity, a failing callback) cancels the rest."""
+    codec = runtime().codec
+    limiter = anyio.CapacityLimiter(concurrency)
+    records: list[RunRecord | None] = [None] * len(items)
+    done = 0
+    failures: list[Exception] = []
+
+    async def one(index: int, group: TaskGroup) -> None:
+        nonlocal done
+        try:
+            async with limiter:
+                item = items[index]
+                served = _served(item) if serve_inputs else None
+                outcome = await run_captured(
+                    runnable, item, inputs=served, entry=f"input #{index}", timeout=timeout
+                )
+                _check_ambiguity(index, item, outcome.trace)
+                record = _record(index, item, expected[index], outcome, codec.to_jsonable)
+            records[index] = record
+            done += 1
+            await report(ProgressUpdate(done=done, total=len(items), latest=record))
+        except Exception as exc:  # raised once every task has stopped
+            failures.append(exc)
+            group.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        for index in range(len(items)):
+            group.start_soon(one, index, group)
+    if failures:
+        raise failures[0]
+    return [record for record in records if record is not None]
+
+
+def _served(item: Any) -> dict[str, Any] | None:
+    """The names a mapping input serves to ``wrap(..., purpose="input")``."""
+    if not isinstance(item, Mapping):
+        return None
+    served: dict[str, Any] = {}
+    for key, value in item.items():
+        if not isinstance(key, str):
+            continue
+        served[key] = value
+        if isinstance(value, Mapping):
+            for argument, inner in value.items():
+                if isinstance(argument, str):
+                    served[f"{key}.{argument}"] = inner
+    return served
+
+
+def _components(trace: Sequence[ObservationNode]) -> dict[str, set[str]]:
+    """The argument names of each component (span) of a run, the run's own root span excluded."""
+    arguments: dict[str, set[str]] = {}
+    for node in walk_trace(trace):
+        span = node.span
+        if span.attributes.get(conv.RUN_SPAN_ATTRIBUTE) is True:
+            continue
+        names = arguments.setdefault(span.name, set())
+        if isinstance(span.input, dict):
+            names.update(key for key in span.input if isinstance(key, str))
+    return arguments
+
+
+def _check_ambiguity(index: int, item: Any, trace: Sequence[ObservationNode]) -> None:
+    if not isinstance(item, Mapping):
+        return
+    components = _components(trace)
+    for key, value in item.items():
+        if key in components and isinstance(value, Mapping):
+            continue  # component-qualified
+        takers = [name for name, arguments in components.items() if key in arguments]
+        if len(takers) < 2:
+            continue
+        shown = ", ".join(repr(name) for name in takers)
+        qualified = ", ".join(f'"{name}": {{"{key}": ...}}' for name in takers)
+        raise AmbiguousInputError(
+            f"input #{index}: the key {key!r} is an argument of {len(takers)} components "
+            f"({shown}), so it is ambiguous which one it is for. Give it per component: "
+            f"{{{qualified}}}. The runnable receives the input as given and reads each "
+            "component's values from it."
+        )
+
+
+def _record(
+    index: int,
+    item: Any,
+    expected: Any,
+    outcome: RunOutcome,
+    to_json: Callable[[object], Any],
+) -> RunRecord:
+    nodes = sorted(walk_trace(outcome.trace), key=lambda node: node.span.record.start_time_ns)
+    components: dict[str, list[ComponentRecord]] = {}
+    for node in nodes:
+        span = node.span
+        output = span.output
+        if output is None:
+            output = span_documents(span)
+        error = None
+        if span.error is not None:
+            kind, message = span.error.type, span.error.message
+            error = f"{kind}: {message}" if kind else message
+        components.setdefault(span.name, []).append(
+            ComponentRecord(
+                name=span.name,
+                kind=span.kind,
+                input=span.input,
+                output=output,
+                status=span.status,
+                error=error,
+                duration_ms=span.duration_ms,
+            )
+        )
+    return RunRecord(
+        index=index,
+        input=to_json(item),
+        output=to_json(outcome.output),
+        expected_output=to_json(expected),
+        error=(
+            EvaluationError.from_exception(outcome.error, where="runnable")
+            if outcome.error is not None
+            else None
+        ),
+        duration_s=outcome.duration_s,
+        components=components,
+    )
+
+
+def _runnable_name(runnable: Callable[..., Any]) -> str:
+    name = getattr(runnable, "__name__", None)
+    return name if isinstance(name, str) and name != "<lambda>" else type(runnable).__name__
+
+
+def _is_terminal(stream: TextIO | None) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except ValueError:  # a closed stream
+        return False
+
+
+class _ProgressBar:
+    """A one-line progress bar on standard error, redrawn in place after each input."""
+
+    def __init__(self, total: int, label: str) -> None:
+        self._total = total
+        self._label = label
+        self._drawn = False
+
+    def show(self, done: int) -> None:
+        filled = _BAR_WIDTH if self._total == 0 else _BAR_WIDTH * done // self._total
+        bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
+        sys.stderr.write(f"\r{self._label} [{bar}] {done}/{self._total}")
+        sys.stderr.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
