@@ -11,8 +11,8 @@ import autoevals
 import numpy
 import pytest
 
-from evaltrace.evaluate.evaluable import UNSET, Evaluable, NamedData
-from evaltrace.evaluate.evaluator import evaluate
+from evaltrace.evals.evaluable import UNSET, Evaluable, NamedData
+from evaltrace.evals.evaluator import evaluate
 from evaltrace.judges import (
     AnswerCorrectness,
     AnswerRelevancy,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evaltrace.evaluate.evaluation import Evaluation
+from evaltrace.evals.evaluation import Evaluation
 from evaltrace.metrics import (
     AGGREGATOR_SPEC_ADAPTER,
     AggregatorSpec,

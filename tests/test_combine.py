@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from evaltrace.evaluate.evaluable import Evaluable, NamedData
-from evaltrace.evaluate.evaluation import Evaluation
+from evaltrace.evals.evaluable import Evaluable, NamedData
+from evaltrace.evals.evaluation import Evaluation
 from evaltrace.judges.combine import (
     AggregationResult,
     CombinedEvaluator,

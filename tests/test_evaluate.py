@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from evaltrace import Evaluable, Evaluation, NamedData, evaluate
-from evaltrace.evaluate import evaluator_name
+from evaltrace.evals import evaluator_name
 
 CASE = Evaluable(
     eval_input=[NamedData(name="question", value="2+2?")],

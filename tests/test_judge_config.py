@@ -16,8 +16,8 @@ from opentelemetry import trace as otel_trace
 
 from evaltrace import capture_traces, wrap
 from evaltrace.errors import ConfigurationError
-from evaltrace.evaluate.evaluable import Evaluable, NamedData
-from evaltrace.evaluate.evaluator import evaluate
+from evaltrace.evals.evaluable import Evaluable, NamedData
+from evaltrace.evals.evaluator import evaluate
 from evaltrace.judges import (
     EmbeddingSimilarity,
     Factuality,

@@ -9,7 +9,7 @@ from typing import Any
 import openai
 import pytest
 
-from evaltrace.evaluate.evaluable import UNSET, Evaluable, NamedData
+from evaltrace.evals.evaluable import UNSET, Evaluable, NamedData
 from evaltrace.judges import configure_judge, create_llm_evaluator
 from evaltrace.testing.fake_judge import FakeJudgeServer, RecordedRequest, serve_fake_judge
 

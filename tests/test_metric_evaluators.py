@@ -12,8 +12,8 @@ import pytest
 from opentelemetry import trace as otel_trace
 
 from evaltrace import wrap
-from evaltrace.evaluate import Evaluable, NamedData, evaluate, run_and_evaluate
-from evaltrace.evaluate.runner import run_captured
+from evaltrace.evals import Evaluable, NamedData, evaluate, run_and_evaluate
+from evaltrace.evals.runner import run_captured
 from evaltrace.judges.config import configure_judge, judge_config
 from evaltrace.metrics import EmptyGroundTruthWarning
 from evaltrace.metrics.evaluators import (

@@ -7,7 +7,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from evaltrace.evaluate.limits import RateLimiter
+from evaltrace.evals.limits import RateLimiter
 
 
 class FakeClock:

@@ -10,8 +10,8 @@ import anyio
 import openai
 import pytest
 
-from evaltrace.evaluate.evaluable import Evaluable, NamedData
-from evaltrace.evaluate.evaluation import Evaluation
+from evaltrace.evals.evaluable import Evaluable, NamedData
+from evaltrace.evals.evaluation import Evaluation
 from evaltrace.judges import repeated as repeated_module
 from evaltrace.judges.repeated import (
     AggregationMethod,

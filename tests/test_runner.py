@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from evaltrace import Evaluable, Evaluation, NamedData, capture_traces, wrap
-from evaltrace.evaluate import ScoreThreshold
-from evaltrace.evaluate.runner import (
+from evaltrace.evals import ScoreThreshold
+from evaltrace.evals.runner import (
     EvalAssertionError,
     assert_dataset_pass,
     assert_pass,
@@ -361,7 +361,7 @@ async def test_missing_injected_input_is_reported_with_the_entry_and_names() -> 
 
 @pytest.mark.anyio
 async def test_dataset_file_errors_name_the_file_and_entry(tmp_path: Path) -> None:
-    from evaltrace.evaluate._dataset_file import DatasetFileError
+    from evaltrace.evals._dataset_file import DatasetFileError
 
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"entries": [{"entry_kwargs": {}, "description": "x"}]}))

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import DuplicateWrapNameError, NoTraceError
-from evaltrace.evaluate.evaluable import NamedData
+from evaltrace.evals.evaluable import NamedData
 from evaltrace.trace import (
     build_trace,
     by_kind,

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 
 from evaltrace import Evaluable, Evaluation, capture_traces, wrap
-from evaltrace.evaluate import ScoreThreshold, evaluate_inputs, results_table
+from evaltrace.evals import ScoreThreshold, evaluate_inputs, results_table
 from evaltrace.metrics import reciprocal_rank, token_f1
 
 CORPUS = [

@@ -31,8 +31,8 @@ from types import MappingProxyType
 from typing import Any, Final, Literal, TypeAlias
 
 from evaltrace.errors import EvaltraceError, InvalidEvaluatorResultError
-from evaltrace.evaluate.evaluable import UNSET, Evaluable, Unset, get_named
-from evaltrace.evaluate.evaluation import Evaluation
+from evaltrace.evals.evaluable import UNSET, Evaluable, Unset, get_named
+from evaltrace.evals.evaluation import Evaluation
 from evaltrace.judges.config import (
     JudgeClient,
     JudgeConfig,
@@ -149,7 +149,7 @@ class AutoevalsAdapter:
 
     Example:
         >>> import anyio, autoevals
-        >>> from evaltrace.evaluate.evaluable import NamedData
+        >>> from evaltrace.evals.evaluable import NamedData
         >>> adapter = AutoevalsAdapter(autoevals.Levenshtein, name="edit similarity")
         >>> evaluable = Evaluable(
         ...     eval_output=[NamedData(name="answer", value="kitten")], expectation="sitten"

@@ -19,9 +19,9 @@ from typing import Any, TypeAlias
 
 import anyio
 
-from evaltrace.evaluate.evaluable import Evaluable
-from evaltrace.evaluate.evaluation import Evaluation, EvaluationError
-from evaltrace.evaluate.evaluator import EvaluatorFunction, evaluate
+from evaltrace.evals.evaluable import Evaluable
+from evaltrace.evals.evaluation import Evaluation, EvaluationError
+from evaltrace.evals.evaluator import EvaluatorFunction, evaluate
 
 __all__ = [
     "AggregationResult",

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from evaltrace.errors import EvaltraceError
-from evaltrace.evaluate.evaluable import Evaluable, Unset, get_named
-from evaltrace.evaluate.evaluation import Evaluation
+from evaltrace.evals.evaluable import Evaluable, Unset, get_named
+from evaltrace.evals.evaluation import Evaluation
 from evaltrace.judges.config import (
     JudgeClient,
     judge_client,
@@ -135,7 +135,7 @@ class LLMEvaluator:
 
         Example:
             >>> judge = create_llm_evaluator("j", 'Rate {eval_output} as JSON {"score": n}')
-            >>> from evaltrace.evaluate.evaluable import NamedData
+            >>> from evaltrace.evals.evaluable import NamedData
             >>> judge.render(Evaluable(eval_output=[NamedData(name="a", value="{hi}")]))
             'Rate {hi} as JSON {"score": n}'
         """

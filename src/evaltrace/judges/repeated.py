@@ -34,9 +34,9 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace.errors import EvaltraceError
-from evaltrace.evaluate.evaluable import Evaluable
-from evaltrace.evaluate.evaluation import Evaluation, EvaluationError, EvaluationStatus
-from evaltrace.evaluate.evaluator import EvaluatorFunction, evaluate, evaluator_name
+from evaltrace.evals.evaluable import Evaluable
+from evaltrace.evals.evaluation import Evaluation, EvaluationError, EvaluationStatus
+from evaltrace.evals.evaluator import EvaluatorFunction, evaluate, evaluator_name
 
 __all__ = [
     "AggregationMethod",

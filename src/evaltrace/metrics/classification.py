@@ -2,7 +2,7 @@
 
 A per-entry classification evaluator records, for every dataset entry, the expected label and
 the label the app produced. The aggregators declared on it (an :data:`AggregatorSpec` each) turn
-all of those results into one run-level :class:`~evaltrace.evaluate.evaluation.Evaluation`:
+all of those results into one run-level :class:`~evaltrace.evals.evaluation.Evaluation`:
 precision, recall, F-beta or a confusion matrix, with every count in a
 :class:`ClassificationDetails`.
 
@@ -49,7 +49,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails
 
-from evaltrace.evaluate.evaluation import Evaluation, EvaluationError
+from evaltrace.evals.evaluation import Evaluation, EvaluationError
 
 __all__ = [
     "AGGREGATOR_SPEC_ADAPTER",

@@ -1,7 +1,7 @@
 """Per-entry evaluators built on the metric functions: retrieval, answers, semantic similarity.
 
 Each evaluator is an object with a ``name`` and an ``async __call__(evaluable, *, trace=None)``
-that returns an :class:`~evaltrace.evaluate.evaluation.Evaluation`, so it plugs into
+that returns an :class:`~evaltrace.evals.evaluation.Evaluation`, so it plugs into
 ``evaluate``, ``run_and_evaluate`` and ``assert_pass`` like any other evaluator.
 
 Where the data comes from is explicit and has sensible defaults:
@@ -32,7 +32,7 @@ shape (a document without the compared key, an answer that is not text) gives an
 
 Example:
     >>> import anyio
-    >>> from evaltrace.evaluate import Evaluable, NamedData
+    >>> from evaltrace.evals import Evaluable, NamedData
     >>> case = Evaluable(
     ...     eval_output=[NamedData(name="retrieved_documents", value=["x", "a", "b"])],
     ...     eval_metadata={"relevant_documents": ["a", "b"]},
@@ -57,9 +57,9 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from evaltrace.capture import conventions as conv
 from evaltrace.capture.serialize import decode
-from evaltrace.evaluate.evaluable import Evaluable, get_named
-from evaltrace.evaluate.evaluation import Evaluation
-from evaltrace.evaluate.evaluator import is_async_callable
+from evaltrace.evals.evaluable import Evaluable, get_named
+from evaltrace.evals.evaluation import Evaluation
+from evaltrace.evals.evaluator import is_async_callable
 from evaltrace.judges.config import (
     MissingExtraError,
     judge_client,

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
 from evaltrace.errors import EvaltraceError
-from evaltrace.evaluate.evaluation import EvaluationError
-from evaltrace.evaluate.evaluator import is_async_callable
+from evaltrace.evals.evaluation import EvaluationError
+from evaltrace.evals.evaluator import is_async_callable
 from evaltrace.metrics.answers import exact_match, token_f1
 from evaltrace.metrics.documents import DocumentKey, DocumentKeyError
 from evaltrace.metrics.evaluators import (
@@ -490,7 +490,7 @@ class EvaluationResult(BaseModel):
         """
         calculator, call_kwargs = self._resolve(metric, component, output_key, kwargs)
         if is_async_callable(calculator):
-            from evaltrace.evaluate.sync import run
+            from evaltrace.evals.sync import run
 
             return run(
                 self.acalculate_metrics(
@@ -499,7 +499,7 @@ class EvaluationResult(BaseModel):
             )
         outcome = calculator(self, **call_kwargs)
         if inspect.isawaitable(outcome):
-            from evaltrace.evaluate.sync import run
+            from evaltrace.evals.sync import run
 
             return _checked(run(_await(outcome)), calculator)
         return _checked(outcome, calculator)

@@ -37,8 +37,8 @@ from anyio.abc import TaskGroup
 from evaltrace.capture import conventions as conv
 from evaltrace.capture.config import runtime
 from evaltrace.errors import EvaltraceError
-from evaltrace.evaluate.evaluation import EvaluationError
-from evaltrace.evaluate.runner import RunOutcome, run_captured
+from evaltrace.evals.evaluation import EvaluationError
+from evaltrace.evals.runner import RunOutcome, run_captured
 from evaltrace.metrics.evaluators import span_documents
 from evaltrace.pipeline.result import ComponentRecord, EvaluationResult, RunRecord
 from evaltrace.trace.tree import ObservationNode, walk_trace

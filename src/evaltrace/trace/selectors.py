@@ -16,7 +16,7 @@ from pydantic import JsonValue
 from evaltrace.capture.serialize import is_truncated
 from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import DuplicateWrapNameError, NoTraceError
-from evaltrace.evaluate.evaluable import Evaluable, NamedData
+from evaltrace.evals.evaluable import Evaluable, NamedData
 from evaltrace.trace.spans import LLMSpan, ObserveSpan
 from evaltrace.trace.tree import ObservationNode, SpanPredicate, walk_trace
 

@@ -22,10 +22,10 @@ from evaltrace.capture.context import eval_inputs as _eval_inputs_scope
 from evaltrace.capture.handlers import MemoryTraceHandler, capture_traces
 from evaltrace.capture.wrap import start_span_call
 from evaltrace.errors import EvaltraceError, EvaluatorTimeoutError
-from evaltrace.evaluate.criteria import PassCriteria, ScoreThreshold
-from evaltrace.evaluate.evaluable import UNSET, Evaluable, Unset
-from evaltrace.evaluate.evaluation import Evaluation
-from evaltrace.evaluate.evaluator import (
+from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
+from evaltrace.evals.evaluable import UNSET, Evaluable, Unset
+from evaltrace.evals.evaluation import Evaluation
+from evaltrace.evals.evaluator import (
     EvaluatorFunction,
     evaluate,
     evaluator_name,
@@ -544,7 +544,7 @@ async def assert_dataset_pass(
         evaluators: Sync or async evaluators.
         **kwargs: Passed on to :func:`assert_pass` (``pass_criteria``, ``concurrency``, ...).
     """
-    from evaltrace.evaluate._dataset_file import load_entries
+    from evaltrace.evals._dataset_file import load_entries
 
     entries = load_entries(Path(dataset))
     return await assert_pass(

@@ -1,7 +1,7 @@
 """Evaluation: evaluables, evaluations, evaluators, running and asserting."""
 
-from evaltrace.evaluate.criteria import PassCriteria, ScoreThreshold
-from evaltrace.evaluate.evaluable import (
+from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
+from evaltrace.evals.evaluable import (
     UNSET,
     Evaluable,
     NamedData,
@@ -10,10 +10,10 @@ from evaltrace.evaluate.evaluable import (
     collapse_named_data,
     get_named,
 )
-from evaltrace.evaluate.evaluation import Evaluation, EvaluationError, EvaluationStatus
-from evaltrace.evaluate.evaluator import Evaluator, evaluate, evaluator_name
-from evaltrace.evaluate.limits import RateLimiter
-from evaltrace.evaluate.runner import (
+from evaltrace.evals.evaluation import Evaluation, EvaluationError, EvaluationStatus
+from evaltrace.evals.evaluator import Evaluator, evaluate, evaluator_name
+from evaltrace.evals.limits import RateLimiter
+from evaltrace.evals.runner import (
     EvalAssertionError,
     InputResult,
     RunOutcome,
@@ -25,7 +25,7 @@ from evaltrace.evaluate.runner import (
     run_and_evaluate,
     run_captured,
 )
-from evaltrace.evaluate.sync import RunningLoopError, run
+from evaltrace.evals.sync import RunningLoopError, run
 
 __all__ = [
     "UNSET",

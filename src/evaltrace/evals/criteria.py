@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from evaltrace.evaluate.evaluation import Evaluation
+from evaltrace.evals.evaluation import Evaluation
 
 __all__ = ["PassCriteria", "ScoreThreshold"]
 

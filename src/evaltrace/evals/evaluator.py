@@ -13,8 +13,8 @@ import anyio
 import anyio.to_thread
 
 from evaltrace.errors import EvaluatorTimeoutError, InvalidEvaluatorResultError
-from evaltrace.evaluate.evaluable import Evaluable
-from evaltrace.evaluate.evaluation import Evaluation
+from evaltrace.evals.evaluable import Evaluable
+from evaltrace.evals.evaluation import Evaluation
 
 __all__ = ["Evaluator", "EvaluatorFunction", "evaluate", "evaluator_name"]
 

@@ -1,6 +1,6 @@
 """A minimal reader of dataset JSON files (the format of ``evaltrace test`` datasets).
 
-It reads only what :func:`~evaltrace.evaluate.runner.assert_dataset_pass` needs; the full
+It reads only what :func:`~evaltrace.evals.runner.assert_dataset_pass` needs; the full
 dataset model (evaluator references, runnable references, validation CLI) replaces it.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from evaltrace.errors import EvaltraceError
-from evaltrace.evaluate.evaluable import UNSET, Evaluable, NamedData
+from evaltrace.evals.evaluable import UNSET, Evaluable, NamedData
 
 __all__ = ["DatasetFileError", "LoadedEntry", "load_entries"]
 
