@@ -1,4 +1,4 @@
-"""Metrics: retrieval and answer metric functions, dataset-level classification aggregators.
+"""Metrics: retrieval and answer metrics, their per-entry evaluators, dataset-level classification.
 
 The metric functions are pure and synchronous; each docstring gives its formula.
 
@@ -27,6 +27,21 @@ from evaltrace.metrics.classification import (
     compute_dataset_evaluator_results,
 )
 from evaltrace.metrics.documents import DocumentKey, DocumentKeyError, document_key
+from evaltrace.metrics.evaluators import (
+    AnswerDetails,
+    AnswerExactMatch,
+    AnswerF1,
+    DocumentMAP,
+    DocumentMRR,
+    DocumentNDCG,
+    DocumentRecall,
+    RetrievalDetails,
+    SemanticAnswerSimilarity,
+    judge_embedder,
+    local_embedder,
+    openai_embedder,
+    span_documents,
+)
 from evaltrace.metrics.retrieval import (
     EmptyGroundTruthWarning,
     RecallMode,
@@ -38,6 +53,19 @@ from evaltrace.metrics.retrieval import (
 
 __all__ = [
     "AGGREGATOR_SPEC_ADAPTER",
+    "AnswerDetails",
+    "AnswerExactMatch",
+    "AnswerF1",
+    "DocumentMAP",
+    "DocumentMRR",
+    "DocumentNDCG",
+    "DocumentRecall",
+    "RetrievalDetails",
+    "SemanticAnswerSimilarity",
+    "judge_embedder",
+    "local_embedder",
+    "openai_embedder",
+    "span_documents",
     "AggregatorSpec",
     "AveragedMetrics",
     "ClassificationDatasetEvaluator",

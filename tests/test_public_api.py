@@ -1,0 +1,44 @@
+"""The package's front door: every public name resolves, and importing it stays light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import evaltrace
+
+
+def test_every_public_name_resolves() -> None:
+    missing = [name for name in evaltrace.__all__ if not hasattr(evaltrace, name)]
+    assert missing == []
+
+
+def test_the_evaluate_function_is_not_shadowed_by_a_subpackage() -> None:
+    import evaltrace.evals
+
+    assert callable(evaltrace.evaluate)
+    assert evaltrace.evaluate.__module__ == "evaltrace.evals.evaluator"
+
+
+def test_design_names_are_public() -> None:
+    names = set(evaltrace.__all__)
+    factories = {
+        "LevenshteinMatch", "ExactMatch", "NumericDiff", "JSONDiff", "ValidJSON",
+        "ListContains", "EmbeddingSimilarity", "Factuality", "ClosedQA", "Battle", "Humor",
+        "Security", "Sql", "Summary", "Translation", "Possible", "Moderation",
+        "ContextRelevancy", "Faithfulness", "AnswerRelevancy", "AnswerCorrectness",
+    }  # fmt: skip
+    assert factories <= names
+    assert {"wrap", "capture_traces", "root", "last_llm_call", "assert_pass", "Repeated"} <= names
+    assert {"evaluate_runnable", "EvaluationResult", "Metric", "MetricsResult"} <= names
+
+
+def test_import_does_not_load_heavy_optional_modules() -> None:
+    code = (
+        "import sys, evaltrace\n"
+        "heavy = ['openai', 'autoevals', 'numpy', 'pandas', 'pydantic.main', 'asyncio']\n"
+        "print([m for m in heavy if m in sys.modules])"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
