@@ -18,6 +18,17 @@ def best_per_call(fn: Callable[[], object], number: int, repeat: int = 7) -> flo
     return min(samples)
 
 
+def interleaved_best(
+    ours: Callable[[], object], baseline: Callable[[], object], number: int, repeat: int = 9
+) -> tuple[float, float]:
+    """Best seconds per call of each side, timing them in alternation so noise hits both."""
+    best_ours = best_base = float("inf")
+    for _ in range(repeat):
+        best_ours = min(best_ours, best_per_call(ours, number, repeat=1))
+        best_base = min(best_base, best_per_call(baseline, number, repeat=1))
+    return best_ours, best_base
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import best_per_call, median, report
+from _common import interleaved_best, median, report
 
 
 def bench_idle_wrap() -> bool:
@@ -24,8 +24,11 @@ def bench_idle_wrap() -> bool:
         return data
 
     value = {"q": "hello"}
-    ours = best_per_call(lambda: wrap(value, purpose="output", name="answer"), 200_000)
-    base = best_per_call(lambda: plain(value, purpose="output", name="answer"), 200_000)
+    ours, base = interleaved_best(
+        lambda: wrap(value, purpose="output", name="answer"),
+        lambda: plain(value, purpose="output", name="answer"),
+        100_000,
+    )
     return report(
         "idle wrap(value, purpose, name) vs plain function", ours * 1e9, base * 1e9, "ns", 3.0
     )
@@ -54,11 +57,14 @@ def bench_decorated_call() -> bool:
             span.set_attribute("output.value", result)
             return result
 
-    number = 5_000
+    number = 2_000
     with capture_traces() as handler:
-        ours = best_per_call(lambda: answer("What is the capital of France?"), number)
-    assert len(handler.spans) == number * 7
-    base = best_per_call(lambda: raw_answer("What is the capital of France?"), number)
+        ours, base = interleaved_best(
+            lambda: answer("What is the capital of France?"),
+            lambda: raw_answer("What is the capital of France?"),
+            number,
+        )
+    assert len(handler.raw_spans) == number * 9
     exporter.clear()
     return report(
         "@wrap call under capture_traces vs raw OTel span + 2 attrs",

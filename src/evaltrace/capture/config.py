@@ -31,6 +31,7 @@ from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace import TracerProvider as SDKTracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from evaltrace.capture.context import arm
 from evaltrace.capture.serialize import DEFAULT_REDACT_KEYS, Codec
 from evaltrace.errors import ConfigurationError
 
@@ -137,6 +138,13 @@ class Runtime:
         self.spans_leave_process = not owns_provider
         """Whether spans may be seen outside captures (the app's provider, exporters,
         handlers); when not, ``wrap`` skips span events outside captures."""
+        if self.spans_leave_process:
+            arm()
+
+    def spans_now_leave_process(self) -> None:
+        """Record that exporters or handlers now see spans outside captures."""
+        self.spans_leave_process = True
+        arm()
 
 
 _LOCK = threading.RLock()
@@ -220,7 +228,7 @@ def init(
             processor = BatchSpanProcessor(exporter)
             _RUNTIME.provider.add_span_processor(processor)
             _RUNTIME.export_processors.append(processor)
-            _RUNTIME.spans_leave_process = True
+            _RUNTIME.spans_now_leave_process()
         return _RUNTIME
 
 

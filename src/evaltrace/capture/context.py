@@ -31,6 +31,18 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+armed = False
+"""Whether ``wrap`` values can be seen by anyone: set, for good, when the first run scope is
+created or spans start leaving the process (exporters, handlers, the app's own provider).
+Until then ``wrap(value, ...)`` returns at once, which keeps idle production code cheap."""
+
+
+def arm() -> None:
+    """Note that ``wrap`` values may now be observed (see :data:`armed`)."""
+    global armed
+    armed = True
+
+
 class RunScope:
     """One ``capture_traces()`` block: where its spans and ``wrap`` values go.
 
@@ -38,7 +50,7 @@ class RunScope:
     every enclosing one, so an outer capture sees the runs started inside it.
     """
 
-    __slots__ = ("_inputs", "entry", "handler", "parent", "trace_ids")
+    __slots__ = ("_inputs", "chain", "entry", "handler", "parent", "trace_ids")
 
     def __init__(
         self,
@@ -56,14 +68,15 @@ class RunScope:
         """A label of the dataset entry being run, used in error messages."""
         self.trace_ids: list[int] = []
         """Traces whose root span started in this scope."""
-
-    def handlers(self) -> Iterator[MemoryTraceHandler]:
+        self.chain: tuple[MemoryTraceHandler, ...] = ((handler,) if handler is not None else ()) + (
+            parent.chain if parent is not None else ()
+        )
         """This scope's handler and those of the enclosing scopes, innermost first."""
-        scope: RunScope | None = self
-        while scope is not None:
-            if scope.handler is not None:
-                yield scope.handler
-            scope = scope.parent
+        arm()
+
+    def handlers(self) -> tuple[MemoryTraceHandler, ...]:
+        """This scope's handler and those of the enclosing scopes, innermost first."""
+        return self.chain
 
     def injected_inputs(self) -> dict[str, Any] | None:
         """The evaluation inputs that ``wrap(..., purpose="input")`` returns, if any."""

@@ -64,16 +64,16 @@ class MemoryTraceHandler(InstrumentationHandler):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        # Appends happen on the hot path without the lock (list.append is atomic); the cached
+        # views remember how many spans and values they were built from instead of being
+        # invalidated on every append.
         self._raw: list[ReadableSpan | SpanRecord] = []
         self._values: list[WrapRecord] = []
-        self._views: list[ObserveSpan | LLMSpan] | None = None
-        self._tree: list[ObservationNode] | None = None
+        self._views: tuple[int, int, list[ObserveSpan | LLMSpan]] | None = None
+        self._tree: tuple[int, int, list[ObservationNode]] | None = None
 
     def _collect_span(self, span: ReadableSpan | SpanRecord) -> None:
-        with self._lock:
-            self._raw.append(span)
-            self._views = None
-            self._tree = None
+        self._raw.append(span)
 
     def on_span(self, span: ObserveSpan | LLMSpan) -> None:
         """Keep ``span`` (when this handler is registered with :func:`add_handler`)."""
@@ -81,9 +81,7 @@ class MemoryTraceHandler(InstrumentationHandler):
 
     def on_value(self, record: WrapRecord) -> None:
         """Keep ``record``."""
-        with self._lock:
-            self._values.append(record)
-            self._tree = None
+        self._values.append(record)
 
     @property
     def raw_spans(self) -> list[ReadableSpan | SpanRecord]:
@@ -97,17 +95,19 @@ class MemoryTraceHandler(InstrumentationHandler):
         from evaltrace.trace import SpanRecord, span_view
 
         with self._lock:
-            if self._views is None:
+            raws, values = list(self._raw), list(self._values)
+            if self._views is None or self._views[:2] != (len(raws), len(values)):
                 by_span: dict[int, list[WrapRecord]] = {}
-                for value in self._values:
+                for value in values:
                     if value.span_id is not None:
                         by_span.setdefault(value.span_id, []).append(value)
                 records = [
                     raw if isinstance(raw, SpanRecord) else SpanRecord.from_readable(raw)
-                    for raw in self._raw
+                    for raw in raws
                 ]
-                self._views = [span_view(r, tuple(by_span.get(r.span_id, ()))) for r in records]
-            return list(self._views)
+                views = [span_view(r, tuple(by_span.get(r.span_id, ()))) for r in records]
+                self._views = (len(raws), len(values), views)
+            return list(self._views[2])
 
     @property
     def named_values(self) -> list[WrapRecord]:
@@ -121,9 +121,10 @@ class MemoryTraceHandler(InstrumentationHandler):
         from evaltrace.trace import build_trace
 
         with self._lock:
-            if self._tree is None:
-                self._tree = build_trace(self._raw, self._values)
-            return self._tree
+            raws, values = list(self._raw), list(self._values)
+            if self._tree is None or self._tree[:2] != (len(raws), len(values)):
+                self._tree = (len(raws), len(values), build_trace(raws, values))
+            return self._tree[2]
 
     @property
     def trace_ids(self) -> list[int]:
@@ -147,8 +148,8 @@ class MemoryTraceHandler(InstrumentationHandler):
     def clear(self) -> None:
         """Forget everything captured so far."""
         with self._lock:
-            self._raw.clear()
-            self._values.clear()
+            self._raw = []
+            self._values = []
             self._views = None
             self._tree = None
 
@@ -246,7 +247,7 @@ def add_handler(handler: InstrumentationHandler) -> None:
         )
     from evaltrace.capture.config import runtime
 
-    runtime().spans_leave_process = True
+    runtime().spans_now_leave_process()
     with _HANDLERS_LOCK:
         if handler not in _HANDLERS:
             _HANDLERS = (*_HANDLERS, handler)

@@ -9,7 +9,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from evaltrace.capture import handlers as _handlers
-from evaltrace.capture.context import RunScope, current_scope
+from evaltrace.capture.context import _CURRENT, RunScope
 
 __all__ = ["ScopeSpanProcessor"]
 
@@ -38,8 +38,8 @@ class ScopeSpanProcessor(SpanProcessor):
         """Remember the capture of ``span``."""
         if self.detached:
             return
-        scope = current_scope()
-        span_context = span.get_span_context()
+        scope = _CURRENT.get()
+        span_context = span.context
         if scope is None:
             if not self._by_trace:
                 return
@@ -50,9 +50,10 @@ class ScopeSpanProcessor(SpanProcessor):
         elif scope.handler is None and scope.parent is None:
             return  # an inputs-only scope outside any capture
         self._by_span[span_context.span_id] = scope
-        if span.parent is None or not span.parent.is_valid:
-            with self._lock:
-                self._by_trace[span_context.trace_id] = scope
+        parent = span.parent
+        if parent is None or not parent.is_valid:
+            # One dict assignment is atomic; trace ids are unique, so no lock is needed here.
+            self._by_trace[span_context.trace_id] = scope
             scope.trace_ids.append(span_context.trace_id)
 
     def _report_unattributed(self, span: Span) -> None:
@@ -71,14 +72,15 @@ class ScopeSpanProcessor(SpanProcessor):
         """Deliver ``span`` to its capture's handlers, then to the global handlers."""
         if self.detached:
             return
-        span_context = span.get_span_context()
+        span_context = span.context
         if span_context is None:
             return
         scope = self._by_span.pop(span_context.span_id, None)
         if scope is not None:
-            for handler in scope.handlers():
+            for handler in scope.chain:
                 handler._collect_span(span)
-        _handlers.dispatch_span(span)
+        if _handlers._HANDLERS:
+            _handlers.dispatch_span(span)
 
     def release_scope(self, scope: RunScope) -> None:
         """Forget the traces started in ``scope`` (called when its capture block exits)."""

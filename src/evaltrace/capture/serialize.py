@@ -30,7 +30,7 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from enum import Enum
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 from uuid import UUID
 
 from evaltrace.capture.conventions import MIME_JSON
@@ -95,15 +95,20 @@ _NON_WORD = re.compile(r"[^a-z0-9]+")
 _JSON_TEXT = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
 )
+_FLAT_DICT_ITEMS: Final = 16
+_INT_PLAIN_LIMIT: Final = 10**18
 _ASCII_JSON_TEXT = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False)
 _NONFINITE_NAMES: Final = {math.inf: "Infinity", -math.inf: "-Infinity"}
 _WARNED: set[tuple[str, str]] = set()
 _WARNED_LIMIT: Final = 256
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
-class Encoded:
-    """One value encoded as JSON text for a span attribute."""
+class Encoded(NamedTuple):
+    """One value encoded as JSON text for a span attribute.
+
+    A named tuple rather than a dataclass: one is built on every traced call, and a tuple is
+    the cheapest immutable record to build.
+    """
 
     text: str
     """The JSON text, or the truncation marker's JSON text when the value was too large."""
@@ -176,6 +181,8 @@ class Codec:
         """
         if type(value) is str or value is None or type(value) is bool:
             return value
+        if self._is_flat_plain(value):
+            return value  # type: ignore[return-value]
         return _Walk(self).root(value)
 
     def encode(self, value: object) -> Encoded:
@@ -197,8 +204,23 @@ class Codec:
         """
         if type(value) is str or value is None or type(value) is bool:
             return self._fit(value, truncated=False, redacted=False)
+        if self._is_flat_plain(value):
+            return self._fit(value, truncated=False, redacted=False)  # type: ignore[arg-type]
         walk = _Walk(self)
         return self._fit(walk.root(value), walk.clipped, walk.redacted)
+
+    def encode_text(self, value: object) -> str:
+        """The JSON text of :meth:`encode`, for callers that need nothing else.
+
+        Example:
+            >>> Codec().encode_text("Paris")
+            '"Paris"'
+        """
+        if type(value) is str or value is None or type(value) is bool or self._is_flat_plain(value):
+            text, size = _json_text(value)  # type: ignore[arg-type]
+            if size <= self.max_bytes:
+                return text
+        return self.encode(value).text
 
     def _fit(self, data: JsonValue, truncated: bool, redacted: bool) -> Encoded:
         text, size = _json_text(data)
@@ -212,6 +234,32 @@ class Codec:
             redacted=redacted,
             original_bytes=size,
         )
+
+    def _is_flat_plain(self, value: object) -> bool:
+        """Whether ``value`` is JSON as it is, so the general walk can be skipped.
+
+        That is: an int, a finite float, or a small flat dict of such values, strings, bools
+        and ``None`` under string keys, none of them secret (the common shape of arguments).
+        """
+        kind = type(value)
+        if kind is int:
+            return -_INT_PLAIN_LIMIT < value < _INT_PLAIN_LIMIT  # type: ignore[operator]
+        if kind is float:
+            return math.isfinite(value)  # type: ignore[arg-type]
+        if kind is not dict or len(value) > _FLAT_DICT_ITEMS:  # type: ignore[arg-type]
+            return False
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str or self._is_secret(key):
+                return False
+            item_kind = type(item)
+            if item_kind is str or item is None or item_kind is bool:
+                continue
+            if item_kind is int and -_INT_PLAIN_LIMIT < item < _INT_PLAIN_LIMIT:
+                continue
+            if item_kind is float and math.isfinite(item):
+                continue
+            return False
+        return True
 
     def _is_secret(self, key: str) -> bool:
         verdict = self._verdicts.get(key)

@@ -7,13 +7,14 @@ import inspect
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping
-from typing import Any, Final, Literal, TypeVar, cast, overload
+from typing import Any, Final, Literal, NoReturn, TypeVar, cast, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, Status, StatusCode
 
 from evaltrace.capture import config as _config
+from evaltrace.capture import context as _context
 from evaltrace.capture import conventions as conv
 from evaltrace.capture.context import _CURRENT, RunScope
 from evaltrace.capture.handlers import dispatch_value
@@ -137,16 +138,14 @@ def wrap(
             f"wrap({type(data).__name__}) needs purpose= and name= to record a value, e.g. "
             "wrap(answer, purpose='output', name='answer'); to trace a function use @wrap"
         )
-    if purpose not in _PURPOSES:
-        raise ValueError(f"purpose must be 'input', 'output' or 'state', got {purpose!r}")
-    if not isinstance(name, str) or not name:
-        raise ValueError("wrap(value, purpose=...) needs a non-empty name=, e.g. name='answer'")
-    if kind is not None:
-        raise TypeError("kind= applies to @wrap on functions, not to wrap(value, purpose=...)")
+    if purpose not in _PURPOSES or type(name) is not str or not name or kind is not None:
+        _reject_value_call(purpose, name, kind)
     if data is _MISSING:
         raise TypeError("wrap(purpose=..., name=...) needs the value to record as its argument")
     if callable(data) and not isinstance(data, type):
         return _wrap_callable(data, purpose, name, description, many)
+    if not _context.armed:
+        return data
     scope = _CURRENT.get()
     rt = _config._RUNTIME
     if scope is None and (rt is None or not rt.spans_leave_process):
@@ -155,6 +154,15 @@ def wrap(
         data = scope.input_value(name)
     _record_value(data, purpose, name, description, many, scope)
     return data
+
+
+def _reject_value_call(purpose: object, name: object, kind: object) -> NoReturn:
+    """Raise the error that explains what is wrong with a ``wrap(value, ...)`` call."""
+    if purpose not in _PURPOSES:
+        raise ValueError(f"purpose must be 'input', 'output' or 'state', got {purpose!r}")
+    if not isinstance(name, str) or not name:
+        raise ValueError("wrap(value, purpose=...) needs a non-empty name=, e.g. name='answer'")
+    raise TypeError("kind= applies to @wrap on functions, not to wrap(value, purpose=...)")
 
 
 def _record_value(
@@ -192,7 +200,7 @@ def _record_value(
         if recording:
             attributes: dict[str, Any] = {conv.WRAP_NAME: name, conv.WRAP_PURPOSE: purpose}
             if rt.settings.capture_content:
-                attributes[conv.WRAP_VALUE] = rt.codec.encode(value).text
+                attributes[conv.WRAP_VALUE] = rt.codec.encode_text(value)
             if description is not None:
                 attributes[conv.WRAP_DESCRIPTION] = description
             if many:
@@ -333,23 +341,20 @@ class _SpanCall:
     ) -> None:
         rt = _config._RUNTIME or _config.runtime()
         self._rt = rt
-        self.span: Span = rt.tracer.start_span(span_name)
         self._codec = rt.codec
         self._content = rt.settings.capture_content
         self.token: object | None = None
-        if not self.span.is_recording():
-            return
+        # The attributes go in when the span is created: one pass over them, not two.
         attributes: dict[str, Any] = {conv.SPAN_KIND: kind}
         if extra:
             attributes.update(extra)
         if self._content:
             try:
-                encoded = self._codec.encode(binder.bind(args, kwargs))
-                attributes[conv.INPUT_VALUE] = encoded.text
-                attributes[conv.INPUT_MIME_TYPE] = encoded.mime_type
+                attributes[conv.INPUT_VALUE] = self._codec.encode_text(binder.bind(args, kwargs))
+                attributes[conv.INPUT_MIME_TYPE] = conv.MIME_JSON
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
-        self.span.set_attributes(attributes)
+        self.span: Span = rt.tracer.start_span(span_name, attributes=attributes)
 
     def attach(self) -> None:
         self.token = otel_context.attach(otel_trace.set_span_in_context(self.span))
@@ -362,9 +367,9 @@ class _SpanCall:
     def output(self, value: Any) -> None:
         if self._content and self.span.is_recording():
             try:
-                encoded = self._codec.encode(value)
+                text = self._codec.encode_text(value)
                 self.span.set_attributes(
-                    {conv.OUTPUT_VALUE: encoded.text, conv.OUTPUT_MIME_TYPE: encoded.mime_type}
+                    {conv.OUTPUT_VALUE: text, conv.OUTPUT_MIME_TYPE: conv.MIME_JSON}
                 )
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"output:{self.span}", "could not record an output", exc)
@@ -509,18 +514,39 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
 
     @functools.wraps(fn)
     def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-        call = _SpanCall(span_name, span_kind, binder, args, kwargs)
-        call.attach()
+        # The most common case, written out in full: it runs on every call of the app.
+        rt = _config._RUNTIME or _config.runtime()
+        attributes: dict[str, Any] = {conv.SPAN_KIND: span_kind}
+        content = rt.settings.capture_content
+        if content:
+            try:
+                attributes[conv.INPUT_VALUE] = rt.codec.encode_text(binder.bind(args, kwargs))
+                attributes[conv.INPUT_MIME_TYPE] = conv.MIME_JSON
+            except Exception as exc:  # recording never breaks the app
+                _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
+        span = rt.tracer.start_span(span_name, attributes=attributes)
+        token = otel_context.attach(otel_trace.set_span_in_context(span))
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:
-            call.fail(exc)
-            call.detach()
-            call.end()
+            otel_context.detach(token)
+            if span.is_recording():
+                span.record_exception(exc)
+                span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            span.end()
             raise
-        call.detach()
-        call.output(result)
-        call.end()
+        otel_context.detach(token)
+        if content and span.is_recording():
+            try:
+                text = rt.codec.encode_text(result)
+                span.set_attributes(
+                    {conv.OUTPUT_VALUE: text, conv.OUTPUT_MIME_TYPE: conv.MIME_JSON}
+                )
+            except Exception as exc:  # recording never breaks the app
+                _warn_once(
+                    f"output:{span_name}", f"could not record the output of {span_name}", exc
+                )
+        span.end()
         return result
 
     return cast(F, sync_wrapper)
