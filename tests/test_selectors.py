@@ -5,10 +5,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from opentelemetry import trace as otel_trace
-from opentelemetry.sdk.trace import ReadableSpan, Span, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import DuplicateWrapNameError, NoTraceError
@@ -22,41 +18,7 @@ from evaltrace.trace import (
     root,
     select,
 )
-
-T0 = 1_700_000_000_000_000_000
-MS = 1_000_000
-
-
-class Spans:
-    """Finished spans with chosen times and parents, from a private SDK provider."""
-
-    def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.tracer = self.provider.get_tracer("tests")
-
-    def start(
-        self,
-        name: str,
-        at_ms: float,
-        *,
-        parent: Span | None = None,
-        attributes: dict[str, Any] | None = None,
-    ) -> Span:
-        context = otel_trace.set_span_in_context(parent) if parent is not None else None
-        span = self.tracer.start_span(
-            name, context=context, attributes=attributes, start_time=T0 + int(at_ms * MS)
-        )
-        assert isinstance(span, Span)
-        return span
-
-    @staticmethod
-    def end(span: Span, at_ms: float) -> None:
-        span.end(end_time=T0 + int(at_ms * MS))
-
-    def finished(self) -> list[ReadableSpan]:
-        return list(self.exporter.get_finished_spans())
+from span_factory import T0, Spans, wrap_event
 
 
 @pytest.fixture
@@ -64,17 +26,6 @@ def spans() -> Iterator[Spans]:
     factory = Spans()
     yield factory
     factory.provider.shutdown()
-
-
-def wrap_event(span: Span, name: str, purpose: str, value: Any, *, many: bool = False) -> None:
-    attributes: dict[str, Any] = {
-        "evaltrace.wrap.name": name,
-        "evaltrace.wrap.purpose": purpose,
-        "evaltrace.wrap.value": json.dumps(value),
-    }
-    if many:
-        attributes["evaltrace.wrap.many"] = True
-    span.add_event("evaltrace.wrap", attributes)
 
 
 def decorated(name: str, arguments: dict[str, Any], result: Any) -> dict[str, Any]:

@@ -6,11 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry import trace as otel_trace
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from evaltrace.capture.values import WrapRecord
@@ -26,48 +22,15 @@ from evaltrace.trace import (
     trace_to_text,
     walk_trace,
 )
+from span_factory import MS, Spans
 
 FIXTURES = Path(__file__).parent / "fixtures"
-T0 = 1_733_400_000_000_000_000
-MS = 1_000_000
-
-
-class Spans:
-    """Finished spans with chosen times and parents, from a private SDK provider."""
-
-    def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider(resource=Resource.create({"service.name": "weather-bot"}))
-        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.tracer = self.provider.get_tracer("tests")
-
-    def start(
-        self,
-        name: str,
-        at_ms: float,
-        *,
-        parent: Span | None = None,
-        attributes: dict[str, Any] | None = None,
-        kind: SpanKind = SpanKind.INTERNAL,
-    ) -> Span:
-        context = otel_trace.set_span_in_context(parent) if parent is not None else None
-        span = self.tracer.start_span(
-            name, context=context, attributes=attributes, kind=kind, start_time=T0 + int(at_ms * MS)
-        )
-        assert isinstance(span, Span)
-        return span
-
-    @staticmethod
-    def end(span: Span, at_ms: float) -> None:
-        span.end(end_time=T0 + int(at_ms * MS))
-
-    def finished(self) -> list[ReadableSpan]:
-        return list(self.exporter.get_finished_spans())
+T0 = 1_733_400_000_000_000_000  # the time of tests/fixtures/otlp_export.json
 
 
 @pytest.fixture
 def spans() -> Iterator[Spans]:
-    factory = Spans()
+    factory = Spans(t0=T0, service_name="weather-bot")
     yield factory
     factory.provider.shutdown()
 

@@ -2,13 +2,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from opentelemetry import trace as otel_trace
-from opentelemetry.sdk.trace import ReadableSpan, Span, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
 
 from evaltrace.capture.values import WrapRecord
@@ -20,41 +15,7 @@ from evaltrace.trace import (
     trace_to_text,
     walk_trace,
 )
-
-T0 = 1_700_000_000_000_000_000
-MS = 1_000_000
-
-
-class Spans:
-    """Finished spans with chosen times and parents, from a private SDK provider."""
-
-    def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.tracer = self.provider.get_tracer("tests")
-
-    def start(
-        self,
-        name: str,
-        at_ms: float,
-        *,
-        parent: Span | None = None,
-        attributes: dict[str, Any] | None = None,
-    ) -> Span:
-        context = otel_trace.set_span_in_context(parent) if parent is not None else None
-        span = self.tracer.start_span(
-            name, context=context, attributes=attributes, start_time=T0 + int(at_ms * MS)
-        )
-        assert isinstance(span, Span)
-        return span
-
-    @staticmethod
-    def end(span: Span, at_ms: float) -> None:
-        span.end(end_time=T0 + int(at_ms * MS))
-
-    def finished(self) -> list[ReadableSpan]:
-        return list(self.exporter.get_finished_spans())
+from span_factory import Spans, wrap_event
 
 
 @pytest.fixture
@@ -62,17 +23,6 @@ def spans() -> Iterator[Spans]:
     factory = Spans()
     yield factory
     factory.provider.shutdown()
-
-
-def wrap_event(span: Span, name: str, purpose: str, value: Any) -> None:
-    span.add_event(
-        "evaltrace.wrap",
-        {
-            "evaltrace.wrap.name": name,
-            "evaltrace.wrap.purpose": purpose,
-            "evaltrace.wrap.value": json.dumps(value),
-        },
-    )
 
 
 def names(nodes: list[ObservationNode]) -> list[str]:
