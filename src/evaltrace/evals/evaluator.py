@@ -15,6 +15,7 @@ import anyio.to_thread
 from evaltrace.errors import EvaluatorTimeoutError, InvalidEvaluatorResultError
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation
+from evaltrace.evals.limits import check_timeout
 
 __all__ = ["Evaluator", "EvaluatorFunction", "evaluate", "evaluator_name"]
 
@@ -156,8 +157,7 @@ async def evaluate(
         0.5
     """
     label = name or evaluator_name(evaluator)
-    if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    check_timeout(timeout)
     try:
         if timeout is None:
             result = await _invoke(evaluator, evaluable, trace)

@@ -35,7 +35,36 @@ from dataclasses import dataclass, field
 
 import anyio
 
-__all__ = ["RateLimiter"]
+__all__ = ["RateLimiter", "check_count", "check_timeout"]
+
+
+def check_timeout(timeout: object, what: str = "timeout") -> float | None:
+    """Validate an optional timeout in seconds: ``None`` or a positive finite number.
+
+    Raises:
+        ValueError: Naming ``what`` and the value given.
+    """
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ValueError(f"{what} must be a positive number of seconds, got {timeout!r}")
+    return float(timeout)
+
+
+def check_count(value: object, what: str) -> int:
+    """Validate a whole number ``>= 1`` (a concurrency, a number of runs, ...).
+
+    Raises:
+        ValueError: Naming ``what`` and the value given.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a whole number >= 1, got {value!r}")
+    return value
 
 
 @dataclass(kw_only=True)

@@ -7,7 +7,6 @@ import contextvars
 import functools
 import inspect
 import json
-import math
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from evaltrace.evals.evaluator import (
     evaluator_name,
     is_async_callable,
 )
+from evaltrace.evals.limits import check_count, check_timeout
 
 if TYPE_CHECKING:
     from evaltrace.trace import ObservationNode
@@ -127,7 +127,7 @@ async def run_captured(
     Returns:
         The outcome; the runnable's exception is kept in it, never raised.
     """
-    _check_timeout(timeout)
+    check_timeout(timeout)
     started = time.perf_counter()
     output: Any = None
     error: BaseException | None = None
@@ -190,13 +190,6 @@ async def _gather(coroutines: list[Coroutine[Any, Any, Evaluation]]) -> list[Eva
         for position in range(len(coroutines)):
             group.start_soon(one, position)
     return [slot for slot in slots if slot is not None]
-
-
-def _check_timeout(timeout: float | None) -> None:
-    if timeout is not None and (
-        isinstance(timeout, bool) or not math.isfinite(timeout) or timeout <= 0
-    ):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
 
 
 def _injected_inputs(evaluable: Evaluable | None) -> dict[str, Any] | None:
@@ -288,7 +281,7 @@ async def run_and_evaluate(
         >>> anyio.run(run_and_evaluate, lambda e: e.output_value() == "4", app, "2+2").score
         1.0
     """
-    _check_timeout(timeout)
+    check_timeout(timeout)
     name = evaluator_name(evaluator)
     built, run, failure = await _prepare(
         runnable,
@@ -419,9 +412,8 @@ async def evaluate_inputs(
     for position, check in enumerate(checks):
         if not callable(check):
             raise TypeError(f"evaluators[{position}] is {type(check).__name__}, not callable")
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
-    _check_timeout(timeout)
+    check_count(concurrency, "concurrency")
+    check_timeout(timeout)
     names = [evaluator_name(check) for check in checks]
     results: list[InputResult] = [
         InputResult(index=i, eval_input=item, evaluable=None) for i, item in enumerate(items)

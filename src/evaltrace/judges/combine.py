@@ -22,6 +22,7 @@ import anyio
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluate
+from evaltrace.evals.limits import check_timeout
 
 __all__ = [
     "AggregationResult",
@@ -369,10 +370,7 @@ class CombinedEvaluator:
                 f"higher_is_better names metrics that are not evaluated: {unknown}; "
                 f"the metrics are {sorted(evaluators)}"
             )
-        if timeout is not None and (
-            not _is_number(timeout) or not math.isfinite(timeout) or timeout <= 0
-        ):
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        check_timeout(timeout)
         self.aggregator = aggregator if aggregator is not None else MetricsAggregator()
         """How the metric results are combined."""
         self.aggregator.check_metric_names(evaluators)

@@ -37,6 +37,7 @@ from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation, EvaluationError, EvaluationStatus
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluate, evaluator_name
+from evaltrace.evals.limits import check_count, check_timeout
 
 __all__ = [
     "AggregationMethod",
@@ -826,11 +827,6 @@ def build_aggregation_strategy(method: AggregationSelector, **options: Any) -> B
     return strategy
 
 
-def _check_count(label: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{label} must be a whole number >= 1, got {value!r}")
-
-
 class Repeated:
     """An evaluator that runs a judge ``n`` times concurrently and aggregates its scores.
 
@@ -870,16 +866,10 @@ class Repeated:
         timeout: float | None = None,
         name: str | None = None,
     ) -> None:
-        _check_count("n", n)
+        check_count(n, "n")
         if max_concurrency is not None:
-            _check_count("max_concurrency", max_concurrency)
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+            check_count(max_concurrency, "max_concurrency")
+        check_timeout(timeout)
         resolved = build_aggregation_strategy(strategy)
         resolved.check_num_judges(n)
         self.judge = judge

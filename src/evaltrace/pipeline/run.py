@@ -38,6 +38,7 @@ from evaltrace.capture import conventions as conv
 from evaltrace.capture.config import runtime
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluation import EvaluationError
+from evaltrace.evals.limits import check_count, check_timeout
 from evaltrace.evals.runner import RunOutcome, run_captured
 from evaltrace.metrics.evaluators import span_documents
 from evaltrace.pipeline.result import ComponentRecord, EvaluationResult, RunRecord
@@ -253,15 +254,8 @@ def _validated(
                 "one expected output per input (None for an input without one), or pass "
                 "expected_outputs=None for a blind evaluation"
             )
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
-    if timeout is not None and (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    check_count(concurrency, "concurrency")
+    check_timeout(timeout)
     return items, expected
 
 
