@@ -615,7 +615,16 @@ def _answer_text(answer: Any, source: str) -> str:
 class _AnswerEvaluator:
     """Shared reading of the answer and the expected answers; subclasses give the metric."""
 
-    def __init__(self, *, answer_from: str | AnswerSelector | None, name: str | None) -> None:
+    _metric: str
+    """The metric's name in the details."""
+
+    def __init__(
+        self,
+        *,
+        normalize: bool,
+        answer_from: str | AnswerSelector | None,
+        name: str | None,
+    ) -> None:
         if not (answer_from is None or callable(answer_from)) and not (
             isinstance(answer_from, str) and answer_from
         ):
@@ -623,10 +632,16 @@ class _AnswerEvaluator:
                 "answer_from must be None, a non-empty output name, or a callable "
                 f"(evaluable, trace) -> answer; got {answer_from!r}"
             )
+        self.normalize = normalize
+        """Whether texts are normalised (SQuAD style) before comparing."""
         self.answer_from = answer_from
         """Where the answer is read (see the module documentation)."""
         self.name = name or type(self).__name__
         """The evaluator's display name."""
+
+    def _score(self, answer: str, references: list[str]) -> tuple[float, str]:
+        """The score and the reasoning for one answer."""
+        raise NotImplementedError
 
     def _inputs(
         self, evaluable: Evaluable, trace: Sequence[ObservationNode] | None
@@ -645,6 +660,25 @@ class _AnswerEvaluator:
         except TypeError as exc:
             return Evaluation.errored(exc, where="evaluator", evaluator=self.name)
 
+    async def __call__(
+        self, evaluable: Evaluable, *, trace: Sequence[ObservationNode] | None = None
+    ) -> Evaluation:
+        """Score the answer of ``evaluable`` against its expectation."""
+        found = self._inputs(evaluable, trace)
+        if isinstance(found, Evaluation):
+            return found
+        answer, references = found
+        score, reasoning = self._score(answer, references)
+        details = AnswerDetails(
+            metric=self._metric, answer=answer, references=references, normalize=self.normalize
+        )
+        return Evaluation(
+            score=score,
+            reasoning=reasoning,
+            details=details.model_dump(mode="json", exclude_none=True),
+            evaluator=self.name,
+        )
+
 
 class AnswerExactMatch(_AnswerEvaluator):
     """Exact match of the answer with the expected answer (or any of several).
@@ -660,6 +694,8 @@ class AnswerExactMatch(_AnswerEvaluator):
         >>> evaluator = AnswerExactMatch(normalize=True)
     """
 
+    _metric = "exact_match"
+
     def __init__(
         self,
         *,
@@ -667,29 +703,12 @@ class AnswerExactMatch(_AnswerEvaluator):
         answer_from: str | AnswerSelector | None = None,
         name: str | None = None,
     ) -> None:
-        super().__init__(answer_from=answer_from, name=name)
-        self.normalize = normalize
-        """Whether texts are normalised before comparing."""
+        super().__init__(normalize=normalize, answer_from=answer_from, name=name)
 
-    async def __call__(
-        self, evaluable: Evaluable, *, trace: Sequence[ObservationNode] | None = None
-    ) -> Evaluation:
-        """Score the answer of ``evaluable`` against its expectation."""
-        found = self._inputs(evaluable, trace)
-        if isinstance(found, Evaluation):
-            return found
-        answer, references = found
+    def _score(self, answer: str, references: list[str]) -> tuple[float, str]:
         score = exact_match(answer, references, normalize=self.normalize)
-        details = AnswerDetails(
-            metric="exact_match", answer=answer, references=references, normalize=self.normalize
-        )
         verdict = "matches" if score == 1.0 else "does not match"
-        return Evaluation(
-            score=score,
-            reasoning=f"the answer {verdict} the expected answer",
-            details=details.model_dump(mode="json", exclude_none=True),
-            evaluator=self.name,
-        )
+        return score, f"the answer {verdict} the expected answer"
 
 
 class AnswerF1(_AnswerEvaluator):
@@ -706,6 +725,8 @@ class AnswerF1(_AnswerEvaluator):
         >>> evaluator = AnswerF1(answer_from="final_answer")
     """
 
+    _metric = "token_f1"
+
     def __init__(
         self,
         *,
@@ -713,31 +734,11 @@ class AnswerF1(_AnswerEvaluator):
         answer_from: str | AnswerSelector | None = None,
         name: str | None = None,
     ) -> None:
-        super().__init__(answer_from=answer_from, name=name)
-        self.normalize = normalize
-        """Whether texts are normalised before splitting."""
+        super().__init__(normalize=normalize, answer_from=answer_from, name=name)
 
-    async def __call__(
-        self, evaluable: Evaluable, *, trace: Sequence[ObservationNode] | None = None
-    ) -> Evaluation:
-        """Score the answer of ``evaluable`` against its expectation."""
-        found = self._inputs(evaluable, trace)
-        if isinstance(found, Evaluation):
-            return found
-        answer, references = found
+    def _score(self, answer: str, references: list[str]) -> tuple[float, str]:
         score = token_f1(answer, references, normalize=self.normalize)
-        details = AnswerDetails(
-            metric="token_f1", answer=answer, references=references, normalize=self.normalize
-        )
-        return Evaluation(
-            score=score,
-            reasoning=f"token F1 {score:.3f} against the expected answer",
-            details=details.model_dump(mode="json", exclude_none=True),
-            evaluator=self.name,
-        )
-
-
-# --- embeddings ---------------------------------------------------------------------------------
+        return score, f"token F1 {score:.3f} against the expected answer"
 
 
 def cosine_similarity(a: Sequence[float], b: Sequence[float]) -> float:
