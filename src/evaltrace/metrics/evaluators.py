@@ -944,7 +944,7 @@ class SemanticAnswerSimilarity(_AnswerEvaluator):
             raise ValueError("give either embed= or local_model=, not both")
         if embed is not None and not callable(embed):
             raise TypeError(f"embed must be a callable (texts) -> vectors, got {embed!r}")
-        super().__init__(answer_from=answer_from, name=name)
+        super().__init__(normalize=False, answer_from=answer_from, name=name)
         self.embed = embed if embed is not None else None
         """The embedding function, when one was given."""
         self.model = model or local_model
