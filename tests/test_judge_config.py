@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import httpx2
 import openai
 import pytest
@@ -18,6 +19,7 @@ from evaltrace import capture_traces, wrap
 from evaltrace.errors import ConfigurationError
 from evaltrace.evals.evaluable import Evaluable, NamedData
 from evaltrace.evals.evaluator import evaluate
+from evaltrace.evals.limits import RateLimiter
 from evaltrace.judges import (
     EmbeddingSimilarity,
     Factuality,
@@ -297,3 +299,53 @@ async def test_trace_judge_calls_lets_judge_spans_into_the_capture(
     assert result.status == "scored"
     names = {span.name for span in handler.spans}
     assert {"answer_question", "judge_side_helper", "openai.chat"} <= names
+
+
+# -- rate limiting ---------------------------------------------------------------------------
+
+
+class FakeClock:
+    """A clock that only moves when the rate limiter sleeps on it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        await anyio.lowlevel.checkpoint()
+
+
+@pytest.mark.anyio
+async def test_judge_calls_wait_for_the_configured_rate_limiter(judge: FakeJudgeServer) -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(requests_per_second=2, clock=clock, sleep=clock.sleep)
+    configure_judge(base_url=judge.base_url, api_key="k", rate_limiter=limiter)
+    judge.add_rule("Paris", choice="C")
+    results = [await Factuality()(EVALUABLE) for _ in range(5)]
+    assert [r.score for r in results] == [1.0] * 5
+    assert len(judge.requests) == 5
+    # two requests per second: calls 3-4 wait until t=1 s, call 5 until t=2 s
+    assert clock.now == pytest.approx(2.0)
+
+
+@pytest.mark.anyio
+async def test_llm_evaluator_prompt_tokens_count_against_the_token_limit(
+    judge: FakeJudgeServer,
+) -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(tokens_per_minute=100, clock=clock, sleep=clock.sleep)
+    configure_judge(base_url=judge.base_url, api_key="k", rate_limiter=limiter)
+    long_prompt = create_llm_evaluator(
+        "long", "x" * 300 + " {eval_output}", choice_scores={"Y": 1.0}
+    )
+    await long_prompt(EVALUABLE)  # ~76 tokens: admitted at once
+    await long_prompt(EVALUABLE)  # does not fit beside the first: waits for it to age out
+    assert clock.now == pytest.approx(60.0)
+
+
+def test_rate_limiter_must_be_a_rate_limiter() -> None:
+    with pytest.raises(ConfigurationError, match=r"takes an evaltrace\.RateLimiter, got dict"):
+        configure_judge(rate_limiter={"rps": 2})  # type: ignore[arg-type]

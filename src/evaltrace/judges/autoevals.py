@@ -37,6 +37,7 @@ from evaltrace.judges.config import (
     JudgeClient,
     JudgeConfig,
     MissingExtraError,
+    estimate_tokens,
     judge_client,
     judge_config,
     run_judge_call,
@@ -338,6 +339,7 @@ class AutoevalsAdapter:
 
         llm, scorer = self._scorer_for(config, client)
         default_models = {"completion": self._model(config), "embedding": self._embedding(config)}
+        tokens = estimate_tokens(*arguments.values())
 
         # autoevals keeps a default client and models in context variables; setting them in
         # the judge call's own context gives scorers that build helpers internally (and
@@ -349,7 +351,7 @@ class AutoevalsAdapter:
                 return await scorer.eval_async(**arguments)
 
             try:
-                return await run_judge_call(config, call)
+                return await run_judge_call(config, call, tokens=tokens)
             except KeyError as exc:
                 raise _unknown_choice(exc, scorer) from exc
 
@@ -358,7 +360,7 @@ class AutoevalsAdapter:
             return scorer.eval(**arguments)
 
         try:
-            return await run_judge_call_in_thread(config, call_sync)
+            return await run_judge_call_in_thread(config, call_sync, tokens=tokens)
         except KeyError as exc:
             raise _unknown_choice(exc, scorer) from exc
 

@@ -35,6 +35,7 @@ from opentelemetry import context as otel_context
 
 from evaltrace.capture.context import RunScope, enter_scope
 from evaltrace.errors import ConfigurationError, EvaltraceError
+from evaltrace.evals.limits import RateLimiter
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -50,6 +51,7 @@ __all__ = [
     "judge_client",
     "judge_config",
     "reset_judge_config",
+    "estimate_tokens",
     "run_judge_call",
     "run_judge_call_in_thread",
     "uses_responses_api",
@@ -136,6 +138,8 @@ class JudgeConfig:
     when ``None``)."""
     max_retries: int = DEFAULT_MAX_RETRIES
     """Retries of a failed request in the clients evaltrace builds."""
+    rate_limiter: RateLimiter | None = None
+    """Paces judge calls (requests and estimated prompt tokens); ``None`` for no limit."""
 
     @property
     def is_configured(self) -> bool:
@@ -159,6 +163,7 @@ class _Settings:
     trace_judge_calls: bool | None = None
     timeout: float | None = None
     max_retries: int | None = None
+    rate_limiter: RateLimiter | None = None
 
 
 _settings = _Settings()
@@ -209,6 +214,7 @@ def configure_judge(
     trace_judge_calls: bool | None = None,
     timeout: float | None = None,
     max_retries: int | None = None,
+    rate_limiter: RateLimiter | None = None,
 ) -> JudgeConfigToken:
     """Configure the LLM judge that model-backed evaluators call.
 
@@ -233,6 +239,8 @@ def configure_judge(
         timeout: Seconds each request may take, in the clients evaltrace builds.
         max_retries: Retries of a 429, 5xx or timed-out request, in the clients evaltrace
             builds (2 when never given).
+        rate_limiter: A :class:`~evaltrace.RateLimiter` every judge call waits for: each
+            call counts as one request and as its estimated prompt tokens (characters / 4).
 
     Returns:
         A token whose ``restore()`` (or ``with`` block exit) puts the previous configuration
@@ -270,6 +278,13 @@ def configure_judge(
         given["timeout"] = _check_timeout(timeout)
     if max_retries is not None:
         given["max_retries"] = _check_retries(max_retries)
+    if rate_limiter is not None:
+        if not isinstance(rate_limiter, RateLimiter):
+            raise ConfigurationError(
+                "configure_judge(rate_limiter=...) takes an evaltrace.RateLimiter, got "
+                f"{type(rate_limiter).__name__}"
+            )
+        given["rate_limiter"] = rate_limiter
     with _settings_lock:
         previous = _settings
         _settings = replace(previous, **given)
@@ -327,6 +342,7 @@ def judge_config() -> JudgeConfig:
         max_retries=(
             settings.max_retries if settings.max_retries is not None else DEFAULT_MAX_RETRIES
         ),
+        rate_limiter=settings.rate_limiter,
     )
 
 
@@ -457,19 +473,34 @@ def isolated_judge_call(config: JudgeConfig) -> Iterator[None]:
         otel_context.detach(token)
 
 
-async def run_judge_call(config: JudgeConfig, call: Callable[[], Awaitable[T]]) -> T:
+def estimate_tokens(*texts: object) -> int:
+    """A rough prompt size for rate limiting: characters / 4 (at least 1)."""
+    return max(1, sum(len(text if isinstance(text, str) else repr(text)) for text in texts) // 4)
+
+
+async def _pace(config: JudgeConfig, tokens: int) -> None:
+    if config.rate_limiter is not None:
+        await config.rate_limiter.acquire(tokens)
+
+
+async def run_judge_call(
+    config: JudgeConfig, call: Callable[[], Awaitable[T]], *, tokens: int = 1
+) -> T:
     """Await ``call()`` as an isolated judge call, in its own copy of the context.
 
     The copy means that whatever the call sets in context variables (autoevals keeps its
-    client and default models there) never leaks into the caller.
+    client and default models there) never leaks into the caller. With a rate limiter
+    configured, the call first waits for its turn.
 
     Args:
         config: The resolved judge configuration.
         call: Starts the judge call.
+        tokens: The call's estimated prompt tokens, for the rate limiter.
 
     Returns:
         What the call returned; its exception is raised unchanged.
     """
+    await _pace(config, tokens)
     results: list[T] = []
     failures: list[Exception] = []
 
@@ -487,16 +518,20 @@ async def run_judge_call(config: JudgeConfig, call: Callable[[], Awaitable[T]]) 
     return results[0]
 
 
-async def run_judge_call_in_thread(config: JudgeConfig, call: Callable[[], T]) -> T:
+async def run_judge_call_in_thread(
+    config: JudgeConfig, call: Callable[[], T], *, tokens: int = 1
+) -> T:
     """Run the synchronous ``call()`` as an isolated judge call in a worker thread.
 
     Args:
         config: The resolved judge configuration.
         call: Makes the judge call.
+        tokens: The call's estimated prompt tokens, for the rate limiter.
 
     Returns:
         What the call returned; its exception is raised unchanged.
     """
+    await _pace(config, tokens)
 
     def isolated() -> T:
         with isolated_judge_call(config):

@@ -34,6 +34,7 @@ from evaltrace.evals.evaluable import Evaluable, Unset, get_named
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.judges.config import (
     JudgeClient,
+    estimate_tokens,
     judge_client,
     judge_config,
     run_judge_call,
@@ -170,10 +171,12 @@ class LLMEvaluator:
                 async def call() -> Any:
                     return await _request(client, self._request(model, prompt))
 
-                reply = await run_judge_call(config, call)
+                reply = await run_judge_call(config, call, tokens=estimate_tokens(prompt))
             else:
                 reply = await run_judge_call_in_thread(
-                    config, lambda: _request(client, self._request(model, prompt))
+                    config,
+                    lambda: _request(client, self._request(model, prompt)),
+                    tokens=estimate_tokens(prompt),
                 )
             arguments = _tool_arguments(reply, self.tool_name, responses=uses_responses_api(model))
             return self._evaluation(arguments, model)

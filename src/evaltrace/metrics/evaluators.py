@@ -64,6 +64,7 @@ from evaltrace.judges.config import (
     MissingExtraError,
     judge_client,
     judge_config,
+    estimate_tokens,
     run_judge_call,
     run_judge_call_in_thread,
 )
@@ -821,10 +822,11 @@ def judge_embedder(model: str | None = None) -> Embedder:
         def create() -> Any:
             return client.openai.embeddings.create(model=chosen, input=texts)
 
+        tokens = estimate_tokens(*texts)
         if client.is_async:
-            response = await run_judge_call(config, create)
+            response = await run_judge_call(config, create, tokens=tokens)
         else:
-            response = await run_judge_call_in_thread(config, create)
+            response = await run_judge_call_in_thread(config, create, tokens=tokens)
         return _vectors(response)
 
     embed.__name__ = embed.__qualname__ = f"judge_embedder({model!r})"
