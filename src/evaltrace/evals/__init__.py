@@ -14,6 +14,7 @@ from evaltrace.evals.evaluation import Evaluation, EvaluationError, EvaluationSt
 from evaltrace.evals.evaluator import Evaluator, evaluate, evaluator_name
 from evaltrace.evals.limits import RateLimiter
 from evaltrace.evals.runner import (
+    DatasetPassResult,
     EvalAssertionError,
     InputResult,
     RunOutcome,
@@ -29,6 +30,7 @@ from evaltrace.evals.sync import RunningLoopError, run
 
 __all__ = [
     "UNSET",
+    "DatasetPassResult",
     "EvalAssertionError",
     "Evaluable",
     "Evaluation",

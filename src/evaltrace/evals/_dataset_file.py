@@ -1,6 +1,8 @@
 """A minimal reader of dataset JSON files (the format of ``evaltrace test`` datasets).
 
-It reads only what :func:`~evaltrace.evals.runner.assert_dataset_pass` needs; the full
+It reads only what :func:`~evaltrace.evals.runner.assert_dataset_pass` needs: the entries,
+and the dataset-level ``aggregators`` declared on evaluators
+(``"evaluators": [{"name": "intent", "aggregators": [{"type": "fscore", ...}]}]``). The full
 dataset model (evaluator references, runnable references, validation CLI) replaces it.
 """
 
@@ -15,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluable import UNSET, Evaluable, NamedData
+from evaltrace.metrics.classification import AggregatorSpec
 
-__all__ = ["DatasetFileError", "LoadedEntry", "load_entries"]
+__all__ = ["DatasetFile", "DatasetFileError", "LoadedEntry", "load_dataset_file", "load_entries"]
 
 
 class DatasetFileError(EvaltraceError, ValueError):
@@ -34,10 +37,18 @@ class _Entry(BaseModel):
     evaluators: list[str] | None = None
 
 
+class _EvaluatorEntry(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1)
+    aggregators: list[AggregatorSpec] = Field(default_factory=list)
+
+
 class _File(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     entries: list[dict[str, Any]]
+    evaluators: list[str | _EvaluatorEntry] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,6 +59,16 @@ class LoadedEntry:
     """Arguments of the runnable."""
     case: Evaluable
     """Named inputs, expectation, metadata and description (no output yet)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatasetFile:
+    """What a dataset file holds: its entries and the aggregators declared per evaluator."""
+
+    entries: list[LoadedEntry]
+    """The entries, in file order."""
+    aggregators: dict[str, list[AggregatorSpec]]
+    """Dataset-level aggregator specs by evaluator name (only evaluators that declare some)."""
 
 
 def _describe(error: ValidationError) -> str:
@@ -64,6 +85,16 @@ def load_entries(path: Path) -> list[LoadedEntry]:
     Raises:
         DatasetFileError: The file is missing, is not JSON, or an entry is malformed.
     """
+    return load_dataset_file(path).entries
+
+
+def load_dataset_file(path: Path) -> DatasetFile:
+    """Read the dataset file at ``path``: entries and declared aggregators.
+
+    Raises:
+        DatasetFileError: The file is missing, is not JSON, or an entry or evaluator entry is
+            malformed (the message names the entry and the field).
+    """
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -76,7 +107,7 @@ def load_entries(path: Path) -> list[LoadedEntry]:
         document = _File.model_validate(raw)
     except ValidationError as exc:
         raise DatasetFileError(
-            f"{path}: expected an object with an 'entries' list: {_describe(exc)}"
+            f"{path}: {_describe(exc)} (a dataset is an object with an 'entries' list)"
         ) from None
     entries = []
     for index, item in enumerate(document.entries):
@@ -91,4 +122,13 @@ def load_entries(path: Path) -> list[LoadedEntry]:
             description=entry.description,
         )
         entries.append(LoadedEntry(entry_kwargs=dict(entry.entry_kwargs), case=case))
-    return entries
+    aggregators: dict[str, list[AggregatorSpec]] = {}
+    for declared in document.evaluators:
+        if isinstance(declared, _EvaluatorEntry) and declared.aggregators:
+            if declared.name in aggregators:
+                raise DatasetFileError(
+                    f"{path}: evaluators: {declared.name!r} is declared twice; declare each "
+                    "evaluator once, with all its aggregators in one list"
+                )
+            aggregators[declared.name] = list(declared.aggregators)
+    return DatasetFile(entries=entries, aggregators=aggregators)

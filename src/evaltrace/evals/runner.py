@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from evaltrace.trace import ObservationNode
 
 __all__ = [
+    "DatasetPassResult",
     "EvalAssertionError",
     "InputResult",
     "RunOutcome",
@@ -313,6 +314,8 @@ class EvalAssertionError(AssertionError, EvaltraceError):
         super().__init__(message)
         self.results = results
         self.inputs = inputs
+        self.dataset_results: dict[str, Evaluation] = {}
+        """Dataset-level results (set by :func:`assert_dataset_pass`)."""
 
 
 def _short(value: Any, width: int) -> str:
@@ -518,31 +521,98 @@ async def assert_pass(
     return matrix
 
 
+@dataclass(kw_only=True)
+class DatasetPassResult:
+    """What :func:`assert_dataset_pass` returns when the dataset passes."""
+
+    results: list[list[Evaluation]]
+    """The matrix ``[entries][evaluators]``."""
+    dataset_results: dict[str, Evaluation]
+    """Run-level results of the aggregators the file declares, keyed ``"{evaluator}::{type}"``
+    (see :func:`~evaltrace.metrics.compute_dataset_evaluator_results`)."""
+
+
 async def assert_dataset_pass(
     runnable: Callable[..., Any],
     dataset: str | Path,
     evaluators: Sequence[EvaluatorFunction],
-    **kwargs: Any,
-) -> list[list[Evaluation]]:
-    """Load a dataset file and :func:`assert_pass` over its entries.
+    *,
+    pass_criteria: PassCriteria | None = None,
+    from_trace: TraceSelector | None = None,
+    concurrency: int = 8,
+    timeout: float | None = None,
+) -> DatasetPassResult:
+    """Load a dataset file, score every entry, and check the pass criteria.
 
     Each entry's ``entry_kwargs`` is the runnable's input, its ``eval_input`` items are served
     to ``wrap(..., purpose="input")``, and its ``expectation``, ``eval_metadata`` and
-    ``description`` go to the evaluators.
+    ``description`` go to the evaluators. Evaluators declared in the file as
+    ``{"name": ..., "aggregators": [...]}`` get dataset-level results (precision, recall,
+    F-beta, confusion matrix) computed from their per-entry results; the name is matched
+    against the display names of ``evaluators``.
 
     Args:
         runnable: The app entry point, called with each entry's ``entry_kwargs``.
         dataset: Path of a dataset JSON file.
         evaluators: Sync or async evaluators.
-        **kwargs: Passed on to :func:`assert_pass` (``pass_criteria``, ``concurrency``, ...).
-    """
-    from evaltrace.evals._dataset_file import load_entries
+        pass_criteria: Judges the matrix; default ``ScoreThreshold(threshold=0.5, pct=1.0)``.
+        from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
+        concurrency: Most entries in flight at once.
+        timeout: Seconds allowed for each run and for each evaluation.
 
-    entries = load_entries(Path(dataset))
-    return await assert_pass(
+    Returns:
+        The matrix and the dataset-level results.
+
+    Raises:
+        EvalAssertionError: The criteria failed; its message also lists the dataset-level
+            results, which it carries as ``dataset_results``.
+        DatasetFileError: The file is missing or malformed, or declares aggregators for an
+            evaluator that is not among ``evaluators``.
+    """
+    from evaltrace.evals._dataset_file import DatasetFileError, load_dataset_file
+    from evaltrace.metrics.classification import compute_dataset_evaluator_results
+
+    path = Path(dataset)
+    document = load_dataset_file(path)
+    names = [evaluator_name(check) for check in evaluators]
+    unknown = sorted(set(document.aggregators) - set(names))
+    if unknown:
+        raise DatasetFileError(
+            f"{path}: aggregators are declared for {unknown}, but the evaluators given are "
+            f"{names}; name the evaluator entries in the file after the evaluators' names"
+        )
+    results = await evaluate_inputs(
         runnable,
-        [entry.entry_kwargs for entry in entries],
+        [entry.entry_kwargs for entry in document.entries],
         evaluators,
-        evaluables=[entry.case for entry in entries],
-        **kwargs,
+        evaluables=[entry.case for entry in document.entries],
+        from_trace=from_trace,
+        concurrency=concurrency,
+        timeout=timeout,
     )
+    matrix = [item.evaluations for item in results]
+    columns = {name: [row[i] for row in matrix] for i, name in enumerate(names)}
+    dataset_results = compute_dataset_evaluator_results(
+        {name: columns[name] for name in document.aggregators}, document.aggregators
+    )
+    criteria = pass_criteria or ScoreThreshold()
+    passed, message = criteria(matrix)
+    if not passed:
+        table = results_table(results, names, criteria)
+        summary = _dataset_summary(dataset_results)
+        error = EvalAssertionError(
+            f"assert_dataset_pass failed for {path}: {message}\n{table}{summary}", matrix, results
+        )
+        error.dataset_results = dataset_results
+        raise error
+    return DatasetPassResult(results=matrix, dataset_results=dataset_results)
+
+
+def _dataset_summary(dataset_results: Mapping[str, Evaluation]) -> str:
+    if not dataset_results:
+        return ""
+    lines = ["", "dataset-level results:"]
+    for key, evaluation in dataset_results.items():
+        shown = f"{evaluation.score:.4f}" if evaluation.score is not None else evaluation.status
+        lines.append(f"  {key}: {shown}")
+    return "\n".join(lines)

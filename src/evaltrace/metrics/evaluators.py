@@ -62,9 +62,9 @@ from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.evaluator import is_async_callable
 from evaltrace.judges.config import (
     MissingExtraError,
+    estimate_tokens,
     judge_client,
     judge_config,
-    estimate_tokens,
     run_judge_call,
     run_judge_call_in_thread,
 )
