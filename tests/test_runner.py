@@ -465,5 +465,5 @@ async def test_invalid_aggregator_in_a_dataset_file_names_the_field(tmp_path: Pa
     dataset = intent_dataset(
         tmp_path, [{"type": "fscore", "classes": ["book"], "fValue": 0}], "intent_match"
     )
-    with pytest.raises(DatasetFileError, match=r"evaluators\.0\..*f_value|fValue"):
+    with pytest.raises(DatasetFileError, match=r"evaluators\[0\]: aggregators\.0\.fscore\.fValue"):
         await assert_dataset_pass(classify, dataset, [intent_match])

@@ -48,7 +48,7 @@ class _File(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     entries: list[dict[str, Any]]
-    evaluators: list[str | _EvaluatorEntry] = Field(default_factory=list)
+    evaluators: list[Any] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,8 +123,17 @@ def load_dataset_file(path: Path) -> DatasetFile:
         )
         entries.append(LoadedEntry(entry_kwargs=dict(entry.entry_kwargs), case=case))
     aggregators: dict[str, list[AggregatorSpec]] = {}
-    for declared in document.evaluators:
-        if isinstance(declared, _EvaluatorEntry) and declared.aggregators:
+    for index, item in enumerate(document.evaluators):
+        if isinstance(item, str):
+            continue  # a plain evaluator name declares no aggregators
+        try:
+            declared = _EvaluatorEntry.model_validate(item)
+        except ValidationError as exc:
+            raise DatasetFileError(
+                f"{path}: evaluators[{index}]: {_describe(exc)} (an evaluator entry is a name, "
+                'or {"name": ..., "aggregators": [...]})'
+            ) from None
+        if declared.aggregators:
             if declared.name in aggregators:
                 raise DatasetFileError(
                     f"{path}: evaluators: {declared.name!r} is declared twice; declare each "
