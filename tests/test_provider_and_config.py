@@ -111,6 +111,8 @@ def test_disabled_returns_functions_and_values_unchanged() -> None:
             assert f(1) == 1 and fetch(2) == 2
             assert evaltrace.wrap(5, purpose="output", name="n") == 5
         assert handler.spans == [] and handler.named_values == []
+        from opentelemetry import trace
+        assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
         print("OK")
         """,
         EVALTRACE_DISABLED="1",

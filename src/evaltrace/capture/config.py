@@ -247,7 +247,8 @@ def _build_runtime(settings: Settings, explicit: otel_trace.TracerProvider | Non
         )
         owns = True
         if explicit is None and isinstance(candidate, otel_trace.ProxyTracerProvider):
-            otel_trace.set_tracer_provider(provider)
+            if not settings.disabled:  # disabled: leave the global provider to the app
+                otel_trace.set_tracer_provider(provider)
         else:
             logger.info(
                 "evaltrace: the tracer provider %s is not an OpenTelemetry SDK provider; "
