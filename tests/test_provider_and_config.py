@@ -185,3 +185,30 @@ def test_invalid_environment_values_are_configuration_errors(
 ) -> None:
     with pytest.raises(ConfigurationError, match=message):
         settings_from_env(env)
+
+
+def test_exporters_given_to_init_receive_the_spans_after_flush() -> None:
+    result = run_python(
+        """
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        import evaltrace
+
+        exporter = InMemorySpanExporter()
+        evaltrace.init(service_name="shop", exporters=[exporter])
+
+        @evaltrace.wrap
+        def f(x):
+            evaltrace.wrap(x * 2, purpose="output", name="double")
+            return x
+
+        f(1)  # no capture open: the span still goes to the exporter, with its wrap event
+        assert evaltrace.flush()
+        (span,) = exporter.get_finished_spans()
+        assert span.resource.attributes["service.name"] == "shop"
+        assert span.events[0].attributes["evaltrace.wrap.name"] == "double"
+        evaltrace.shutdown()
+        print("OK")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert "OK" in result.stdout
