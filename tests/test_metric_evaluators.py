@@ -16,6 +16,7 @@ from evaltrace.evals import Evaluable, NamedData, evaluate, run_and_evaluate
 from evaltrace.evals.runner import run_captured
 from evaltrace.judges.config import configure_judge, judge_config
 from evaltrace.metrics import EmptyGroundTruthWarning
+from evaltrace.metrics.embeddings import openai_embedder
 from evaltrace.metrics.evaluators import (
     AnswerExactMatch,
     AnswerF1,
@@ -25,7 +26,6 @@ from evaltrace.metrics.evaluators import (
     DocumentRecall,
     RetrievalDetails,
     SemanticAnswerSimilarity,
-    openai_embedder,
 )
 from evaltrace.testing.fake_judge import FakeJudgeServer
 from evaltrace.trace import ObservationNode, last_llm_call, root

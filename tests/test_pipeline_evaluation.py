@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from evaltrace import wrap
-from evaltrace.metrics.evaluators import openai_embedder
+from evaltrace.metrics.embeddings import openai_embedder
 from evaltrace.pipeline import (
     AmbiguousInputError,
     EvaluationResult,

@@ -27,6 +27,13 @@ from evaltrace.metrics.classification import (
     compute_dataset_evaluator_results,
 )
 from evaltrace.metrics.documents import DocumentKey, DocumentKeyError, document_key
+from evaltrace.metrics.embeddings import (
+    Embedder,
+    cosine_similarity,
+    judge_embedder,
+    local_embedder,
+    openai_embedder,
+)
 from evaltrace.metrics.evaluators import (
     AnswerDetails,
     AnswerExactMatch,
@@ -37,9 +44,6 @@ from evaltrace.metrics.evaluators import (
     DocumentRecall,
     RetrievalDetails,
     SemanticAnswerSimilarity,
-    judge_embedder,
-    local_embedder,
-    openai_embedder,
     span_documents,
 )
 from evaltrace.metrics.retrieval import (
@@ -60,7 +64,9 @@ __all__ = [
     "DocumentMRR",
     "DocumentNDCG",
     "DocumentRecall",
+    "Embedder",
     "RetrievalDetails",
+    "cosine_similarity",
     "SemanticAnswerSimilarity",
     "judge_embedder",
     "local_embedder",

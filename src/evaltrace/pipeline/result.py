@@ -41,7 +41,7 @@ from evaltrace.evals.evaluation import EvaluationError
 from evaltrace.evals.evaluator import is_async_callable
 from evaltrace.metrics.answers import exact_match, token_f1
 from evaltrace.metrics.documents import DocumentKey, DocumentKeyError
-from evaltrace.metrics.evaluators import (
+from evaltrace.metrics.embeddings import (
     Embedder,
     cosine_similarity,
     embed_texts,
