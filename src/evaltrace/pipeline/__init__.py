@@ -17,18 +17,20 @@ Example:
     >>> result.calculate_metrics(Metric.F1).save("f1.csv")  # doctest: +SKIP
 """
 
+from evaltrace.pipeline.calculators import (
+    Metric,
+    MetricCalculator,
+    metric_calculator,
+    register_metric,
+)
 from evaltrace.pipeline.result import (
     ComponentRecord,
     EvaluationResult,
-    Metric,
-    MetricCalculator,
     MetricInputError,
     MetricsResult,
     OutputPair,
     ResultFileError,
     RunRecord,
-    metric_calculator,
-    register_metric,
 )
 from evaltrace.pipeline.run import (
     AmbiguousInputError,
