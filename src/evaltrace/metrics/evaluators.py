@@ -743,6 +743,7 @@ class SemanticAnswerSimilarity(_AnswerEvaluator):
 
     Example:
         >>> import openai
+        >>> from evaltrace.metrics import openai_embedder
         >>> client = openai.AsyncOpenAI(api_key="k")
         >>> sas = SemanticAnswerSimilarity(embed=openai_embedder(client, "text-embedding-3-small"))
     """
