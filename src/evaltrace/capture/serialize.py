@@ -222,6 +222,16 @@ class Codec:
                 return text
         return self.encode(value).text
 
+    def encode_converted(self, data: JsonValue) -> str:
+        """The JSON text of data that :meth:`to_jsonable` already produced (no second walk).
+
+        Example:
+            >>> codec = Codec()
+            >>> codec.encode_converted(codec.to_jsonable({"when": date(2024, 5, 1)}))
+            '{"when":"2024-05-01"}'
+        """
+        return self._fit(data, truncated=False, redacted=False).text
+
     def _fit(self, data: JsonValue, truncated: bool, redacted: bool) -> Encoded:
         text, size = _json_text(data)
         if size > self.max_bytes:

@@ -200,7 +200,7 @@ def _record_value(
         if recording:
             attributes: dict[str, Any] = {conv.WRAP_NAME: name, conv.WRAP_PURPOSE: purpose}
             if rt.settings.capture_content:
-                attributes[conv.WRAP_VALUE] = rt.codec.encode_text(value)
+                attributes[conv.WRAP_VALUE] = rt.codec.encode_converted(value)
             if description is not None:
                 attributes[conv.WRAP_DESCRIPTION] = description
             if many:
