@@ -467,3 +467,22 @@ async def test_invalid_aggregator_in_a_dataset_file_names_the_field(tmp_path: Pa
     )
     with pytest.raises(DatasetFileError, match=r"evaluators\[0\]: aggregators\.0\.fscore\.fValue"):
         await assert_dataset_pass(classify, dataset, [intent_match])
+
+
+@pytest.mark.anyio
+async def test_progress_is_reported_once_per_input_and_a_broken_callback_loses_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from evaltrace.evals.runner import evaluate_inputs
+
+    seen: list[tuple[int, int]] = []
+
+    def progress(item: object, done: int, total: int) -> None:
+        seen.append((done, total))
+        if done == 2:
+            raise RuntimeError("display broke")
+
+    results = await evaluate_inputs(str.upper, ["a", "b", "c"], [upper_ok], on_progress=progress)
+    assert sorted(seen) == [(1, 3), (2, 3), (3, 3)]
+    assert [r.evaluations[0].score for r in results] == [1.0, 1.0, 1.0]
+    assert "on_progress callback raised" in caplog.text

@@ -7,6 +7,7 @@ import contextvars
 import functools
 import inspect
 import json
+import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ __all__ = [
     "run_and_evaluate",
     "run_captured",
 ]
+
+logger = logging.getLogger("evaltrace")
 
 TraceSelector = Callable[[list["ObservationNode"]], Evaluable]
 """Turns a captured trace into the :class:`Evaluable` to score (e.g. ``root``)."""
@@ -384,6 +387,7 @@ async def evaluate_inputs(
     from_trace: TraceSelector | None = None,
     concurrency: int = 8,
     timeout: float | None = None,
+    on_progress: Callable[[InputResult, int, int], object] | None = None,
 ) -> list[InputResult]:
     """Run each input once and score it with every evaluator; never raises for failures.
 
@@ -398,6 +402,9 @@ async def evaluate_inputs(
         from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
         concurrency: Most inputs in flight at once.
         timeout: Seconds allowed for each run and for each evaluation.
+        on_progress: Called as each input finishes, with its result, the number done and the
+            total (in the event loop's thread; keep it quick). An exception it raises is
+            logged, not propagated.
 
     Raises:
         ValueError: Mismatched lengths, no evaluators, or a bad ``concurrency``/``timeout``.
@@ -448,15 +455,29 @@ async def evaluate_inputs(
         )
 
     pending = iter(results)
+    done = 0
 
     async def worker() -> None:
+        nonlocal done
         for outcome in pending:  # workers share one iterator: each input is taken once
             await score(outcome)
+            done += 1
+            if on_progress is not None:
+                _report_progress(on_progress, outcome, done, len(results))
 
     async with anyio.create_task_group() as group:
         for _ in range(min(concurrency, len(results))):
             group.start_soon(worker)
     return results
+
+
+def _report_progress(
+    callback: Callable[[InputResult, int, int], object], item: InputResult, done: int, total: int
+) -> None:
+    try:
+        callback(item, done, total)
+    except Exception:  # a broken progress display must not lose the run
+        logger.warning("evaltrace: the on_progress callback raised", exc_info=True)
 
 
 async def assert_pass(
