@@ -673,3 +673,29 @@ def test_is_truncated_is_false_for_ordinary_values() -> None:
     assert not is_truncated({"original_bytes": 3})
     assert not is_truncated("__evaltrace_truncated__")
     assert not is_truncated(None)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"question": "What is 2+2?", "k": 3},
+        {"a": None, "b": True, "c": False, "d": 1.5, "e": -7, "f": 1e-7, "g": 10**17},
+        {"quote": 'say "hi"\n\t\\', "ünï": "çødé ✓", "emoji": "🙂"},
+        {},
+    ],
+)
+def test_text_of_flat_dicts_is_exactly_what_json_writes(value: dict[str, object]) -> None:
+    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert Codec().encode_text(value) == expected
+    assert Codec().encode_text(value) == Codec().encode(value).text
+
+
+def test_text_of_a_flat_dict_with_a_lone_surrogate_is_valid_utf8() -> None:
+    text = Codec().encode_text({"name": "bad\udcff"})
+    text.encode("utf-8")
+    assert json.loads(text) == {"name": "bad\udcff"}
+
+
+def test_text_of_a_flat_dict_over_the_limit_is_the_truncation_marker() -> None:
+    text = Codec(max_bytes=200).encode_text({"long": "x" * 500})
+    assert is_truncated(json.loads(text))

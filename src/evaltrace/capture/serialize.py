@@ -95,6 +95,7 @@ _NON_WORD = re.compile(r"[^a-z0-9]+")
 _JSON_TEXT = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
 )
+_encode_string: Final = json.encoder.encode_basestring  # JSON string literal, non-ASCII kept
 _FLAT_DICT_ITEMS: Final = 16
 _INT_PLAIN_LIMIT: Final = 10**18
 _ASCII_JSON_TEXT = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False)
@@ -216,7 +217,20 @@ class Codec:
             >>> Codec().encode_text("Paris")
             '"Paris"'
         """
-        if type(value) is str or value is None or type(value) is bool or self._is_flat_plain(value):
+        if type(value) is dict and self._is_flat_plain(value):
+            text = _flat_json(value)
+            if text.isascii():
+                if len(text) <= self.max_bytes:
+                    return text
+            else:
+                try:
+                    if len(text.encode("utf-8")) <= self.max_bytes:
+                        return text
+                except UnicodeEncodeError:  # lone surrogates: the general path escapes them
+                    pass
+        elif (
+            type(value) is str or value is None or type(value) is bool or self._is_flat_plain(value)
+        ):
             text, size = _json_text(value)  # type: ignore[arg-type]
             if size <= self.max_bytes:
                 return text
@@ -559,6 +573,27 @@ _EXACT_TYPES: dict[type, _Converter] = {
     UUID: lambda _walk, value, _depth: str(value),
     Decimal: lambda _walk, value, _depth: str(value),
 }
+
+
+def _flat_json(data: dict[str, Any]) -> str:
+    """Compact JSON of a flat dict of plain values (see ``Codec._is_flat_plain``).
+
+    The same text ``json`` writes, without building an encoder for each call: this runs for
+    the arguments of every traced call.
+    """
+    parts = []
+    for key, item in data.items():
+        kind = type(item)
+        if kind is str:
+            text = _encode_string(item)
+        elif item is None:
+            text = "null"
+        elif kind is bool:
+            text = "true" if item else "false"
+        else:  # int or finite float: their repr is their JSON
+            text = repr(item)
+        parts.append(f"{_encode_string(key)}:{text}")
+    return "{" + ",".join(parts) + "}"
 
 
 def _json_text(data: JsonValue) -> tuple[str, int]:
