@@ -486,3 +486,31 @@ async def test_progress_is_reported_once_per_input_and_a_broken_callback_loses_n
     assert sorted(seen) == [(1, 3), (2, 3), (3, 3)]
     assert [r.evaluations[0].score for r in results] == [1.0, 1.0, 1.0]
     assert "on_progress callback raised" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_cancelling_a_run_cancels_all_of_its_evaluators() -> None:
+    from evaltrace.evals.runner import evaluate_inputs
+
+    started: list[str] = []
+    finished: list[str] = []
+
+    def slow(label: str) -> Any:
+        async def evaluator(evaluable: Evaluable) -> float:
+            started.append(label)
+            await anyio.sleep(5)
+            finished.append(label)
+            return 1.0
+
+        evaluator.__name__ = label
+        return evaluator
+
+    with anyio.move_on_after(0.2):
+        await evaluate_inputs(str.upper, ["a"], [slow("first"), slow("second"), slow("third")])
+    await anyio.sleep(0.05)
+    assert sorted(started) == ["first", "second", "third"]
+    assert finished == []
+    import asyncio
+
+    ours = [t for t in asyncio.all_tasks() if "evaluate" in t.get_coro().__qualname__]
+    assert ours == []

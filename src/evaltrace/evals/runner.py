@@ -184,7 +184,15 @@ async def _gather(coroutines: list[Coroutine[Any, Any, Evaluation]]) -> list[Eva
     except RuntimeError:  # another anyio backend (trio)
         pass
     else:
-        return list(await asyncio.gather(*coroutines))
+        # The others start as tasks; the first runs in this task meanwhile (one task fewer).
+        others = [asyncio.ensure_future(coroutine) for coroutine in coroutines[1:]]
+        try:
+            first = await coroutines[0]
+        except BaseException:  # cancelled: the others must not run on, orphaned
+            for task in others:
+                task.cancel()
+            raise
+        return [first, *await asyncio.gather(*others)]
     slots: list[Evaluation | None] = [None] * len(coroutines)
 
     async def one(position: int) -> None:
