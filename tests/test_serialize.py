@@ -4,7 +4,6 @@ import base64
 import dataclasses
 import enum
 import json
-import time
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping
@@ -518,9 +517,7 @@ def test_encode_reports_size_in_utf8_bytes() -> None:
 def test_ten_megabyte_string_is_replaced_by_truncation_marker() -> None:
     text = "a" * (10 * MB)
 
-    started = time.perf_counter()
     encoded = CODEC.encode(text)
-    elapsed = time.perf_counter() - started
 
     marker = decode(encoded.text)
     assert encoded.truncated
@@ -530,7 +527,6 @@ def test_ten_megabyte_string_is_replaced_by_truncation_marker() -> None:
     assert marker["original_bytes"] == encoded.original_bytes
     assert utf8_size(encoded.text) <= CODEC.max_bytes
     assert full_json(text).startswith(str(marker["preview"]))
-    assert elapsed < 1.0
 
 
 def test_ten_megabyte_bytes_value_keeps_a_capped_preview_and_its_length() -> None:
