@@ -129,12 +129,26 @@ def test_capture_content_off_keeps_values_off_spans_but_in_the_capture() -> None
         def f(secret_question):
             return evaltrace.wrap("answer", purpose="output", name="a")
 
+        @evaltrace.wrap
+        async def g(question):
+            return question.upper()
+
         with evaltrace.capture_traces() as handler:
             f("private")
         (raw,) = handler.raw_spans
         assert "input.value" not in raw.attributes and "output.value" not in raw.attributes
         assert "evaltrace.wrap.value" not in raw.events[0].attributes
         assert [v.value for v in handler.named_values] == ["answer"]
+        # kept for evaluation in this process, never put on the span
+        (span,) = handler.spans
+        assert (span.input, span.output) == ({"secret_question": "private"}, "answer")
+        assert handler.trace[0].span.input == {"secret_question": "private"}
+
+        import anyio
+        def upper_ok(e):
+            return e.output_value() == e.input_value().upper()
+        result = anyio.run(evaltrace.run_and_evaluate, upper_ok, g, "q")
+        assert result.score == 1.0, result
         print("OK")
         """,
         EVALTRACE_CAPTURE_CONTENT="false",

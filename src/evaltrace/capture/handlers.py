@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import inspect
 import logging
 import threading
@@ -71,9 +72,18 @@ class MemoryTraceHandler(InstrumentationHandler):
         self._values: list[WrapRecord] = []
         self._views: tuple[int, int, list[ObserveSpan | LLMSpan]] | None = None
         self._tree: tuple[int, int, list[ObservationNode]] | None = None
+        # Inputs and outputs of decorated calls kept off the spans (content capture off).
+        self._content: dict[int, dict[str, Any]] = {}
 
     def _collect_span(self, span: ReadableSpan | SpanRecord) -> None:
         self._raw.append(span)
+
+    def _collect_content(self, span_id: int, key: str, value: Any) -> None:
+        self._content.setdefault(span_id, {})[key] = value
+
+    def _with_content(self, view: ObserveSpan | LLMSpan) -> ObserveSpan | LLMSpan:
+        private = self._content.get(view.span_id)
+        return dataclasses.replace(view, **private) if private else view
 
     def on_span(self, span: ObserveSpan | LLMSpan) -> None:
         """Keep ``span`` (when this handler is registered with :func:`add_handler`)."""
@@ -105,7 +115,10 @@ class MemoryTraceHandler(InstrumentationHandler):
                     raw if isinstance(raw, SpanRecord) else SpanRecord.from_readable(raw)
                     for raw in raws
                 ]
-                views = [span_view(r, tuple(by_span.get(r.span_id, ()))) for r in records]
+                views = [
+                    self._with_content(span_view(r, tuple(by_span.get(r.span_id, ()))))
+                    for r in records
+                ]
                 self._views = (len(raws), len(values), views)
             return list(self._views[2])
 
@@ -118,12 +131,10 @@ class MemoryTraceHandler(InstrumentationHandler):
     @property
     def trace(self) -> list[ObservationNode]:
         """The captured spans as a tree: root nodes, children ordered by start time."""
-        from evaltrace.trace import build_trace
-
         with self._lock:
             raws, values = list(self._raw), list(self._values)
             if self._tree is None or self._tree[:2] != (len(raws), len(values)):
-                self._tree = (len(raws), len(values), build_trace(raws, values))
+                self._tree = (len(raws), len(values), self._build(raws, values))
             return self._tree[2]
 
     @property
@@ -137,19 +148,29 @@ class MemoryTraceHandler(InstrumentationHandler):
 
     def get_trace(self, trace_id: int | str) -> list[ObservationNode]:
         """The tree of one trace (id as an int or as 32 hex digits)."""
-        from evaltrace.trace import build_trace
-
         wanted = int(trace_id, 16) if isinstance(trace_id, str) else trace_id
         with self._lock:
             raws = [raw for raw in self._raw if _trace_id(raw) == wanted]
             values = [v for v in self._values if v.trace_id == wanted]
-        return build_trace(raws, values)
+        return self._build(raws, values)
+
+    def _build(
+        self, raws: list[ReadableSpan | SpanRecord], values: list[WrapRecord]
+    ) -> list[ObservationNode]:
+        from evaltrace.trace import build_trace, walk_trace
+
+        trace = build_trace(raws, values)
+        if self._content:
+            for node in walk_trace(trace):
+                node.span = self._with_content(node.span)
+        return trace
 
     def clear(self) -> None:
         """Forget everything captured so far."""
         with self._lock:
             self._raw = []
             self._values = []
+            self._content = {}
             self._views = None
             self._tree = None
 

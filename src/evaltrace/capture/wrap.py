@@ -306,6 +306,25 @@ class _Binder:
         return bound
 
 
+def _keep_private(rt: _config.Runtime, span: Span, key: str, value: Any) -> None:
+    """With content capture off: give ``value`` to the open captures only, never to the span.
+
+    Evaluation in the same process still sees the inputs and outputs of decorated calls, while
+    nothing leaves the process on the span.
+    """
+    scope = _CURRENT.get()
+    if scope is None or not scope.chain:
+        return
+    try:
+        converted = rt.codec.to_jsonable(value)
+    except Exception as exc:  # recording never breaks the app
+        _warn_once(f"private:{key}", f"could not record a decorated call's {key}", exc)
+        return
+    span_id = span.get_span_context().span_id
+    for handler in scope.chain:
+        handler._collect_content(span_id, key, converted)
+
+
 class _FixedInput:
     """A binder that records one given value as the input (for spans the runner opens)."""
 
@@ -355,6 +374,8 @@ class _SpanCall:
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
         self.span: Span = rt.tracer.start_span(span_name, attributes=attributes)
+        if not self._content:
+            _keep_private(rt, self.span, "input", binder.bind(args, kwargs))
 
     def attach(self) -> None:
         self.token = otel_context.attach(otel_trace.set_span_in_context(self.span))
@@ -365,7 +386,9 @@ class _SpanCall:
             self.token = None
 
     def output(self, value: Any) -> None:
-        if self._content and self.span.is_recording():
+        if not self._content:
+            _keep_private(self._rt, self.span, "output", value)
+        elif self.span.is_recording():
             try:
                 text = self._codec.encode_text(value)
                 self.span.set_attributes(
@@ -525,6 +548,8 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
         span = rt.tracer.start_span(span_name, attributes=attributes)
+        if not content:
+            _keep_private(rt, span, "input", binder.bind(args, kwargs))
         token = otel_context.attach(otel_trace.set_span_in_context(span))
         try:
             result = fn(*args, **kwargs)
@@ -536,7 +561,9 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
             span.end()
             raise
         otel_context.detach(token)
-        if content and span.is_recording():
+        if not content:
+            _keep_private(rt, span, "output", result)
+        elif span.is_recording():
             try:
                 text = rt.codec.encode_text(result)
                 span.set_attributes(
