@@ -144,6 +144,10 @@ def test_bare_thread_spans_are_not_misfiled_into_another_run(
         other_results.append(sync_app(77))
         release.set()
 
+    from evaltrace.capture.config import runtime
+
+    processor = runtime().processor
+    unattributed_before = processor.unattributed_spans
     thread = threading.Thread(target=bare)
     thread.start()
     with caplog.at_level(logging.WARNING, logger="evaltrace"):
@@ -156,6 +160,9 @@ def test_bare_thread_spans_are_not_misfiled_into_another_run(
     assert other_results == [77 * 300 + 3]
     run_ids = {s.input["run_id"] for s in handler.spans}
     assert run_ids == {1, 2}
+    # reported, not silently dropped: the bare thread's 4 spans are counted (and logged once
+    # per process with advice to use evaltrace.propagate)
+    assert processor.unattributed_spans - unattributed_before == 4
 
 
 def test_nested_captures_deliver_inner_runs_to_the_outer_handler_too() -> None:
