@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ContextThreadPoolExecutor",
     "RunScope",
-    "current_scope",
     "eval_inputs",
     "propagate",
 ]
@@ -74,10 +73,6 @@ class RunScope:
         """This scope's handler and those of the enclosing scopes, innermost first."""
         arm()
 
-    def handlers(self) -> tuple[MemoryTraceHandler, ...]:
-        """This scope's handler and those of the enclosing scopes, innermost first."""
-        return self.chain
-
     def injected_inputs(self) -> dict[str, Any] | None:
         """The evaluation inputs that ``wrap(..., purpose="input")`` returns, if any."""
         scope: RunScope | None = self
@@ -107,11 +102,6 @@ class RunScope:
 _CURRENT: contextvars.ContextVar[RunScope | None] = contextvars.ContextVar(
     "evaltrace_run_scope", default=None
 )
-
-
-def current_scope() -> RunScope | None:
-    """The run scope of the calling code, or ``None`` outside any capture."""
-    return _CURRENT.get()
 
 
 @contextmanager

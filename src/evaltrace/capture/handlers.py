@@ -281,11 +281,6 @@ def remove_handler(handler: InstrumentationHandler) -> None:
         _HANDLERS = tuple(h for h in _HANDLERS if h is not handler)
 
 
-def global_handlers() -> tuple[InstrumentationHandler, ...]:
-    """The registered global handlers."""
-    return _HANDLERS
-
-
 def _report_failure(handler: InstrumentationHandler, exc: BaseException) -> None:
     key = id(handler)
     if key in _FAILED:

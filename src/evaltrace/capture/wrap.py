@@ -194,7 +194,7 @@ def _record_value(
             timestamp_ns=time.time_ns(),
         )
         if scope is not None:
-            for handler in scope.handlers():
+            for handler in scope.chain:
                 handler.on_value(record)
         dispatch_value(record)
         if recording:
