@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
-import math
 import os
 import sys
 import threading
@@ -35,7 +34,7 @@ from opentelemetry import context as otel_context
 
 from evaltrace.capture.context import RunScope, enter_scope
 from evaltrace.errors import ConfigurationError, EvaltraceError
-from evaltrace.evals.limits import RateLimiter
+from evaltrace.evals.limits import RateLimiter, check_timeout
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -583,16 +582,12 @@ def _check_client(client: object, argument: str) -> object:
 
 
 def _check_timeout(timeout: object) -> float:
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
-        raise ConfigurationError(
-            f"configure_judge(timeout=...) must be a positive number of seconds, got {timeout!r}."
-        )
-    return float(timeout)
+    try:
+        checked = check_timeout(timeout, "configure_judge(timeout=...)")
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    assert checked is not None  # only called with a value
+    return checked
 
 
 def _check_retries(max_retries: object) -> int:
