@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import sys
@@ -12,10 +13,11 @@ import pytest
 from opentelemetry import trace as otel_trace
 
 from evaltrace import wrap
+from evaltrace.errors import ConfigurationError
 from evaltrace.evals import Evaluable, NamedData, evaluate, run_and_evaluate
 from evaltrace.evals.runner import run_captured
 from evaltrace.judges.config import configure_judge, judge_config
-from evaltrace.metrics import EmptyGroundTruthWarning
+from evaltrace.metrics import EmptyGroundTruthWarning, recall
 from evaltrace.metrics.embeddings import openai_embedder
 from evaltrace.metrics.evaluators import (
     AnswerExactMatch,
@@ -50,7 +52,7 @@ async def test_document_recall_reads_the_retrieved_documents_wrap_value() -> Non
         return "answer"
 
     evaluation = await run_and_evaluate(
-        DocumentRecall(),
+        DocumentRecall(mode="multi_hit"),
         app,
         "q",
         evaluable=Evaluable(eval_metadata=relevant("a", "b", "c")),
@@ -256,17 +258,93 @@ async def test_missing_retrieved_documents_skip_the_evaluation() -> None:
     assert "retrieved_documents" in evaluation.reasoning
 
 
-async def test_a_document_without_the_compared_key_is_an_error() -> None:
+async def test_a_document_without_the_compared_key_matches_nothing_and_is_counted() -> None:
     evaluable = case(
-        eval_output=[NamedData(name="retrieved_documents", value=["plain text"])],
-        expectation=[{"id": "d1"}],
+        eval_output=[NamedData(name="retrieved_documents", value=["plain text", {"id": "d1"}, {}])],
+        expectation=[{"id": "d1"}, {"id": "d2"}, {"content": "no id"}],
     )
 
-    evaluation = await DocumentRecall(key="id")(evaluable)
+    evaluation = await DocumentRecall(mode="multi_hit", key="id")(evaluable)
+
+    # the relevant set is {d1, d2} (the third has no id); d1 found: 1 / 2
+    assert evaluation.status == "scored"
+    assert evaluation.score == 0.5
+    details = RetrievalDetails.model_validate(evaluation.details)
+    assert (details.n_retrieved_without_key, details.n_relevant_without_key) == (2, 1)
+    assert details.hit_ranks == [2]
+    assert "2 retrieved and 1 relevant documents have no 'id'" in evaluation.reasoning
+
+
+async def test_relevant_documents_that_all_lack_the_key_score_zero_and_say_why() -> None:
+    evaluable = case(
+        eval_output=[NamedData(name="retrieved_documents", value=[{"id": "d1"}])],
+        expectation=["d1"],
+    )
+
+    with pytest.warns(EmptyGroundTruthWarning):
+        evaluation = await DocumentMRR(key="id")(evaluable)
+
+    assert evaluation.score == 0.0
+    assert "none of the 1 relevant documents has 'id'" in evaluation.reasoning
+
+
+async def test_document_recall_defaults_to_the_mode_of_the_recall_function() -> None:
+    evaluable = case(
+        eval_output=[NamedData(name="retrieved_documents", value=["x", "c"])],
+        eval_metadata=relevant("a", "b", "c"),
+    )
+    function_default = inspect.signature(recall).parameters["mode"].default
+
+    evaluation = await DocumentRecall()(evaluable)
+
+    assert DocumentRecall().mode == function_default == "single_hit"
+    assert evaluation.score == recall(["x", "c"], ["a", "b", "c"]) == 1.0
+
+
+@pytest.mark.parametrize("evaluator", [DocumentRecall, DocumentMRR, DocumentMAP, DocumentNDCG])
+def test_an_unknown_key_is_refused_when_the_evaluator_is_built(evaluator: Any) -> None:
+    with pytest.raises(ConfigurationError, match="invalid document key 'embedding'") as caught:
+        evaluator(key="embedding")
+    assert 'key="content", key="id"' in str(caught.value)
+
+
+async def test_ndcg_grades_by_the_scores_of_the_relevant_documents() -> None:
+    # Haystack's graded case: 0.6592
+    evaluable = case(
+        eval_output=[
+            NamedData(name="retrieved_documents", value=["doc1", "doc2", "doc3", "doc4", "doc5"])
+        ],
+        eval_metadata=relevant(
+            *(
+                {"content": name, "score": score}
+                for name, score in [
+                    ("doc1", 3),
+                    ("doc2", 2),
+                    ("doc3", 3),
+                    ("doc6", 2),
+                    ("doc7", 3),
+                    ("doc8", 2),
+                ]
+            )
+        ),
+    )
+
+    evaluation = await DocumentNDCG()(evaluable)
+
+    assert evaluation.score == pytest.approx(0.6592, abs=1e-4)
+    assert RetrievalDetails.model_validate(evaluation.details).graded is True
+
+
+async def test_relevant_documents_mixing_scored_and_unscored_are_an_error() -> None:
+    evaluable = case(
+        eval_output=[NamedData(name="retrieved_documents", value=["a"])],
+        expectation=[{"content": "a", "score": 2}, "b"],
+    )
+
+    evaluation = await DocumentNDCG()(evaluable)
 
     assert evaluation.status == "errored"
-    assert evaluation.error is not None
-    assert evaluation.error.type == "DocumentKeyError"
+    assert evaluation.error is not None and evaluation.error.type == "DocumentScoreError"
 
 
 async def test_retrieved_documents_that_are_not_a_list_are_an_error() -> None:

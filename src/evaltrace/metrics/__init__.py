@@ -26,7 +26,13 @@ from evaltrace.metrics.classification import (
     build_dataset_evaluator,
     compute_dataset_evaluator_results,
 )
-from evaltrace.metrics.documents import DocumentKey, DocumentKeyError, document_key
+from evaltrace.metrics.documents import (
+    DocumentKey,
+    DocumentKeyError,
+    DocumentScoreError,
+    check_document_key,
+    document_key,
+)
 from evaltrace.metrics.embeddings import (
     Embedder,
     cosine_similarity,
@@ -80,6 +86,7 @@ __all__ = [
     "ConfusionMatrixAggregatorSpec",
     "DocumentKey",
     "DocumentKeyError",
+    "DocumentScoreError",
     "EmptyGroundTruthWarning",
     "FScoreAggregatorSpec",
     "PerClassMetrics",
@@ -88,6 +95,7 @@ __all__ = [
     "RecallMode",
     "average_precision",
     "build_dataset_evaluator",
+    "check_document_key",
     "compute_dataset_evaluator_results",
     "document_key",
     "exact_match",

@@ -11,22 +11,45 @@ A document may be given in any of the shapes that retrievers produce:
   attributes (a LangChain or Haystack document, a dataclass, a pydantic model, ...).
 
 Two documents are the same document when their keys are equal. The key is chosen with a
-:data:`DocumentKey`: ``"content"`` (the default), ``"id"``, or a dotted metadata path such as
-``"metadata.url"`` or ``"metadata.source.page"``.
+:data:`DocumentKey`: ``key="content"`` (the default), ``key="id"``, or a dotted metadata path
+such as ``key="metadata.url"`` or ``key="metadata.source.page"``. Any other key is refused
+(:func:`check_document_key`), so a mistake shows when an evaluator is built.
+
+A document that lacks the compared part (no id, no such metadata entry, a plain string
+compared by id) *matches nothing*, as in Haystack: :func:`document_keys` gives ``None`` for it.
+A relevant document may also carry a ``score`` (``"score"`` / ``"document.score"`` key, or
+``score`` attribute): graded NDCG reads it as the document's relevance
+(:func:`relevance_scores`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Iterable, Mapping
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from numbers import Real
 from typing import Any, Final, Literal, TypeAlias
 
-from evaltrace.capture.conventions import DOCUMENT_CONTENT, DOCUMENT_ID, DOCUMENT_METADATA
+from evaltrace._safe_text import safe_repr, type_name
+from evaltrace.capture.conventions import (
+    DOCUMENT_CONTENT,
+    DOCUMENT_ID,
+    DOCUMENT_METADATA,
+    DOCUMENT_SCORE,
+)
 from evaltrace.errors import ConfigurationError, EvaltraceError
 
-__all__ = ["DocumentKey", "DocumentKeyError", "document_key", "document_keys"]
+__all__ = [
+    "DocumentKey",
+    "DocumentKeyError",
+    "DocumentScoreError",
+    "check_document_key",
+    "document_key",
+    "document_keys",
+    "relevance_scores",
+]
 
 DocumentKey: TypeAlias = Literal["content", "id"] | str
 """Which part of a document identifies it: ``"content"``, ``"id"`` or ``"metadata.<path>"``."""
@@ -34,11 +57,18 @@ DocumentKey: TypeAlias = Literal["content", "id"] | str
 _CONTENT_FIELDS: Final = ("content", "page_content", "text", DOCUMENT_CONTENT)
 _ID_FIELDS: Final = ("id", DOCUMENT_ID)
 _METADATA_FIELDS: Final = ("metadata", "meta", DOCUMENT_METADATA)
+_SCORE_FIELDS: Final = ("score", DOCUMENT_SCORE)
 _METADATA_PREFIX: Final = "metadata."
+_HAYSTACK_META_PREFIX: Final = "meta."
+_VALID_KEYS: Final = 'key="content", key="id" or a metadata path such as key="metadata.url"'
 
 
 class DocumentKeyError(EvaltraceError, ValueError):
-    """A document lacks the part that the chosen :data:`DocumentKey` compares."""
+    """A document's value under the chosen :data:`DocumentKey` is missing or not comparable."""
+
+
+class DocumentScoreError(EvaltraceError, ValueError):
+    """A relevant document's ``score`` cannot serve as its graded relevance."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,10 +91,42 @@ def _parse_key(key: str) -> _ParsedKey:
         path = tuple(key[len(_METADATA_PREFIX) :].split("."))
         if all(path):
             return _ParsedKey(text=key, fields=_METADATA_FIELDS, path=path)
+    hint = ""
+    if key.startswith(_HAYSTACK_META_PREFIX):
+        hint = f' (did you mean key="{_METADATA_PREFIX}{key[len(_HAYSTACK_META_PREFIX) :]}"?)'
     raise ConfigurationError(
-        f"invalid document key {key!r}: use 'content', 'id' or a metadata path such as "
-        "'metadata.url' (dot-separated, no empty parts)"
+        f"invalid document key {key!r}{hint}: documents are compared by {_VALID_KEYS} "
+        "(dot-separated, no empty parts)"
     )
+
+
+def check_document_key(key: object) -> DocumentKey:
+    """Return ``key`` when it is a valid :data:`DocumentKey`, else raise.
+
+    Evaluators and metrics call it when they are built, so that a key that can never be
+    compared fails once, at once, rather than on every entry.
+
+    Args:
+        key: The key to check.
+
+    Returns:
+        ``key`` itself.
+
+    Raises:
+        ConfigurationError: ``key`` is not a string, or not ``"content"``, ``"id"`` or
+            ``"metadata.<path>"``; the message lists the valid forms.
+
+    Example:
+        >>> check_document_key("metadata.url")
+        'metadata.url'
+    """
+    if not isinstance(key, str):
+        raise ConfigurationError(
+            f"a document key must be a string, got {type_name(key)} {safe_repr(key)}: "
+            f"write {_VALID_KEYS}"
+        )
+    _parse_key(key)
+    return key
 
 
 def _lookup(document: object, fields: tuple[str, ...]) -> Any:
@@ -142,30 +204,50 @@ def document_key(
         >>> document_key({"id": "d1", "metadata": {"url": "https://a"}}, "metadata.url")
         'https://a'
     """
-    parsed = _parse_key(key)
+    parsed = _parse_key(check_document_key(key))
     value = _resolve(document, parsed)
     if value is None:
-        if isinstance(document, str):
-            raise DocumentKeyError(
-                f"{where} is a plain string, which has only content, so it has no {key!r}; "
-                "pass documents as mappings or objects that carry it, or use key='content'"
-            )
-        looked = ", ".join(repr(f) for f in parsed.fields)
-        below = f" then the path {'.'.join(parsed.path)!r}" if parsed.path else ""
-        raise DocumentKeyError(
-            f"{where} has no {key!r} (looked for {looked}{below}) in a "
-            f"{type(document).__name__}; give every document a {key!r} or compare by another key"
+        raise DocumentKeyError(_missing_message(document, parsed, where))
+    return _frozen(value, key, where)
+
+
+def _missing_message(document: object, parsed: _ParsedKey, where: str) -> str:
+    key = parsed.text
+    if isinstance(document, str):
+        return (
+            f"{where} is a plain string, which has only content, so it has no {key!r}; pass "
+            f'documents as mappings or objects that carry it (e.g. {{"{parsed.fields[0]}": '
+            '...}), or compare by content with key="content"'
         )
+    looked = ", ".join(repr(f) for f in parsed.fields)
+    below = f" then the path {'.'.join(parsed.path)!r}" if parsed.path else ""
+    others = [f'key="{other}"' for other in ("content", "id") if other != key]
+    if not parsed.path:
+        others.append('key="metadata.<name>"')
+    return (
+        f"{where} has no {key!r} (looked for {looked}{below}) in a {type_name(document)}; "
+        f"give every document that part, or compare by another: {' or '.join(others)}"
+    )
+
+
+def _frozen(value: Any, key: str, where: str) -> Hashable:
     try:
         return _freeze(value)
     except TypeError as exc:
-        raise DocumentKeyError(f"{where}: the value of {key!r} cannot be compared: {exc}") from exc
+        raise DocumentKeyError(
+            f"{where}: the value of {key!r} cannot be compared: {exc}; compare by another "
+            'part, e.g. key="id"'
+        ) from exc
 
 
 def document_keys(
     documents: Iterable[object], key: DocumentKey = "content", *, what: str = "documents"
-) -> list[Hashable]:
-    """Return the key of every document, in order; errors name ``what[index]``.
+) -> list[Hashable | None]:
+    """Return the key of every document, in order; ``None`` for a document without one.
+
+    A ``None`` key matches nothing: a retrieved document without the compared part still
+    occupies its rank, and a relevant one can never be found (the metrics leave it out of the
+    relevant set, as Haystack does).
 
     Args:
         documents: The documents, in rank order for a retrieved list.
@@ -176,18 +258,72 @@ def document_keys(
         One key per document (duplicates kept, so that ranks are preserved).
 
     Raises:
-        DocumentKeyError: A document has no such part; the message names its index.
+        DocumentKeyError: A document's value cannot be compared (e.g. a set); the message
+            names its index.
+        ConfigurationError: ``key`` is not one of the accepted forms.
         TypeError: ``documents`` is a single string rather than a list of documents.
 
     Example:
-        >>> document_keys(["a", {"content": "b"}])
-        ['a', 'b']
+        >>> document_keys(["a", {"content": "b"}, {"id": "c"}])
+        ['a', 'b', None]
     """
     if isinstance(documents, str | bytes):
         raise TypeError(
             f"{what} must be a list of documents, got a single string; wrap it in a list"
         )
-    return [
-        document_key(document, key, where=f"{what}[{index}]")
-        for index, document in enumerate(documents)
-    ]
+    parsed = _parse_key(check_document_key(key))
+    keys: list[Hashable | None] = []
+    for index, document in enumerate(documents):
+        value = _resolve(document, parsed)
+        keys.append(None if value is None else _frozen(value, key, f"{what}[{index}]"))
+    return keys
+
+
+def relevance_scores(documents: Sequence[object], *, what: str = "relevant") -> list[float] | None:
+    """Return every document's ``score`` as a graded relevance, or ``None`` when none has one.
+
+    A score is read from a mapping's ``"score"`` (or OpenInference ``"document.score"``) key or
+    an object's ``score`` attribute (a Haystack ``Document``); plain strings have none.
+
+    Args:
+        documents: The relevant documents.
+        what: How error messages name the list.
+
+    Returns:
+        One relevance per document, or ``None`` when no document carries a score (binary
+        relevance).
+
+    Raises:
+        DocumentScoreError: Some documents have a score and others none, or a score is not a
+            finite number ``>= 0``.
+
+    Example:
+        >>> relevance_scores([{"content": "a", "score": 3}, {"content": "b", "score": 1}])
+        [3.0, 1.0]
+    """
+    raw = [None if isinstance(doc, str) else _lookup(doc, _SCORE_FIELDS) for doc in documents]
+    if all(score is None for score in raw):
+        return None
+    scores: list[float] = []
+    for index, score in enumerate(raw):
+        if score is None:
+            scored = next(i for i, other in enumerate(raw) if other is not None)
+            raise DocumentScoreError(
+                f"{what}[{scored}] has a score but {what}[{index}] has none: for graded "
+                "relevance give every relevant document a score (0 for not relevant), or "
+                "remove the scores for binary relevance"
+            )
+        scores.append(_relevance(score, f"{what}[{index}]"))
+    return scores
+
+
+def _relevance(score: object, where: str) -> float:
+    """``score`` as a relevance: a real number (numpy's included), finite and ``>= 0``."""
+    if isinstance(score, Real) and not isinstance(score, bool):
+        value = float(score)
+        if math.isfinite(value) and value >= 0:
+            return value
+    raise DocumentScoreError(
+        f"{where} has the score {safe_repr(score)} ({type_name(score)}); a graded relevance "
+        "must be a finite number >= 0"
+    )

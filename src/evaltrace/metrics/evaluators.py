@@ -29,8 +29,12 @@ Where the data comes from is explicit and has sensible defaults:
   the expectation: a string or a list of acceptable strings.
 
 Missing data (no relevant documents, no expected answer, no retrieved documents) gives a
-*skipped* evaluation that says what is missing: neither a 0 nor an error. Data of the wrong
-shape (a document without the compared key, an answer that is not text) gives an *errored* one.
+*skipped* evaluation that says what is missing: neither a 0 nor an error. A document without
+the compared key matches nothing (as in Haystack) and is counted in the details
+(``n_retrieved_without_key``, ``n_relevant_without_key``). Data of the wrong shape (documents
+that are not a list, relevant documents mixing scored and unscored ones, an answer that is not
+text) gives an *errored* one. A document key that can never be compared is refused when the
+evaluator is built.
 
 Example:
     >>> import anyio
@@ -58,7 +62,14 @@ from evaltrace.judges.config import (
     judge_config,
 )
 from evaltrace.metrics.answers import exact_match, token_f1
-from evaltrace.metrics.documents import DocumentKey, DocumentKeyError, document_keys
+from evaltrace.metrics.documents import (
+    DocumentKey,
+    DocumentKeyError,
+    DocumentScoreError,
+    check_document_key,
+    document_keys,
+    relevance_scores,
+)
 from evaltrace.metrics.embeddings import (
     Embedder,
     cosine_similarity,
@@ -67,6 +78,7 @@ from evaltrace.metrics.embeddings import (
     local_embedder,
 )
 from evaltrace.metrics.retrieval import (
+    DEFAULT_RECALL_MODE,
     RecallMode,
     average_precision,
     ndcg,
@@ -126,7 +138,11 @@ class RetrievalDetails(BaseModel):
     n_retrieved: int
     """How many documents were retrieved (duplicates included)."""
     n_relevant: int
-    """How many unique relevant documents there are."""
+    """How many unique relevant documents have the compared key (the ones that can be found)."""
+    n_retrieved_without_key: int = 0
+    """Retrieved documents without the compared key: each matches nothing but keeps its rank."""
+    n_relevant_without_key: int = 0
+    """Relevant documents without the compared key: left out, since they can never be found."""
     hits: list[JsonValue] = []
     """The keys of the relevant documents retrieved, best rank first, each once."""
     hit_ranks: list[int] = []
@@ -137,6 +153,8 @@ class RetrievalDetails(BaseModel):
     """The recall mode (``DocumentRecall`` only)."""
     k: int | None = None
     """The rank cut-off (``DocumentNDCG`` only)."""
+    graded: bool | None = None
+    """Whether the relevant documents' scores graded the relevance (``DocumentNDCG`` only)."""
 
 
 class AnswerDetails(BaseModel):
@@ -342,7 +360,7 @@ class _RetrievalEvaluator:
                 "retrieved_from must be None, a non-empty output or span name, or a callable "
                 f"(evaluable, trace) -> documents; got {retrieved_from!r}"
             )
-        document_keys([], key)  # validates the key form now rather than on every call
+        check_document_key(key)
         if not isinstance(relevant_key, str) or not relevant_key:
             raise TypeError(f"relevant_key must be a non-empty string, got {relevant_key!r}")
         self.retrieved_from = retrieved_from
@@ -357,7 +375,7 @@ class _RetrievalEvaluator:
     def _score(self, retrieved: Sequence[object], relevant: Sequence[object]) -> float:
         raise NotImplementedError
 
-    def _extra_details(self) -> dict[str, Any]:
+    def _extra_details(self, relevant: Sequence[object]) -> dict[str, Any]:
         return {}
 
     async def __call__(
@@ -384,26 +402,41 @@ class _RetrievalEvaluator:
             retrieved_keys = document_keys(retrieved, self.key, what="retrieved")
             relevant_keys = document_keys(relevant, self.key, what="relevant")
             score = self._score(retrieved, relevant)
-        except (DocumentKeyError, TypeError) as exc:
+        except (DocumentKeyError, DocumentScoreError, TypeError) as exc:
             return Evaluation.errored(exc, where="evaluator", evaluator=self.name)
-        details = self._details(retrieved_keys, relevant_keys, source)
-        reasoning = (
-            f"{len(details.hits)} of {details.n_relevant} relevant documents retrieved "
-            f"(ranks {details.hit_ranks}) among {details.n_retrieved} from {source}"
-        )
-        if not relevant_keys:
-            reasoning = "the relevant documents are empty, so the score is 0.0"
+        details = self._details(retrieved_keys, relevant_keys, source, relevant)
         return Evaluation(
             score=score,
-            reasoning=reasoning,
+            reasoning=self._reasoning(details, len(relevant_keys)),
             details=details.model_dump(mode="json", exclude_none=True),
             evaluator=self.name,
         )
 
+    def _reasoning(self, details: RetrievalDetails, n_given: int) -> str:
+        if n_given == 0:
+            return "the relevant documents are empty, so the score is 0.0"
+        if details.n_relevant == 0:
+            return f"none of the {n_given} relevant documents has {self.key!r}, so the score is 0.0"
+        text = (
+            f"{len(details.hits)} of {details.n_relevant} relevant documents retrieved "
+            f"(ranks {details.hit_ranks}) among {details.n_retrieved} from {details.source}"
+        )
+        if details.n_retrieved_without_key or details.n_relevant_without_key:
+            text += (
+                f"; {details.n_retrieved_without_key} retrieved and "
+                f"{details.n_relevant_without_key} relevant documents have no {self.key!r} "
+                "and match nothing"
+            )
+        return text
+
     def _details(
-        self, retrieved: list[Hashable], relevant: list[Hashable], source: str
+        self,
+        retrieved: list[Hashable | None],
+        relevant: list[Hashable | None],
+        source: str,
+        relevant_documents: Sequence[object],
     ) -> RetrievalDetails:
-        unique_relevant = list(dict.fromkeys(relevant))
+        unique_relevant = [doc for doc in dict.fromkeys(relevant) if doc is not None]
         wanted = set(unique_relevant)
         hit_ranks: dict[Hashable, int] = {}
         for rank, document in enumerate(retrieved, start=1):
@@ -420,32 +453,36 @@ class _RetrievalEvaluator:
             missed=[
                 _json_key(document) for document in unique_relevant if document not in hit_ranks
             ],
-            **self._extra_details(),
+            n_retrieved_without_key=retrieved.count(None),
+            n_relevant_without_key=relevant.count(None),
+            **self._extra_details(relevant_documents),
         )
 
 
 class DocumentRecall(_RetrievalEvaluator):
-    """Recall of the retrieved documents: ``multi_hit`` (share found) or ``single_hit`` (any).
+    """Recall of the retrieved documents: ``single_hit`` (any found) or ``multi_hit`` (share).
 
     See :func:`~evaltrace.metrics.recall` for the formula and the module documentation for
-    where the documents are read.
+    where the documents are read. The default mode is the one of :func:`recall`,
+    ``"single_hit"``, as in Haystack's ``DocumentRecallEvaluator``.
 
     Args:
-        mode: ``"multi_hit"`` (``|relevant ∩ retrieved| / |relevant|``) or ``"single_hit"``.
+        mode: ``"single_hit"`` (1 when any relevant document is retrieved; the default) or
+            ``"multi_hit"`` (``|relevant ∩ retrieved| / |relevant|``).
         retrieved_from: ``None``, an output or span name, or a selector callable.
         relevant_key: The ``eval_metadata`` key holding the relevant documents.
         key: The document key compared: ``"content"``, ``"id"`` or ``"metadata.<path>"``.
         name: The display name (``"DocumentRecall"`` by default).
 
     Example:
-        >>> evaluator = DocumentRecall(mode="single_hit", key="id")
+        >>> evaluator = DocumentRecall(mode="multi_hit", key="id")
     """
 
     _metric = "recall"
 
     def __init__(
         self,
-        mode: RecallMode = "multi_hit",
+        mode: RecallMode = DEFAULT_RECALL_MODE,
         *,
         retrieved_from: str | DocumentSelector | None = None,
         relevant_key: str = DEFAULT_RELEVANT_KEY,
@@ -463,7 +500,7 @@ class DocumentRecall(_RetrievalEvaluator):
     def _score(self, retrieved: Sequence[object], relevant: Sequence[object]) -> float:
         return recall(retrieved, relevant, self.mode, key=self.key)
 
-    def _extra_details(self) -> dict[str, Any]:
+    def _extra_details(self, relevant: Sequence[object]) -> dict[str, Any]:
         return {"mode": self.mode}
 
 
@@ -500,9 +537,11 @@ class DocumentMAP(_RetrievalEvaluator):
 
 
 class DocumentNDCG(_RetrievalEvaluator):
-    """Normalised discounted cumulative gain (binary relevance) of the retrieved documents.
+    """Normalised discounted cumulative gain of the retrieved documents.
 
-    See :func:`~evaltrace.metrics.ndcg`.
+    See :func:`~evaltrace.metrics.ndcg`: when the relevant documents carry a ``score``, it is
+    their graded relevance (as in Haystack's ``DocumentNDCGEvaluator``); otherwise relevance is
+    binary. The details say which (``graded``).
 
     Args:
         k: Only the first ``k`` ranks count (``None``: all of them).
@@ -537,8 +576,8 @@ class DocumentNDCG(_RetrievalEvaluator):
     def _score(self, retrieved: Sequence[object], relevant: Sequence[object]) -> float:
         return ndcg(retrieved, relevant, self.k, key=self.key)
 
-    def _extra_details(self) -> dict[str, Any]:
-        return {"k": self.k}
+    def _extra_details(self, relevant: Sequence[object]) -> dict[str, Any]:
+        return {"k": self.k, "graded": relevance_scores(relevant) is not None}
 
 
 # --- answers ------------------------------------------------------------------------------------
