@@ -15,10 +15,12 @@ import openai
 import pytest
 
 from evaltrace import wrap
+from evaltrace.errors import ConfigurationError
 from evaltrace.metrics.embeddings import openai_embedder
 from evaltrace.pipeline import (
     AmbiguousInputError,
     EvaluationResult,
+    InvalidMetricResultError,
     Metric,
     MetricInputError,
     MetricsResult,
@@ -182,7 +184,38 @@ async def test_output_key_picks_a_field_of_the_expected_output() -> None:
     )
 
     assert recall.per_input == [1.0, None, None]
-    assert recall.parameters == {"mode": "multi_hit", "key": "id"}
+    assert recall.parameters == {"mode": "single_hit", "key": "id"}
+
+
+async def test_recall_defaults_to_single_hit_like_the_recall_function() -> None:
+    # input 0 retrieves d3, d1, d2: d1 of {d1, d4} found
+    expected = [{"search": [{"id": "d1"}, {"id": "d4"}]}, None, None]
+    outcome = await evaluate_runnable(rag, INPUTS, expected, progress=False)
+
+    single = outcome.calculate_metrics(Metric.RECALL, component="search", key="id")
+    multi = outcome.calculate_metrics(Metric.RECALL, component="search", key="id", mode="multi_hit")
+
+    assert single.per_input[0] == 1.0
+    assert multi.per_input[0] == 0.5
+
+
+async def test_an_expected_document_without_the_key_matches_nothing() -> None:
+    # the second expected document has no id: it can never be found, so it is left out
+    expected = [{"search": [{"id": "d1"}, {"content": "no id"}]}, None, None]
+    outcome = await evaluate_runnable(rag, INPUTS, expected, progress=False)
+
+    recall = outcome.calculate_metrics(
+        Metric.RECALL, component="search", key="id", mode="multi_hit"
+    )
+
+    assert recall.per_input == [1.0, None, None]
+
+
+async def test_an_unknown_document_key_is_refused_even_when_nothing_can_be_scored() -> None:
+    outcome = await evaluate_runnable(rag, INPUTS, progress=False)  # blind: nothing to compare
+
+    with pytest.raises(ConfigurationError, match="invalid document key 'embedding'"):
+        outcome.calculate_metrics(Metric.MRR, component="search", key="embedding")
 
 
 async def test_a_compared_value_of_the_wrong_shape_is_an_error(result: EvaluationResult) -> None:
@@ -207,6 +240,40 @@ async def test_a_custom_metric_callable_gets_the_result_and_the_options(
     # "Paris is the capital" 4 words, "Berlin" 1, "the Nile river" 3
     assert metric.per_input == [1.0, 0.25, 0.75]
     assert metric.component == "generate"
+
+
+async def test_a_custom_metric_returning_too_few_scores_is_refused(
+    result: EvaluationResult,
+) -> None:
+    def first_only(evaluation: EvaluationResult) -> MetricsResult:
+        return MetricsResult.from_scores("first_only", [1.0])
+
+    with pytest.raises(InvalidMetricResultError, match=r"'first_only' returned 1 score") as caught:
+        result.calculate_metrics(first_only)
+    assert "3 inputs" in str(caught.value)
+    assert "None" in str(caught.value)
+
+
+async def test_a_registered_metric_returning_too_many_scores_is_refused(
+    result: EvaluationResult,
+) -> None:
+    def doubled(evaluation: EvaluationResult, **options: Any) -> MetricsResult:
+        return MetricsResult.from_scores("doubled", [1.0] * (2 * len(evaluation.records)))
+
+    register_metric("test_doubled", doubled, replace=True)
+
+    with pytest.raises(InvalidMetricResultError, match="returned 6 scores for 3 inputs"):
+        result.calculate_metrics("test_doubled")
+
+
+async def test_an_async_custom_metric_returning_the_wrong_count_is_refused(
+    result: EvaluationResult,
+) -> None:
+    async def none_at_all(evaluation: EvaluationResult) -> MetricsResult:
+        return MetricsResult.from_scores("none_at_all", [])
+
+    with pytest.raises(InvalidMetricResultError, match="returned 0 scores for 3 inputs"):
+        await result.acalculate_metrics(none_at_all)
 
 
 async def test_a_registered_metric_is_computed_by_name(result: EvaluationResult) -> None:

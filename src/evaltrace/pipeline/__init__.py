@@ -26,6 +26,7 @@ from evaltrace.pipeline.calculators import (
 from evaltrace.pipeline.result import (
     ComponentRecord,
     EvaluationResult,
+    InvalidMetricResultError,
     MetricInputError,
     MetricsResult,
     OutputPair,
@@ -44,6 +45,7 @@ __all__ = [
     "AmbiguousInputError",
     "ComponentRecord",
     "EvaluationResult",
+    "InvalidMetricResultError",
     "Metric",
     "MetricCalculator",
     "MetricInputError",

@@ -16,7 +16,12 @@ from typing import Any, Final, TypeAlias
 from pydantic import JsonValue
 
 from evaltrace.metrics.answers import exact_match, token_f1
-from evaltrace.metrics.documents import DocumentKey, DocumentKeyError
+from evaltrace.metrics.documents import (
+    DocumentKey,
+    DocumentKeyError,
+    DocumentScoreError,
+    check_document_key,
+)
 from evaltrace.metrics.embeddings import (
     Embedder,
     cosine_similarity,
@@ -25,6 +30,7 @@ from evaltrace.metrics.embeddings import (
     local_embedder,
 )
 from evaltrace.metrics.retrieval import (
+    DEFAULT_RECALL_MODE,
     RecallMode,
     average_precision,
     ndcg,
@@ -47,13 +53,14 @@ class Metric(StrEnum):
     """
 
     RECALL = "recall"
-    """Document recall; options ``mode`` (``"multi_hit"`` default, ``"single_hit"``), ``key``."""
+    """Document recall; options ``mode`` (``"single_hit"`` default, ``"multi_hit"``), ``key``."""
     MRR = "mrr"
     """Mean reciprocal rank of the first relevant document; option ``key``."""
     MAP = "map"
     """Mean average precision; option ``key``."""
     NDCG = "ndcg"
-    """Mean NDCG with binary relevance; options ``k``, ``key``."""
+    """Mean NDCG, graded by the expected documents' scores when they have them (else binary);
+    options ``k``, ``key``."""
     EM = "em"
     """Exact match of text answers; option ``normalize`` (default ``False``)."""
     F1 = "f1"
@@ -161,15 +168,16 @@ def _documents(value: Any, what: str) -> list[Any]:
     )
 
 
-def _retrieval(
-    fn: Callable[[list[Any], list[Any]], float],
-) -> _Scorer:
+def _retrieval(fn: Callable[[list[Any], list[Any]], float], key: DocumentKey) -> _Scorer:
+    """A scorer of document lists; the key is checked now, before any input is scored."""
+    check_document_key(key)
+
     def score(actual: Any, expected: Any, where: str) -> float:
         retrieved = _documents(actual, f"{where}: the output")
         relevant = _documents(expected, f"{where}: the expected output")
         try:
             return fn(retrieved, relevant)
-        except DocumentKeyError as exc:
+        except (DocumentKeyError, DocumentScoreError) as exc:
             raise MetricInputError(f"{where}: {exc}") from exc
 
     return score
@@ -200,12 +208,12 @@ def _recall_metric(
     *,
     component: str | None = None,
     output_key: str | None = None,
-    mode: RecallMode = "multi_hit",
+    mode: RecallMode = DEFAULT_RECALL_MODE,
     key: DocumentKey = "content",
 ) -> MetricsResult:
     if mode not in ("single_hit", "multi_hit"):
         raise ValueError(f"unknown recall mode {mode!r}: use 'single_hit' or 'multi_hit'")
-    scorer = _retrieval(lambda got, want: recall(got, want, mode, key=key))
+    scorer = _retrieval(lambda got, want: recall(got, want, mode, key=key), key)
     return _score_pairs(
         result, Metric.RECALL, component, output_key, scorer, {"mode": mode, "key": key}
     )
@@ -218,7 +226,7 @@ def _mrr_metric(
     output_key: str | None = None,
     key: DocumentKey = "content",
 ) -> MetricsResult:
-    scorer = _retrieval(lambda got, want: reciprocal_rank(got, want, key=key))
+    scorer = _retrieval(lambda got, want: reciprocal_rank(got, want, key=key), key)
     return _score_pairs(result, Metric.MRR, component, output_key, scorer, {"key": key})
 
 
@@ -229,7 +237,7 @@ def _map_metric(
     output_key: str | None = None,
     key: DocumentKey = "content",
 ) -> MetricsResult:
-    scorer = _retrieval(lambda got, want: average_precision(got, want, key=key))
+    scorer = _retrieval(lambda got, want: average_precision(got, want, key=key), key)
     return _score_pairs(result, Metric.MAP, component, output_key, scorer, {"key": key})
 
 
@@ -241,7 +249,7 @@ def _ndcg_metric(
     k: int | None = None,
     key: DocumentKey = "content",
 ) -> MetricsResult:
-    scorer = _retrieval(lambda got, want: ndcg(got, want, k, key=key))
+    scorer = _retrieval(lambda got, want: ndcg(got, want, k, key=key), key)
     return _score_pairs(result, Metric.NDCG, component, output_key, scorer, {"k": k, "key": key})
 
 

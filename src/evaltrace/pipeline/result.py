@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
+from evaltrace._safe_text import type_name
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluation import EvaluationError
 from evaltrace.evals.evaluator import is_async_callable
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ComponentRecord",
     "EvaluationResult",
+    "InvalidMetricResultError",
     "MetricInputError",
     "MetricsResult",
     "OutputPair",
@@ -64,6 +66,10 @@ class MetricInputError(EvaltraceError, ValueError):
 
 class ResultFileError(EvaltraceError, ValueError):
     """A saved evaluation result could not be read."""
+
+
+class InvalidMetricResultError(EvaltraceError, TypeError):
+    """A metric returned something other than a :class:`MetricsResult` with a score per input."""
 
 
 # --- records ------------------------------------------------------------------------------------
@@ -378,6 +384,8 @@ class EvaluationResult(BaseModel):
 
         Raises:
             MetricInputError: A compared value has the wrong shape.
+            InvalidMetricResultError: The metric returned something other than a
+                :class:`MetricsResult` with one entry of ``per_input`` per input.
             RunningLoopError: The metric is async (``SAS``) and an event loop is running: use
                 ``await result.acalculate_metrics(...)`` there.
 
@@ -398,8 +406,8 @@ class EvaluationResult(BaseModel):
         if inspect.isawaitable(outcome):
             from evaltrace.evals.sync import run
 
-            return _checked(run(_await(outcome)), calculator)
-        return _checked(outcome, calculator)
+            return self._checked(run(_await(outcome)), calculator)
+        return self._checked(outcome, calculator)
 
     async def acalculate_metrics(
         self,
@@ -418,7 +426,25 @@ class EvaluationResult(BaseModel):
         outcome = calculator(self, **call_kwargs)
         if inspect.isawaitable(outcome):
             outcome = await outcome
-        return _checked(outcome, calculator)
+        return self._checked(outcome, calculator)
+
+    def _checked(self, outcome: Any, calculator: Callable[..., Any]) -> MetricsResult:
+        """``outcome`` when it is a :class:`MetricsResult` with one score per input."""
+        name = getattr(calculator, "__name__", type_name(calculator))
+        if not isinstance(outcome, MetricsResult):
+            raise InvalidMetricResultError(
+                f"the metric {name!r} returned {type_name(outcome)}; a metric must return a "
+                "MetricsResult (build one with MetricsResult.from_scores)"
+            )
+        given, wanted = len(outcome.per_input), len(self.records)
+        if given != wanted:
+            scores = "score" if given == 1 else "scores"
+            raise InvalidMetricResultError(
+                f"the metric {name!r} returned {given} {scores} for {wanted} inputs; "
+                "per_input needs one entry per input, in input order, with None for an input "
+                "it cannot score"
+            )
+        return outcome
 
     def _resolve(
         self,
@@ -533,13 +559,3 @@ def _pick(value: Any, key: str, what: str) -> Any:
 
 async def _await(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
-
-
-def _checked(outcome: Any, calculator: Callable[..., Any]) -> MetricsResult:
-    if not isinstance(outcome, MetricsResult):
-        name = getattr(calculator, "__name__", type(calculator).__name__)
-        raise TypeError(
-            f"the metric {name!r} returned {type(outcome).__name__}; a metric must return a "
-            "MetricsResult (build one with MetricsResult.from_scores)"
-        )
-    return outcome
