@@ -401,11 +401,16 @@ def test_a_source_without_results_gives_an_errored_evaluation() -> None:
     assert "'other'" in result.error.message
 
 
-def test_a_source_with_an_empty_result_list_gives_an_errored_evaluation() -> None:
-    results = compute_dataset_evaluator_results(
-        {"clf": []}, {"clf": [PrecisionAggregatorSpec(classes=["yes", "no"])]}
-    )
-    assert results["clf::precision"].status == "errored"
+def test_a_source_with_an_empty_result_list_gives_the_report_of_evaluate_on_no_items() -> None:
+    spec = PrecisionAggregatorSpec(classes=["yes", "no"])
+    results = compute_dataset_evaluator_results({"clf": []}, {"clf": [spec]})
+
+    alone = build_dataset_evaluator(spec, "clf").evaluate([])
+    assert results["clf::precision"] == alone
+    assert results["clf::precision"].skipped
+    details = details_of(results["clf::precision"])
+    assert (details.n_total, details.n_scored) == (0, 0)
+    assert details.confusion_matrix == [[0, 0], [0, 0]]
 
 
 # specs: JSON and validation
@@ -471,8 +476,8 @@ def test_invalid_declared_aggregator_names_its_source_and_position() -> None:
     assert error_locs(caught.value) == [("clf", 1, "type")]
 
 
-@pytest.mark.parametrize("f_value", [0, -1.0, math.inf, math.nan])
-def test_f_value_must_be_positive_and_finite(f_value: float) -> None:
+@pytest.mark.parametrize("f_value", [0, -1.0, math.inf, math.nan, 1000.5, 1e154, 1e200])
+def test_f_value_must_be_positive_and_at_most_1000(f_value: float) -> None:
     with pytest.raises(ValidationError) as caught:
         AGGREGATOR_SPEC_ADAPTER.validate_python(
             {"type": "fscore", "classes": ["a"], "fValue": f_value}
@@ -520,3 +525,39 @@ def test_unknown_averaging_is_rejected_at_the_averaging_field() -> None:
             {"type": "precision", "classes": ["a"], "averaging": "weighted"}
         )
     assert error_locs(caught.value) == [("precision", "averaging")]
+
+
+def test_the_f_value_error_names_the_bound() -> None:
+    with pytest.raises(ValidationError, match="less than or equal to 1000"):
+        FScoreAggregatorSpec(classes=["a"], f_value=1e154)
+
+
+def f_beta_by_hand(beta: float, tp: int, fp: int, fn: int) -> float:
+    """scikit-learn's fbeta_score for one class: (1 + β²)·P·R / (β²·P + R), 0 when P = R = 0."""
+    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    return (1 + beta**2) * precision * recall / (beta**2 * precision + recall)
+
+
+# yes: TP 3, FP 2, FN 1; no: TP 4, FP 1, FN 2 (TWO_CLASS above).
+# With scikit-learn: fbeta_score(y_true, y_pred, beta=β, average="macro", labels=["yes", "no"]).
+@pytest.mark.parametrize("beta", [0.5, 2.0, 10.0, 1000.0])
+def test_macro_f_beta_matches_scikit_learn_definition(beta: float) -> None:
+    expected = (f_beta_by_hand(beta, 3, 2, 1) + f_beta_by_hand(beta, 4, 1, 2)) / 2
+    result = run(FScoreAggregatorSpec(classes=["yes", "no"], f_value=beta), TWO_CLASS)
+    assert result.score == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_largest_f_value_gives_f_close_to_recall() -> None:
+    # one class, recall 1/2 and precision 1 ("a" twice, predicted once right, once as "b")
+    items = [("a", "a"), ("a", "b")]
+    result = run(FScoreAggregatorSpec(classes=["a"], f_value=1000), items)
+    # F = (1 + 1e6)·1·0.5 / (1e6·1 + 0.5) = 0.49999975...
+    assert result.score == pytest.approx(0.5, abs=1e-6)
+    assert result.score == pytest.approx((1 + 1e6) * 0.5 / (1e6 + 0.5), rel=1e-12)
+
+
+def test_a_tiny_f_value_gives_f_equal_to_precision() -> None:
+    # β² underflows to 0: F-beta tends to precision, here 1/2 (predicted "a" twice, once right)
+    items = [("a", "a"), ("b", "a")]
+    result = run(FScoreAggregatorSpec(classes=["a", "b"], f_value=1e-200), items)
+    assert details_of(result).per_class["a"].f_score == 0.5

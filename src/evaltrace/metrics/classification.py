@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
@@ -66,6 +67,9 @@ __all__ = [
     "build_dataset_evaluator",
     "compute_dataset_evaluator_results",
 ]
+
+_MAX_F_VALUE: Final = 1000.0
+"""The largest accepted ``f_value`` (UiPath's bound)."""
 
 Averaging: TypeAlias = Literal["macro", "micro"]
 AggregatorType: TypeAlias = Literal["precision", "recall", "fscore", "confusion_matrix"]
@@ -142,7 +146,9 @@ class RecallAggregatorSpec(_AveragedSpecBase):
 class FScoreAggregatorSpec(_AveragedSpecBase):
     """F-beta over the declared classes: ``(1 + β²)·P·R / (β²·P + R)`` with ``β = f_value``.
 
-    In JSON the field is spelled ``fValue``; ``f_value`` is accepted too.
+    In JSON the field is spelled ``fValue``; ``f_value`` is accepted too. β is bounded to
+    ``0 < β ≤ 1000``, as in UiPath: at β = 1000 F-beta already equals recall to about six
+    decimal places, and larger values only invite overflow.
 
     Example:
         >>> FScoreAggregatorSpec.model_validate({"classes": ["a", "b"], "fValue": 2}).f_value
@@ -151,8 +157,8 @@ class FScoreAggregatorSpec(_AveragedSpecBase):
 
     type: Literal["fscore"] = "fscore"
     """The discriminator."""
-    f_value: float = Field(default=1.0, alias="fValue", gt=0, allow_inf_nan=False)
-    """β: recall counts β times as much as precision (1.0 gives F1). Positive and finite."""
+    f_value: float = Field(default=1.0, alias="fValue", gt=0, le=_MAX_F_VALUE)
+    """β: recall counts β times as much as precision (1.0 gives F1); ``0 < β ≤ 1000``."""
 
 
 class ConfusionMatrixAggregatorSpec(_AggregatorSpecBase):
@@ -359,13 +365,33 @@ def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else 0.0
 
 
-def _f_beta(beta_squared: float, tp: int, support: int, predicted: int) -> float:
-    """F-beta from counts: ``(1 + β²)·TP / (β²·(TP + FN) + (TP + FP))``.
+@dataclass(frozen=True, kw_only=True)
+class _FWeights:
+    """F-beta as a weighted harmonic mean: ``F = TP / (r·(TP + FN) + p·(TP + FP))``.
 
-    This equals ``(1 + β²)·P·R / (β²·P + R)`` whenever ``TP > 0`` and is 0 otherwise. A perfect
-    class can round to one ulp above 1.0 for some β, hence the clamp.
+    Dividing ``(1 + β²)·TP / (β²·(TP + FN) + (TP + FP))`` through by ``1 + β²`` gives weights in
+    ``[0, 1]`` that sum to 1, so no intermediate grows with β: a huge β gives ``r = 1, p = 0``
+    (F is recall) and a tiny one ``r = 0, p = 1`` (F is precision) instead of overflowing.
     """
-    return min(1.0, _ratio((1 + beta_squared) * tp, beta_squared * support + predicted))
+
+    recall: float
+    """``β² / (1 + β²)``, computed as ``1 / (1 + (1/β)²)``."""
+    precision: float
+    """``1 / (1 + β²)``."""
+
+    @classmethod
+    def of(cls, beta: float) -> _FWeights:
+        inverse = 1.0 / beta
+        # products, not ** 2: float ** raises OverflowError where a product gives inf
+        return cls(recall=1.0 / (1.0 + inverse * inverse), precision=1.0 / (1.0 + beta * beta))
+
+    def f_beta(self, tp: int, support: int, predicted: int) -> float:
+        """F-beta from counts; 0 when ``TP == 0``.
+
+        A perfect class can round one ulp above 1.0 (the weights sum to 1 only to within
+        rounding), hence the clamp.
+        """
+        return min(1.0, _ratio(tp, self.recall * support + self.precision * predicted))
 
 
 def _averaged(details: ClassificationDetails) -> AveragedMetrics:
@@ -512,7 +538,7 @@ class ClassificationDatasetEvaluator:
 
         n_skipped = sum(skips.values())
         n_scored = n_total - n_skipped
-        beta_squared = self._f_value() ** 2
+        weights = _FWeights.of(self._f_value())
         rows = [matrix[p * n : (p + 1) * n] for p in range(n)]
         per_class: dict[str, PerClassMetrics] = {}
         sum_tp = sum_support = sum_predicted = 0
@@ -531,7 +557,7 @@ class ClassificationDatasetEvaluator:
                 support=support,
                 precision=_ratio(tp, predicted),
                 recall=_ratio(tp, support),
-                f_score=_f_beta(beta_squared, tp, support, predicted),
+                f_score=weights.f_beta(tp, support, predicted),
             )
         metrics = per_class.values()
         macro = AveragedMetrics(
@@ -542,7 +568,7 @@ class ClassificationDatasetEvaluator:
         micro = AveragedMetrics(
             precision=_ratio(sum_tp, sum_predicted),
             recall=_ratio(sum_tp, sum_support),
-            f_score=_f_beta(beta_squared, sum_tp, sum_support, sum_predicted),
+            f_score=weights.f_beta(sum_tp, sum_support, sum_predicted),
         )
         spec = self._spec
         return ClassificationDetails(
@@ -628,8 +654,12 @@ def compute_dataset_evaluator_results(
         evaluator_configs: The aggregators declared on each source evaluator, by its name.
 
     Returns:
-        One evaluation per aggregator, in declaration order. A source that declares aggregators
-        but has no results gives errored evaluations under its keys rather than an exception.
+        One evaluation per aggregator, in declaration order. A source whose result list is
+        empty (a run over no entries) gets exactly what
+        :meth:`ClassificationDatasetEvaluator.evaluate` gives for no items: a skipped
+        evaluation with zeroed details. A source absent from ``results_by_evaluator`` (most
+        likely a misspelt name) gets an errored evaluation under its keys rather than an
+        exception.
 
     Raises:
         ValueError: Two aggregators of one source still share a key after the suffixes (they
@@ -665,16 +695,15 @@ def compute_dataset_evaluator_results(
     for key, evaluator in planned.items():
         source = evaluator.source_evaluator_name
         items = results_by_evaluator.get(source)
-        if not items:
+        if items is None:
             available = ", ".join(repr(name) for name in results_by_evaluator) or "none"
-            state = "produced no results" if items is not None else "has no results"
             results[key] = Evaluation.errored(
                 EvaluationError(
                     type="NoSourceResults",
                     message=(
-                        f"evaluator {source!r} {state}, so its aggregator cannot be computed; "
-                        f"check that it ran and that the name matches (results exist for: "
-                        f"{available})"
+                        f"evaluator {source!r} has no results, so its aggregator cannot be "
+                        f"computed; check that it ran and that the name matches (results exist "
+                        f"for: {available})"
                     ),
                     where="dataset_evaluator",
                 ),
