@@ -212,6 +212,36 @@ def test_first_llm_call_is_the_one_that_started_first(spans: Spans) -> None:
     assert evaluable.eval_output == [NamedData(name="output", value="a")]
 
 
+def kind_only_llm(arguments: dict[str, Any], result: Any) -> dict[str, Any]:
+    """What ``@wrap(kind="llm")`` records: a kind, the arguments and the return value."""
+    return {**decorated("call_model", arguments, result), "openinference.span.kind": "LLM"}
+
+
+def test_llm_selectors_prefer_the_call_inside_a_kind_only_wrapper(spans: Spans) -> None:
+    wrapper = spans.start("call_model", 0, attributes=kind_only_llm({"prompt": "Hi"}, "Hello"))
+    spans.end(spans.start("chat", 1, parent=wrapper, attributes=chat("Hi", "Hello")), 2)
+    spans.end(wrapper, 3)
+    trace = build_trace(spans.finished())
+
+    for selector in (last_llm_call, first_llm_call):
+        evaluable = selector(trace)
+        assert evaluable.input_value("messages") == [
+            {"role": "user", "content": "Hi", "tool_calls": []}
+        ], selector.__name__
+
+
+def test_a_kind_only_wrapper_counts_when_nothing_inside_it_records_a_call(spans: Spans) -> None:
+    app = spans.start("app", 0)
+    spans.end(spans.start("chat", 1, parent=app, attributes=chat("Plan", "Plan made")), 2)
+    stub = spans.start("call_model", 3, parent=app, attributes=kind_only_llm({"p": 1}, "stubbed"))
+    spans.end(stub, 4)
+    spans.end(app, 5)
+
+    evaluable = last_llm_call(build_trace(spans.finished()))
+
+    assert evaluable.output_value("output") == "stubbed"
+
+
 def test_llm_selectors_name_the_spans_present_when_there_is_no_llm_call(spans: Spans) -> None:
     app = spans.start("app", 0, attributes={"openinference.span.kind": "CHAIN"})
     spans.end(

@@ -87,6 +87,12 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
 def last_llm_call(trace: Sequence[ObservationNode]) -> Evaluable:
     """Evaluate the model call that ended last.
 
+    A model call is an LLM span that records the call: a model name or messages, as an
+    instrumented client writes them. A span that is an LLM span by its kind alone (such as
+    ``@wrap(kind="llm")`` around a client call) counts only when no span below it records a
+    call, so the instrumented call inside a decorated function is chosen over the decorator's
+    span, which ends after it.
+
     ``eval_input`` is one item ``"messages"``: the input messages as dictionaries with ``role``,
     ``content`` and ``tool_calls``. ``eval_output`` is ``"output"`` (the returned text) and, when
     the model asked for tools, ``"tool_calls"``.
@@ -94,16 +100,16 @@ def last_llm_call(trace: Sequence[ObservationNode]) -> Evaluable:
     Raises:
         NoTraceError: The trace holds no model call.
     """
-    return _span_evaluable(_pick(trace, _is_llm, "an LLM span", latest=True))
+    return _span_evaluable(_pick(trace, _model_calls(trace), "an LLM span", latest=True))
 
 
 def first_llm_call(trace: Sequence[ObservationNode]) -> Evaluable:
-    """Evaluate the model call that started first, read as :func:`last_llm_call` reads one.
+    """Evaluate the model call that started first, chosen and read as :func:`last_llm_call` does.
 
     Raises:
         NoTraceError: The trace holds no model call.
     """
-    return _span_evaluable(_pick(trace, _is_llm, "an LLM span", latest=False))
+    return _span_evaluable(_pick(trace, _model_calls(trace), "an LLM span", latest=False))
 
 
 def by_name(name: str) -> TraceSelector:
@@ -156,8 +162,26 @@ def _selector(predicate: SpanPredicate, looked_for: str, label: str) -> TraceSel
     return selector
 
 
-def _is_llm(span: ObserveSpan | LLMSpan) -> bool:
-    return isinstance(span, LLMSpan)
+def _records_a_call(span: ObserveSpan | LLMSpan) -> bool:
+    return isinstance(span, LLMSpan) and bool(
+        span.model is not None or span.input_messages or span.output_messages
+    )
+
+
+def _model_calls(trace: Sequence[ObservationNode]) -> SpanPredicate:
+    """A test for the LLM spans that stand for a model call (see :func:`last_llm_call`)."""
+    nodes = list(walk_trace(trace))
+    below: dict[int, bool] = {}  # id(node) -> a span under it records a call
+    for node in reversed(nodes):  # children before their parents
+        below[id(node)] = any(
+            _records_a_call(child.span) or below[id(child)] for child in node.children
+        )
+    chosen = {
+        id(node.span)
+        for node in nodes
+        if _records_a_call(node.span) or (isinstance(node.span, LLMSpan) and not below[id(node)])
+    }
+    return lambda span: id(span) in chosen
 
 
 def _pick(
