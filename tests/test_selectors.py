@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from evaltrace.capture.values import WrapRecord
-from evaltrace.errors import DuplicateWrapNameError, NoTraceError
+from evaltrace.errors import DuplicateWrapNameError, MultipleTracesError, NoTraceError
 from evaltrace.evals.evaluable import NamedData
 from evaltrace.trace import (
+    ObservationNode,
     build_trace,
     by_kind,
     by_name,
@@ -17,6 +18,7 @@ from evaltrace.trace import (
     last_llm_call,
     root,
     select,
+    split_traces,
 )
 from span_factory import T0, Spans, wrap_event
 
@@ -158,6 +160,76 @@ def test_root_collects_many_values_into_one_list(spans: Spans) -> None:
         NamedData(name="retrieved", value=["doc 0", "doc 1", "doc 2"]),
         NamedData(name="answer", value="done"),
     ]
+
+
+def two_runs_of_one_app(spans: Spans) -> list[ObservationNode]:
+    """Two runs of the same app, one trace each, as a file holding several runs gives them."""
+    for start, question in ((0, "Hi"), (10, "Bye")):
+        run = spans.start("app", start, attributes=decorated("app", {"q": question}, question))
+        wrap_event(run, "answer", "output", question.upper())
+        spans.end(run, start + 1)
+    return build_trace(spans.finished())
+
+
+def test_root_of_several_runs_names_their_traces_and_how_to_pick_one(spans: Spans) -> None:
+    trace = two_runs_of_one_app(spans)
+    trace_ids = [f"{node.span.trace_id:032x}" for node in trace]
+
+    with pytest.raises(MultipleTracesError) as caught:
+        root(trace)
+
+    message = str(caught.value)
+    assert all(trace_id in message for trace_id in trace_ids)
+    assert "split_traces" in message and "--trace-id" in message
+    assert "many=True" not in message  # not the app's fault: nothing to change in it
+    assert caught.value.trace_ids == trace_ids
+    assert isinstance(caught.value, ValueError)
+
+
+def test_root_of_each_trace_of_several_runs_gives_each_run(spans: Spans) -> None:
+    trace = two_runs_of_one_app(spans)
+
+    answers = [root(one).output_value("answer") for one in split_traces(trace)]
+
+    assert answers == ["HI", "BYE"]
+
+
+def test_root_pools_distinct_values_of_several_traces(spans: Spans) -> None:
+    fetch = spans.start("fetch", 0)
+    wrap_event(fetch, "question", "input", "Hi")
+    spans.end(fetch, 1)
+    reply = spans.start("reply", 2)
+    wrap_event(reply, "answer", "output", "Hello")
+    spans.end(reply, 3)
+
+    evaluable = root(build_trace(spans.finished()))
+
+    assert evaluable.eval_input == [NamedData(name="question", value="Hi")]
+    assert evaluable.eval_output == [NamedData(name="answer", value="Hello")]
+
+
+def test_root_of_several_traces_does_not_take_one_root_span_as_the_run(spans: Spans) -> None:
+    for start, name in ((0, "retrieve"), (2, "generate")):
+        attributes = decorated(name, {"q": "Hi"}, f"{name} result")
+        spans.end(spans.start(name, start, attributes=attributes), start + 1)
+
+    with pytest.raises(MultipleTracesError, match="could only be taken from one of their root"):
+        root(build_trace(spans.finished()))
+
+
+def test_a_name_recorded_twice_in_one_of_several_traces_is_still_the_apps_error(
+    spans: Spans,
+) -> None:
+    run = spans.start("app", 0)
+    wrap_event(run, "answer", "output", "a")
+    wrap_event(run, "answer", "output", "b")
+    spans.end(run, 1)
+    other = spans.start("other", 2)
+    wrap_event(other, "question", "input", "q")
+    spans.end(other, 3)
+
+    with pytest.raises(DuplicateWrapNameError, match="many=True"):
+        root(build_trace(spans.finished()))
 
 
 def test_root_of_an_empty_trace_says_nothing_was_captured() -> None:

@@ -15,10 +15,10 @@ from pydantic import JsonValue
 
 from evaltrace.capture.serialize import is_truncated
 from evaltrace.capture.values import WrapRecord
-from evaltrace.errors import DuplicateWrapNameError, NoTraceError
+from evaltrace.errors import DuplicateWrapNameError, MultipleTracesError, NoTraceError
 from evaltrace.evals.evaluable import Evaluable, NamedData
 from evaltrace.trace.spans import LLMSpan, ObserveSpan
-from evaltrace.trace.tree import ObservationNode, SpanPredicate, walk_trace
+from evaltrace.trace.tree import ObservationNode, SpanPredicate, split_traces, walk_trace
 
 __all__ = [
     "TraceSelector",
@@ -34,6 +34,7 @@ TraceSelector: TypeAlias = Callable[[Sequence[ObservationNode]], Evaluable]
 """A function that picks what to evaluate from a trace (a list of root nodes)."""
 
 _NAMES_LISTED = 20
+_TRACES_LISTED = 5
 
 
 # Selectors build evaluables with ``model_construct``: every value comes from the capture codec
@@ -51,6 +52,13 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     span's output named ``"output"``. A name recorded with ``many=True`` collects its values
     into a list.
 
+    The roots given are read as one run. When they belong to several traces (a capture around
+    several top-level calls), their ``wrap`` values are pooled, but nothing is taken from one
+    trace for all: a name recorded in more than one of the traces (as in a file holding several
+    runs of one app), or an input or output that could only come from one of their root spans,
+    raises :class:`~evaltrace.errors.MultipleTracesError`. Evaluate each trace of
+    :func:`~evaltrace.trace.split_traces` on its own instead.
+
     Args:
         trace: The trace (its roots).
 
@@ -59,7 +67,8 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
 
     Raises:
         NoTraceError: The trace is empty.
-        DuplicateWrapNameError: A name was recorded twice without ``many=True``.
+        DuplicateWrapNameError: A name was recorded twice in one trace without ``many=True``.
+        MultipleTracesError: The roots belong to several traces that do not read as one run.
 
     Example:
         >>> evaluable = root(trace)  # doctest: +SKIP
@@ -67,12 +76,20 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     """
     if not trace:
         raise _no_span(trace, "a root span")
+    traces = split_traces(trace)
     recorded = sorted(
-        (value for node in walk_trace(trace) for value in node.span.named_values),
-        key=lambda value: value.timestamp_ns,
+        (
+            (value, position)
+            for position, one in enumerate(traces)
+            for node in walk_trace(one)
+            for value in node.span.named_values
+        ),
+        key=lambda item: item[0].timestamp_ns,
     )
-    inputs = [value for value in recorded if value.purpose == "input"]
-    outputs = [value for value in recorded if value.purpose != "input"]
+    inputs = [value for value, _ in recorded if value.purpose == "input"]
+    outputs = [value for value, _ in recorded if value.purpose != "input"]
+    if len(traces) > 1:
+        _check_one_run(trace, traces, recorded, inputs=bool(inputs), outputs=bool(outputs))
     first = trace[0].span
     return Evaluable.model_construct(
         eval_input=_collect(inputs, "input") if inputs else _arguments(first.input),
@@ -240,6 +257,53 @@ def _llm_evaluable(span: LLMSpan) -> Evaluable:
         outputs.append(NamedData.model_construct(name="tool_calls", value=calls))
     return Evaluable.model_construct(
         eval_input=[NamedData.model_construct(name="messages", value=messages)], eval_output=outputs
+    )
+
+
+def _check_one_run(
+    trace: Sequence[ObservationNode],
+    traces: list[list[ObservationNode]],
+    recorded: list[tuple[WrapRecord, int]],
+    *,
+    inputs: bool,
+    outputs: bool,
+) -> None:
+    """Refuse to read several traces as one run where a value would come from one of them."""
+    positions: dict[str, set[int]] = {}
+    listed: dict[str, bool] = {}
+    for value, position in recorded:
+        positions.setdefault(value.name, set()).add(position)
+        listed[value.name] = listed.get(value.name, True) and value.many
+    for name, where in positions.items():
+        if len(where) > 1 and not listed[name]:
+            raise _several_traces(
+                traces,
+                f"wrap(..., name={name!r}) was recorded in {len(where)} of them, as happens when "
+                "a file holds several runs of one app",
+            )
+    fallback = (
+        'no wrap(..., purpose="{0}") value was recorded, so the run\'s {0} could only be taken '
+        'from one of their root spans (record it with wrap(..., purpose="{0}") to read the '
+        "traces as one run)"
+    )
+    if not inputs and any(node.span.input is not None for node in trace):
+        raise _several_traces(traces, fallback.format("input"))
+    if not outputs and any(node.span.output is not None for node in trace):
+        raise _several_traces(traces, fallback.format("output"))
+
+
+def _several_traces(traces: list[list[ObservationNode]], reason: str) -> MultipleTracesError:
+    trace_ids = [f"{one[0].span.trace_id:032x}" for one in traces]
+    listed = ", ".join(trace_ids[:_TRACES_LISTED])
+    if len(trace_ids) > _TRACES_LISTED:
+        listed += f" and {len(trace_ids) - _TRACES_LISTED} more"
+    return MultipleTracesError(
+        f"root() reads one run, but the trace holds {len(trace_ids)} traces ({listed}) and "
+        f"{reason}. Evaluate each trace on its own: "
+        "[root(run) for run in evaltrace.trace.split_traces(trace)], or on the command line "
+        "`evaltrace trace FILE --select root` (one evaluable per trace) or "
+        "`evaltrace trace FILE --trace-id ID --select root`.",
+        trace_ids=trace_ids,
     )
 
 
