@@ -112,6 +112,17 @@ def test_a_selector_that_fails_on_one_trace_is_reported_for_that_trace(
     assert len(set(re.findall(r"trace ([0-9a-f]{32}):", err))) == 2
 
 
+def test_trace_reads_a_phoenix_export(capsys: pytest.CaptureFixture[str]) -> None:
+    phoenix = Path(__file__).parent / "fixtures" / "phoenix_spans.json"
+
+    assert main(["trace", str(phoenix), "--select", "last_llm_call"]) == 0
+
+    out = capsys.readouterr().out
+    assert out.count("[llm] ChatCompletion") == 2
+    assert out.count('"content": "What is the capital of France?"') == 1
+    assert out.count('"content": "Which city is the capital?"') == 1
+
+
 def hostile_trace(path: Path) -> Path:
     """A stored span whose name, values and error carry terminal control sequences."""
     span = {
@@ -156,6 +167,27 @@ def test_trace_errors_carry_no_terminal_control_characters(
     err = capsys.readouterr().err
     assert "Found no LLM span" in err
     assert CONTROL.findall(err) == []
+
+
+def test_an_evaluable_too_deep_to_print_is_reported_for_its_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    span = {
+        "trace_id": "1" * 32,
+        "span_id": "2" * 16,
+        "name": "app",
+        "start_time_ns": 1,
+        "end_time_ns": 2,
+        "attributes": {"output.value": "[" * 900 + "]" * 900},
+    }
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps(span) + "\n")
+
+    assert main(["trace", str(path), "--select", "root"]) == 1
+
+    captured = capsys.readouterr()
+    assert "[unknown] app" in captured.out
+    assert f"trace {'1' * 32}: cannot print root" in captured.err
 
 
 @wrap(kind="agent")

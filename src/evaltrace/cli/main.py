@@ -56,8 +56,14 @@ def _trace(args: argparse.Namespace) -> int:
             _error(f"evaltrace trace: trace {_trace_id(one)}: {exc}")
             code = 1
             continue
+        try:
+            shown = json.dumps(evaluable.model_dump(mode="json"), indent=2, ensure_ascii=False)
+        except (RecursionError, ValueError) as exc:  # a value nested deeper than JSON output goes
+            _error(f"evaltrace trace: trace {_trace_id(one)}: cannot print {args.select}: {exc}")
+            code = 1
+            continue
         _out(f"\n{args.select}:")
-        _out(json.dumps(evaluable.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        _out(shown)
     return code
 
 
