@@ -5,7 +5,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from opentelemetry import context as otel_context
 
+from evaltrace import run_and_evaluate, wrap
+from evaltrace.capture import config
 from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import DuplicateWrapNameError, MultipleTracesError, NoTraceError
 from evaltrace.evals.evaluable import NamedData
@@ -213,8 +216,38 @@ def test_root_of_several_traces_does_not_take_one_root_span_as_the_run(spans: Sp
         attributes = decorated(name, {"q": "Hi"}, f"{name} result")
         spans.end(spans.start(name, start, attributes=attributes), start + 1)
 
-    with pytest.raises(MultipleTracesError, match="could only be taken from one of their root"):
+    with pytest.raises(
+        MultipleTracesError, match="the root spans of several of them have an input"
+    ):
         root(build_trace(spans.finished()))
+
+
+def test_root_of_several_traces_reads_the_only_root_span_with_values(spans: Spans) -> None:
+    spans.end(spans.start("background job", 0), 1)  # a second trace that carries no values
+    app = spans.start("app", 2, attributes=decorated("app", {"question": "Hi"}, "Hello"))
+    spans.end(app, 3)
+
+    evaluable = root(build_trace(spans.finished()))
+
+    assert evaluable.eval_input == [NamedData(name="question", value="Hi")]
+    assert evaluable.eval_output == [NamedData(name="output", value="Hello")]
+
+
+@pytest.mark.anyio
+async def test_a_run_that_starts_a_detached_trace_is_still_evaluated_as_one_run() -> None:
+    tracer = config.runtime().provider.get_tracer("tests")
+
+    @wrap(kind="agent")
+    def app(question: str) -> str:
+        with tracer.start_as_current_span("detached", context=otel_context.Context()):
+            pass
+        return question.upper()
+
+    evaluation = await run_and_evaluate(
+        lambda evaluable: evaluable.output_value("output") == "HI", app, "hi"
+    )
+
+    assert evaluation.error is None and evaluation.score == 1.0
 
 
 def test_a_name_recorded_twice_in_one_of_several_traces_is_still_the_apps_error(

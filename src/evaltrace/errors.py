@@ -56,10 +56,12 @@ class NoTraceError(EvaltraceError, LookupError):
 class MultipleTracesError(EvaltraceError, ValueError):
     """A selector that reads one run was given several traces it cannot read as one."""
 
+    trace_ids: list[str]
+    """The traces given, as 32-digit hex ids, earliest first."""
+
     def __init__(self, message: str, *, trace_ids: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.trace_ids = list(trace_ids)
-        """The traces given, as 32-digit hex ids, earliest first."""
 
 
 class TraceFormatError(EvaltraceError, ValueError):

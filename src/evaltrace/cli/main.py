@@ -58,7 +58,7 @@ def _trace(args: argparse.Namespace) -> int:
             continue
         try:
             shown = json.dumps(evaluable.model_dump(mode="json"), indent=2, ensure_ascii=False)
-        except (RecursionError, ValueError) as exc:  # a value nested deeper than JSON output goes
+        except (RecursionError, ValueError) as exc:  # nested past pydantic's serialization depth
             _error(f"evaltrace trace: trace {_trace_id(one)}: cannot print {args.select}: {exc}")
             code = 1
             continue

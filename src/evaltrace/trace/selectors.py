@@ -53,11 +53,12 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     into a list.
 
     The roots given are read as one run. When they belong to several traces (a capture around
-    several top-level calls), their ``wrap`` values are pooled, but nothing is taken from one
-    trace for all: a name recorded in more than one of the traces (as in a file holding several
-    runs of one app), or an input or output that could only come from one of their root spans,
-    raises :class:`~evaltrace.errors.MultipleTracesError`. Evaluate each trace of
-    :func:`~evaltrace.trace.split_traces` on its own instead.
+    several top-level calls), their ``wrap`` values are pooled and the root span standing for
+    the run is the first one with an input (or output); but one trace's value is never taken
+    for the run's: a name recorded in more than one of the traces (as in a file holding several
+    runs of one app), or, with nothing recorded, root spans of several traces that have an
+    input (or output), raise :class:`~evaltrace.errors.MultipleTracesError`. Evaluate each
+    trace of :func:`~evaltrace.trace.split_traces` on its own instead.
 
     Args:
         trace: The trace (its roots).
@@ -89,14 +90,17 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     inputs = [value for value, _ in recorded if value.purpose == "input"]
     outputs = [value for value, _ in recorded if value.purpose != "input"]
     if len(traces) > 1:
-        _check_one_run(trace, traces, recorded, inputs=bool(inputs), outputs=bool(outputs))
-    first = trace[0].span
+        _check_names(traces, recorded)
     return Evaluable.model_construct(
-        eval_input=_collect(inputs, "input") if inputs else _arguments(first.input),
+        eval_input=(
+            _collect(inputs, "input") if inputs else _arguments(_root_with(traces, "input").input)
+        ),
         eval_output=(
             _collect(outputs, "output or state")
             if outputs
-            else [NamedData.model_construct(name="output", value=first.output)]
+            else [
+                NamedData.model_construct(name="output", value=_root_with(traces, "output").output)
+            ]
         ),
     )
 
@@ -260,15 +264,10 @@ def _llm_evaluable(span: LLMSpan) -> Evaluable:
     )
 
 
-def _check_one_run(
-    trace: Sequence[ObservationNode],
-    traces: list[list[ObservationNode]],
-    recorded: list[tuple[WrapRecord, int]],
-    *,
-    inputs: bool,
-    outputs: bool,
+def _check_names(
+    traces: list[list[ObservationNode]], recorded: list[tuple[WrapRecord, int]]
 ) -> None:
-    """Refuse to read several traces as one run where a value would come from one of them."""
+    """Refuse a name recorded in several traces (as in several runs of one app)."""
     positions: dict[str, set[int]] = {}
     listed: dict[str, bool] = {}
     for value, position in recorded:
@@ -281,15 +280,32 @@ def _check_one_run(
                 f"wrap(..., name={name!r}) was recorded in {len(where)} of them, as happens when "
                 "a file holds several runs of one app",
             )
-    fallback = (
-        'no wrap(..., purpose="{0}") value was recorded, so the run\'s {0} could only be taken '
-        'from one of their root spans (record it with wrap(..., purpose="{0}") to read the '
-        "traces as one run)"
-    )
-    if not inputs and any(node.span.input is not None for node in trace):
-        raise _several_traces(traces, fallback.format("input"))
-    if not outputs and any(node.span.output is not None for node in trace):
-        raise _several_traces(traces, fallback.format("output"))
+
+
+def _root_with(
+    traces: list[list[ObservationNode]], what: Literal["input", "output"]
+) -> ObserveSpan | LLMSpan:
+    """The root span whose input or output stands for the run's, when nothing was recorded.
+
+    In one trace, the first root. Across several, the first root that has one, provided the
+    roots that have one belong to a single trace: else which trace is the run is anyone's guess.
+    """
+    if len(traces) == 1:
+        return traces[0][0].span
+    having = [
+        (position, node.span)
+        for position, one in enumerate(traces)
+        for node in one
+        if getattr(node.span, what) is not None
+    ]
+    if len({position for position, _ in having}) > 1:
+        raise _several_traces(
+            traces,
+            f'no wrap(..., purpose="{what}") value was recorded, and the root spans of several '
+            f"of them have an {what}, so the run's {what} would be one of theirs (record it "
+            f'with wrap(..., purpose="{what}") to read the traces as one run)',
+        )
+    return having[0][1] if having else traces[0][0].span
 
 
 def _several_traces(traces: list[list[ObservationNode]], reason: str) -> MultipleTracesError:
