@@ -155,7 +155,7 @@ def load_traces(path: str | os.PathLike[str]) -> list[ObservationNode]:
             except Invalid as exc:
                 raise TraceFormatError(f"{place}: {exc}") from None
             except RecursionError:
-                raise TraceFormatError(f"{place}: {_TOO_DEEP}.") from None
+                raise TraceFormatError(f"{place}: the span is {_TOO_DEEP}.") from None
             for span, span_place in read:
                 _add(spans, span, span_place)
     records = [record for (record, _), _ in spans.values()]
