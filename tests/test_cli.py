@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,9 @@ import pytest
 
 from evaltrace import capture_traces, save_traces, wrap
 from evaltrace.cli import main
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+EVALTRACE = str(Path(sys.executable).with_name("evaltrace"))
 
 
 @wrap(kind="agent")
@@ -59,7 +64,154 @@ def test_unknown_trace_id_is_reported(trace_file: Path, capsys: pytest.CaptureFi
 
 
 def test_console_script_is_installed_and_runs() -> None:
-    script = Path(sys.executable).with_name("evaltrace")
-    result = subprocess.run([str(script), "--version"], capture_output=True, text=True)
+    result = subprocess.run([EVALTRACE, "--version"], capture_output=True, text=True)
     assert result.returncode == 0
     assert result.stdout.startswith("evaltrace ")
+
+
+@pytest.fixture
+def runs_file(tmp_path: Path) -> Path:
+    """Two runs of one app in one file, one trace each."""
+    with capture_traces() as handler:
+        shop("A1")
+        shop("B2")
+    path = tmp_path / "runs.jsonl"
+    save_traces(handler.trace, path)
+    return path
+
+
+def test_trace_selects_one_evaluable_per_trace_of_a_file_of_runs(
+    runs_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["trace", str(runs_file), "--select", "root"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    headers = re.findall(r"^trace ([0-9a-f]{32})$", captured.out, flags=re.MULTILINE)
+    assert len(set(headers)) == 2
+    shipped = re.findall(r'"value": "(order .. shipped)"', captured.out)
+    assert shipped == ["order A1 shipped", "order B2 shipped"]
+
+
+def test_trace_id_selects_one_trace_of_a_file_of_runs(
+    runs_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["trace", str(runs_file)])
+    second = re.findall(r"^trace ([0-9a-f]{32})$", capsys.readouterr().out, flags=re.MULTILINE)[1]
+
+    assert main(["trace", str(runs_file), "--trace-id", second, "--select", "root"]) == 0
+    out = capsys.readouterr().out
+    assert "order B2 shipped" in out and "order A1 shipped" not in out
+
+
+def test_a_selector_that_fails_on_one_trace_is_reported_for_that_trace(
+    runs_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["trace", str(runs_file), "--select", "last_llm_call"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("Found no LLM span") == 2
+    assert len(set(re.findall(r"trace ([0-9a-f]{32}):", err))) == 2
+
+
+def test_trace_reads_a_phoenix_export(capsys: pytest.CaptureFixture[str]) -> None:
+    phoenix = Path(__file__).parent / "fixtures" / "phoenix_spans.json"
+
+    assert main(["trace", str(phoenix), "--select", "last_llm_call"]) == 0
+
+    out = capsys.readouterr().out
+    assert out.count("[llm] ChatCompletion") == 2
+    assert out.count('"content": "What is the capital of France?"') == 1
+    assert out.count('"content": "Which city is the capital?"') == 1
+
+
+def hostile_trace(path: Path) -> Path:
+    """A stored span whose name, values and error carry terminal control sequences."""
+    span = {
+        "trace_id": "1" * 32,
+        "span_id": "2" * 16,
+        "name": "evil\x1b[2J\x1b]0;pwned\x07\rname\n[llm] forged",
+        "start_time_ns": 1,
+        "end_time_ns": 2,
+        "status": {"code": "ERROR", "description": "boom\x1b[31m\x9b1m"},
+        "attributes": {
+            "openinference.span.kind": "CHAIN\x1b[5m",
+            "input.value": json.dumps({"q": "\x1b[41mhi\x7f"}),
+            "input.mime_type": "application/json",
+            "output.value": json.dumps("out\x9b2J\x1b[0m"),
+            "output.mime_type": "application/json",
+        },
+    }
+    path.write_text(json.dumps(span) + "\n")
+    return path
+
+
+def test_trace_output_carries_no_terminal_control_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = hostile_trace(tmp_path / "hostile.jsonl")
+
+    assert main(["trace", str(path), "--select", "root"]) == 0
+
+    out = capsys.readouterr().out
+    assert CONTROL.findall(out) == []
+    assert "evil\\u001b[2J" in out  # shown, not obeyed
+    assert not any(line.startswith("[llm]") for line in out.splitlines())
+
+
+def test_trace_errors_carry_no_terminal_control_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = hostile_trace(tmp_path / "hostile.jsonl")
+
+    assert main(["trace", str(path), "--select", "last_llm_call"]) == 1
+
+    err = capsys.readouterr().err
+    assert "Found no LLM span" in err
+    assert CONTROL.findall(err) == []
+
+
+def test_an_evaluable_too_deep_to_print_is_reported_for_its_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    span = {
+        "trace_id": "1" * 32,
+        "span_id": "2" * 16,
+        "name": "app",
+        "start_time_ns": 1,
+        "end_time_ns": 2,
+        "attributes": {"output.value": "[" * 900 + "]" * 900},
+    }
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps(span) + "\n")
+
+    assert main(["trace", str(path), "--select", "root"]) == 1
+
+    captured = capsys.readouterr()
+    assert "[unknown] app" in captured.out
+    assert f"trace {'1' * 32}: cannot print root" in captured.err
+
+
+@wrap(kind="agent")
+def ship_all(count: int) -> None:
+    for number in range(count):
+        shop(f"order-{number}")
+
+
+def test_trace_into_a_closed_pipe_exits_quietly_with_the_sigpipe_code(tmp_path: Path) -> None:
+    with capture_traces() as handler:
+        ship_all(3000)
+    path = tmp_path / "big.jsonl"
+    save_traces(handler.trace, path)
+
+    reader = subprocess.Popen(
+        [EVALTRACE, "trace", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    first_line = reader.stdout.readline()
+    # The outline is far larger than a pipe's buffer, so the command is still writing.
+    reader.stdout.close()
+    err = reader.stderr.read()
+    reader.stderr.close()
+
+    assert reader.wait() == 141
+    assert first_line.strip()
+    assert err == b""

@@ -376,3 +376,23 @@ def test_message_as_dict_has_role_content_and_tool_calls() -> None:
             {"id": "call_Vx81pQ", "name": "get_weather", "arguments": '{"city":"Paris"}'}
         ],
     }
+
+
+def test_a_token_count_too_long_to_read_is_skipped() -> None:
+    record = SpanRecord(
+        trace_id=1,
+        span_id=2,
+        name="chat",
+        start_time_ns=0,
+        end_time_ns=1,
+        attributes={
+            "openinference.span.kind": "LLM",
+            "llm.token_count.prompt": "9" * 5000,
+            "llm.token_count.completion": "7",
+        },
+    )
+
+    view = span_view(record)
+
+    assert isinstance(view, LLMSpan)
+    assert view.usage == TokenUsage(input_tokens=None, output_tokens=7, total_tokens=7)

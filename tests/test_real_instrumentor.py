@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import openai
 import pytest
 
-from evaltrace import LLMSpan, capture_traces, last_llm_call, wrap
+from evaltrace import LLMSpan, capture_traces, first_llm_call, last_llm_call, wrap
 from evaltrace.capture import config
 from evaltrace.testing import FakeJudgeServer
 
@@ -89,3 +89,52 @@ def test_tool_calls_from_the_instrumentor_are_parsed(
     (call,) = node.span.tool_calls
     assert call.name == "select_choice"
     assert '"choice": "Y"' in call.arguments or '"choice":"Y"' in call.arguments
+
+
+def _ask_through_a_decorated_model_call(client: openai.OpenAI, question: str) -> str:
+    @wrap(kind="llm")
+    def call_model(prompt: str) -> str:
+        response = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}]
+        )
+        return response.choices[0].message.content or ""
+
+    return call_model(question)
+
+
+def test_last_llm_call_picks_the_instrumented_call_inside_a_kind_only_wrapper(
+    instrumented: None, fake_judge: FakeJudgeServer
+) -> None:
+    fake_judge.add_rule("capital", content="Paris.")
+    client = openai.OpenAI(base_url=fake_judge.base_url, api_key="test", max_retries=0)
+    with capture_traces() as handler:
+        _ask_through_a_decorated_model_call(client, "What is the capital of France?")
+
+    evaluable = last_llm_call(handler.trace)
+
+    messages = evaluable.input_value("messages")
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", "What is the capital of France?")
+    ]
+    assert evaluable.output_value("output") == "Paris."
+
+
+def test_first_llm_call_picks_the_instrumented_call_inside_a_kind_only_wrapper(
+    instrumented: None, fake_judge: FakeJudgeServer
+) -> None:
+    fake_judge.add_rule("capital", content="Paris.")
+    fake_judge.add_rule("river", content="The Seine.")
+    client = openai.OpenAI(base_url=fake_judge.base_url, api_key="test", max_retries=0)
+
+    @wrap(kind="agent")
+    def conversation() -> None:
+        _ask_through_a_decorated_model_call(client, "What is the capital of France?")
+        _ask_through_a_decorated_model_call(client, "Which river flows through it?")
+
+    with capture_traces() as handler:
+        conversation()
+
+    evaluable = first_llm_call(handler.trace)
+
+    assert evaluable.input_value("messages")[0]["content"] == "What is the capital of France?"
+    assert evaluable.output_value("output") == "Paris."

@@ -5,11 +5,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from opentelemetry import context as otel_context
 
+from evaltrace import run_and_evaluate, wrap
+from evaltrace.capture import config
 from evaltrace.capture.values import WrapRecord
-from evaltrace.errors import DuplicateWrapNameError, NoTraceError
+from evaltrace.errors import DuplicateWrapNameError, MultipleTracesError, NoTraceError
 from evaltrace.evals.evaluable import NamedData
 from evaltrace.trace import (
+    ObservationNode,
     build_trace,
     by_kind,
     by_name,
@@ -17,6 +21,7 @@ from evaltrace.trace import (
     last_llm_call,
     root,
     select,
+    split_traces,
 )
 from span_factory import T0, Spans, wrap_event
 
@@ -160,6 +165,106 @@ def test_root_collects_many_values_into_one_list(spans: Spans) -> None:
     ]
 
 
+def two_runs_of_one_app(spans: Spans) -> list[ObservationNode]:
+    """Two runs of the same app, one trace each, as a file holding several runs gives them."""
+    for start, question in ((0, "Hi"), (10, "Bye")):
+        run = spans.start("app", start, attributes=decorated("app", {"q": question}, question))
+        wrap_event(run, "answer", "output", question.upper())
+        spans.end(run, start + 1)
+    return build_trace(spans.finished())
+
+
+def test_root_of_several_runs_names_their_traces_and_how_to_pick_one(spans: Spans) -> None:
+    trace = two_runs_of_one_app(spans)
+    trace_ids = [f"{node.span.trace_id:032x}" for node in trace]
+
+    with pytest.raises(MultipleTracesError) as caught:
+        root(trace)
+
+    message = str(caught.value)
+    assert all(trace_id in message for trace_id in trace_ids)
+    assert "split_traces" in message and "--trace-id" in message
+    assert "many=True" not in message  # not the app's fault: nothing to change in it
+    assert caught.value.trace_ids == trace_ids
+    assert isinstance(caught.value, ValueError)
+
+
+def test_root_of_each_trace_of_several_runs_gives_each_run(spans: Spans) -> None:
+    trace = two_runs_of_one_app(spans)
+
+    answers = [root(one).output_value("answer") for one in split_traces(trace)]
+
+    assert answers == ["HI", "BYE"]
+
+
+def test_root_pools_distinct_values_of_several_traces(spans: Spans) -> None:
+    fetch = spans.start("fetch", 0)
+    wrap_event(fetch, "question", "input", "Hi")
+    spans.end(fetch, 1)
+    reply = spans.start("reply", 2)
+    wrap_event(reply, "answer", "output", "Hello")
+    spans.end(reply, 3)
+
+    evaluable = root(build_trace(spans.finished()))
+
+    assert evaluable.eval_input == [NamedData(name="question", value="Hi")]
+    assert evaluable.eval_output == [NamedData(name="answer", value="Hello")]
+
+
+def test_root_of_several_traces_does_not_take_one_root_span_as_the_run(spans: Spans) -> None:
+    for start, name in ((0, "retrieve"), (2, "generate")):
+        attributes = decorated(name, {"q": "Hi"}, f"{name} result")
+        spans.end(spans.start(name, start, attributes=attributes), start + 1)
+
+    with pytest.raises(
+        MultipleTracesError, match="the root spans of several of them have an input"
+    ):
+        root(build_trace(spans.finished()))
+
+
+def test_root_of_several_traces_reads_the_only_root_span_with_values(spans: Spans) -> None:
+    spans.end(spans.start("background job", 0), 1)  # a second trace that carries no values
+    app = spans.start("app", 2, attributes=decorated("app", {"question": "Hi"}, "Hello"))
+    spans.end(app, 3)
+
+    evaluable = root(build_trace(spans.finished()))
+
+    assert evaluable.eval_input == [NamedData(name="question", value="Hi")]
+    assert evaluable.eval_output == [NamedData(name="output", value="Hello")]
+
+
+@pytest.mark.anyio
+async def test_a_run_that_starts_a_detached_trace_is_still_evaluated_as_one_run() -> None:
+    tracer = config.runtime().provider.get_tracer("tests")
+
+    @wrap(kind="agent")
+    def app(question: str) -> str:
+        with tracer.start_as_current_span("detached", context=otel_context.Context()):
+            pass
+        return question.upper()
+
+    evaluation = await run_and_evaluate(
+        lambda evaluable: evaluable.output_value("output") == "HI", app, "hi"
+    )
+
+    assert evaluation.error is None and evaluation.score == 1.0
+
+
+def test_a_name_recorded_twice_in_one_of_several_traces_is_still_the_apps_error(
+    spans: Spans,
+) -> None:
+    run = spans.start("app", 0)
+    wrap_event(run, "answer", "output", "a")
+    wrap_event(run, "answer", "output", "b")
+    spans.end(run, 1)
+    other = spans.start("other", 2)
+    wrap_event(other, "question", "input", "q")
+    spans.end(other, 3)
+
+    with pytest.raises(DuplicateWrapNameError, match="many=True"):
+        root(build_trace(spans.finished()))
+
+
 def test_root_of_an_empty_trace_says_nothing_was_captured() -> None:
     with pytest.raises(NoTraceError, match="the trace is empty"):
         root([])
@@ -210,6 +315,36 @@ def test_first_llm_call_is_the_one_that_started_first(spans: Spans) -> None:
     evaluable = first_llm_call(build_trace(spans.finished()))
 
     assert evaluable.eval_output == [NamedData(name="output", value="a")]
+
+
+def kind_only_llm(arguments: dict[str, Any], result: Any) -> dict[str, Any]:
+    """What ``@wrap(kind="llm")`` records: a kind, the arguments and the return value."""
+    return {**decorated("call_model", arguments, result), "openinference.span.kind": "LLM"}
+
+
+def test_llm_selectors_prefer_the_call_inside_a_kind_only_wrapper(spans: Spans) -> None:
+    wrapper = spans.start("call_model", 0, attributes=kind_only_llm({"prompt": "Hi"}, "Hello"))
+    spans.end(spans.start("chat", 1, parent=wrapper, attributes=chat("Hi", "Hello")), 2)
+    spans.end(wrapper, 3)
+    trace = build_trace(spans.finished())
+
+    for selector in (last_llm_call, first_llm_call):
+        evaluable = selector(trace)
+        assert evaluable.input_value("messages") == [
+            {"role": "user", "content": "Hi", "tool_calls": []}
+        ], selector.__name__
+
+
+def test_a_kind_only_wrapper_counts_when_nothing_inside_it_records_a_call(spans: Spans) -> None:
+    app = spans.start("app", 0)
+    spans.end(spans.start("chat", 1, parent=app, attributes=chat("Plan", "Plan made")), 2)
+    stub = spans.start("call_model", 3, parent=app, attributes=kind_only_llm({"p": 1}, "stubbed"))
+    spans.end(stub, 4)
+    spans.end(app, 5)
+
+    evaluable = last_llm_call(build_trace(spans.finished()))
+
+    assert evaluable.output_value("output") == "stubbed"
 
 
 def test_llm_selectors_name_the_spans_present_when_there_is_no_llm_call(spans: Spans) -> None:

@@ -15,10 +15,12 @@ from evaltrace.trace import (
     LLMSpan,
     ObservationNode,
     build_trace,
+    last_llm_call,
     load_traces,
     root,
     save_traces,
     span_to_json,
+    split_traces,
     trace_to_text,
     walk_trace,
 )
@@ -262,7 +264,7 @@ def test_a_line_that_is_not_an_object_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text("[1, 2]\n", encoding="utf-8")
 
-    with pytest.raises(TraceFormatError, match=r"line 1: expected a JSON object describing a span"):
+    with pytest.raises(TraceFormatError, match=r"line 1, \[0\]: expected a JSON object describing"):
         load_traces(path)
 
 
@@ -305,3 +307,231 @@ def test_a_wrong_otlp_field_is_named_with_its_place(tmp_path: Path) -> None:
         f'{path}, line 1: field "resourceSpans[0].scopeSpans[1].spans[0].spanId" '
         "must be a 16-character hex string, found 'zz'"
     )
+
+
+# --- Arize Phoenix's span JSON (tests/fixtures/make_phoenix_fixtures.py made the files) ---------
+
+PHOENIX_TRACES = ("498c9ab3e35738225f3fdba9e2db1689", "300f4a1b0771dfcf852e4b68d0063704")
+
+
+def outline(trace: list[ObservationNode]) -> list[tuple[Any, ...]]:
+    """What a trace says, apart from times: names, kinds, nesting, values, status, messages."""
+    rows: list[tuple[Any, ...]] = []
+    for node in walk_trace(trace):
+        span = node.span
+        rows.append(
+            (
+                f"{span.span_id:016x}",
+                None if span.parent_span_id is None else f"{span.parent_span_id:016x}",
+                span.name,
+                span.kind,
+                span.status,
+                span.error,
+                span.input,
+                span.output,
+                [(value.name, value.purpose, value.value) for value in span.named_values],
+                span.input_messages if isinstance(span, LLMSpan) else None,
+            )
+        )
+    return rows
+
+
+def test_phoenix_span_json_loads_each_trace_it_was_sent() -> None:
+    traces = split_traces(load_traces(FIXTURES / "phoenix_spans.json"))
+
+    assert [f"{one[0].span.trace_id:032x}" for one in traces] == list(PHOENIX_TRACES)
+    (answer,) = traces[0]
+    assert answer.span.name == "answer" and answer.span.kind == "agent"
+    assert answer.span.parent_span_id is None
+    assert [(c.span.name, c.span.kind) for c in answer.children] == [
+        ("retrieve", "retriever"),
+        ("weather", "tool"),
+        ("generate", "llm"),
+    ]
+    assert answer.span.input == {"question": "What is the capital of France?"}
+    assert answer.span.output == "Paris is the capital of France."
+    assert answer.span.record.start_time_ns == 1_795_431_140_969_720_000  # 10:52:20.969720 UTC
+    weather = answer.children[1].span
+    assert weather.status == "error" and weather.error is not None
+    assert (weather.error.type, weather.error.message) == ("LookupError", "no forecast for Paris")
+
+
+def test_phoenix_span_json_keeps_the_model_call_and_the_wrap_values() -> None:
+    first = split_traces(load_traces(FIXTURES / "phoenix_spans.json"))[0]
+
+    (call,) = first[0].find("ChatCompletion")
+    assert isinstance(call.span, LLMSpan)
+    assert call.span.parent_span_id == first[0].find("generate")[0].span.span_id
+    assert call.span.model == "gpt-4o-mini"
+    assert [(m.role, m.content) for m in call.span.input_messages] == [
+        ("system", "Answer from the documents: Paris is the capital of France. Lyon is in France."),
+        ("user", "What is the capital of France?"),
+    ]
+    assert call.span.output_text == "Paris is the capital of France."
+    assert (call.span.usage.input_tokens, call.span.usage.output_tokens) == (20, 6)
+    assert call.span.parameters == {"model": "gpt-4o-mini", "temperature": 0.0}
+    evaluable = root(first)
+    assert evaluable.input_value("question") == "What is the capital of France?"
+    assert evaluable.output_value() == {
+        "document_count": 2,
+        "answer": "Paris is the capital of France.",
+    }
+    assert last_llm_call(first).input_value("messages")[1]["content"] == (
+        "What is the capital of France?"
+    )
+
+
+def test_phoenix_otlp_span_json_loads_into_the_same_traces() -> None:
+    plain = load_traces(FIXTURES / "phoenix_spans.json")
+
+    otlp = load_traces(FIXTURES / "phoenix_spans_otlp.json")
+
+    assert outline(otlp) == outline(plain)
+
+
+def test_phoenix_pages_as_json_lines_load_together(tmp_path: Path) -> None:
+    page = json.loads((FIXTURES / "phoenix_spans.json").read_text(encoding="utf-8"))
+    pages = [{"data": page["data"][:3], "next_cursor": "x"}, {**page, "data": page["data"][3:]}]
+    path = tmp_path / "pages.jsonl"
+    path.write_text("".join(json.dumps(one) + "\n" for one in pages), encoding="utf-8")
+
+    assert outline(load_traces(path)) == outline(load_traces(FIXTURES / "phoenix_spans.json"))
+
+
+def test_a_list_of_phoenix_spans_loads_like_a_page(tmp_path: Path) -> None:
+    page = json.loads((FIXTURES / "phoenix_spans.json").read_text(encoding="utf-8"))
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(page["data"], indent=2), encoding="utf-8")
+
+    assert outline(load_traces(path)) == outline(load_traces(FIXTURES / "phoenix_spans.json"))
+
+
+def test_nested_phoenix_attributes_are_read_as_flat_ones(tmp_path: Path) -> None:
+    span = {
+        "name": "chat",
+        "context": {"trace_id": "1" * 32, "span_id": "2" * 16},
+        "span_kind": "LLM",
+        "parent_id": None,
+        "start_time": "2025-01-01T00:00:00.000001Z",
+        "end_time": "2025-01-01T00:00:01+00:00",
+        "status_code": "OK",
+        "attributes": {
+            "llm": {
+                "model_name": "gpt-4o-mini",
+                "input_messages": [{"message": {"role": "user", "content": "Hi"}}],
+                "output_messages": [{"message": {"role": "assistant", "content": "Hello"}}],
+            },
+            "tag": {"tags": ["a", "b"]},
+        },
+        "events": [],
+    }
+    path = tmp_path / "nested.json"
+    path.write_text(json.dumps({"data": [span], "next_cursor": None}), encoding="utf-8")
+
+    (node,) = load_traces(path)
+
+    assert isinstance(node.span, LLMSpan)
+    assert node.span.model == "gpt-4o-mini"
+    assert [(m.role, m.content) for m in node.span.input_messages] == [("user", "Hi")]
+    assert node.span.output_text == "Hello"
+    assert node.span.attributes["tag.tags"] == ("a", "b")
+    assert node.span.duration_ms == 999.999
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"context": {"span_id": "2" * 16}}, 'field "context.trace_id" must be a 32-character'),
+        ({"start_time": "yesterday"}, 'field "start_time" must be an ISO 8601 time'),
+        ({"status_code": "FINE"}, 'field "status_code" must be "UNSET", "OK" or "ERROR"'),
+        ({"attributes": [1]}, 'field "attributes" must be an object, found a list'),
+    ],
+)
+def test_a_wrong_phoenix_field_is_named_with_its_place(
+    tmp_path: Path, change: dict[str, Any], expected: str
+) -> None:
+    span = {
+        "name": "app",
+        "context": {"trace_id": "1" * 32, "span_id": "2" * 16},
+        "start_time": "2025-01-01T00:00:00+00:00",
+        "end_time": "2025-01-01T00:00:01+00:00",
+    }
+    path = tmp_path / "phoenix.json"
+    path.write_text(json.dumps({"data": [span, {**span, **change}]}), encoding="utf-8")
+
+    with pytest.raises(TraceFormatError) as caught:
+        load_traces(path)
+
+    assert str(caught.value).startswith(f"{path}, line 1, data[1]: {expected}")
+
+
+# --- damaged files --------------------------------------------------------------------------------
+
+
+def jsonl_span(**change: Any) -> str:
+    span = {
+        "trace_id": "5b8efff798038103d269b633813fc60c",
+        "span_id": "eee19b7ec3c1b174",
+        "name": "app",
+        "start_time_ns": T0,
+        "end_time_ns": T0 + MS,
+    }
+    return json.dumps({**span, **change})
+
+
+def test_a_span_repeated_with_other_content_names_both_lines(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    other = jsonl_span(span_id="aaaaaaaaaaaaaaaa")
+    path.write_text(f"{jsonl_span()}\n{other}\n{jsonl_span(name='changed')}\n", encoding="utf-8")
+
+    with pytest.raises(TraceFormatError) as caught:
+        load_traces(path)
+
+    message = str(caught.value)
+    assert message.startswith(f"{path}, line 3: span eee19b7ec3c1b174 of trace 5b8efff7")
+    assert f"{path}, line 1" in message
+
+
+def test_a_span_repeated_identically_is_read_once(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text(f"{jsonl_span()}\n{jsonl_span()}\n", encoding="utf-8")
+
+    assert [node.span.name for node in walk_trace(load_traces(path))] == ["app"]
+
+
+def test_json_nested_too_deeply_is_a_format_error_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    deep = '{"trace_id": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    path.write_text(f"{jsonl_span()}\n{deep}\n", encoding="utf-8")
+
+    with pytest.raises(TraceFormatError, match=r"deep.jsonl, line 2: .*nested too deeply"):
+        load_traces(path)
+
+
+def test_a_pretty_printed_document_nested_too_deeply_is_a_format_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{\n  "resourceSpans": ' + "[" * 100_000 + "]" * 100_000 + "\n}")
+
+    with pytest.raises(TraceFormatError, match=r"deep.json, line 1: .*nested too deeply"):
+        load_traces(path)
+
+
+def test_an_integer_too_long_to_read_is_a_format_error_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "huge.jsonl"
+    huge = jsonl_span().replace(f'"end_time_ns": {T0 + MS}', '"end_time_ns": 1' + "0" * 5000)
+    path.write_text(f"{jsonl_span()}\n{huge}\n", encoding="utf-8")
+
+    with pytest.raises(TraceFormatError, match=r"huge.jsonl, line 2: .*integer"):
+        load_traces(path)
+
+
+def test_an_otlp_time_too_long_to_read_is_a_format_error_naming_the_field(
+    tmp_path: Path,
+) -> None:
+    document = json.loads((FIXTURES / "otlp_export.json").read_text(encoding="utf-8"))
+    document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["startTimeUnixNano"] = "9" * 5000
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+
+    with pytest.raises(TraceFormatError, match=r"spans\[0\]\.startTimeUnixNano must be an integer"):
+        load_traces(path)

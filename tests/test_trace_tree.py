@@ -12,6 +12,7 @@ from evaltrace.trace import (
     ObservationNode,
     SpanRecord,
     build_trace,
+    split_traces,
     trace_to_text,
     walk_trace,
 )
@@ -89,6 +90,41 @@ def test_parent_links_that_form_a_cycle_lose_no_span() -> None:
 
     assert names(trace) == ["a"]
     assert names(trace[0].children) == ["b"]
+
+
+def test_split_traces_gives_one_trace_per_trace_id_in_start_order(spans: Spans) -> None:
+    first = spans.start("first run", 0)
+    second = spans.start("second run", 1)
+    late_part = spans.start("late part of the first run", 2, parent=first)
+    for span, end in ((late_part, 3), (second, 4), (first, 5)):
+        spans.end(span, end)
+    # Without its root span, the first run's trace has a second root (an orphan).
+    finished = [span for span in spans.finished() if span.name != "first run"]
+    finished.append(spans.start("third run", 6))
+    finished[-1].end()
+
+    traces = split_traces(build_trace(finished))
+
+    assert [names(one) for one in traces] == [
+        ["second run"],
+        ["late part of the first run"],
+        ["third run"],
+    ]
+    assert len({node.span.trace_id for one in traces for node in one}) == 3
+
+
+def test_split_traces_keeps_the_roots_of_one_trace_together(spans: Spans) -> None:
+    run = spans.start("run", 0)
+    one = spans.start("one", 1, parent=run)
+    other = spans.start("other", 2)
+    two = spans.start("two", 3, parent=run)
+    for span in (one, other, two, run):
+        spans.end(span, 4)
+    without_run = [span for span in spans.finished() if span.name != "run"]
+
+    traces = split_traces(build_trace(without_run))
+
+    assert [names(one) for one in traces] == [["one", "two"], ["other"]]
 
 
 def test_empty_input_gives_an_empty_trace() -> None:
@@ -230,6 +266,15 @@ def test_to_text_shortens_long_values_to_one_line(spans: Spans) -> None:
     assert lines[1].startswith('  input: "word\\nword')
     assert lines[1].endswith("…")
     assert len(lines[1]) <= 2 + len("input: ") + 120
+
+
+def test_to_text_keeps_each_span_on_its_own_line_whatever_its_name(spans: Spans) -> None:
+    attributes = {"openinference.span.kind": "chain\n[tool]"}
+    spans.end(spans.start("first\n[llm] forged", 0, attributes=attributes), 1)
+
+    lines = build_trace(spans.finished())[0].to_text().splitlines()
+
+    assert lines == ["[chain [tool]] first [llm] forged (1.0 ms, unset)"]
 
 
 def test_to_text_shows_only_the_last_messages_of_a_long_conversation(spans: Spans) -> None:

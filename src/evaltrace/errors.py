@@ -6,6 +6,8 @@ library's failures without catching unrelated ones.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "ConfigurationError",
     "DuplicateWrapNameError",
@@ -13,6 +15,7 @@ __all__ = [
     "EvaluatorTimeoutError",
     "InvalidEvaluatorResultError",
     "MissingEvalInputError",
+    "MultipleTracesError",
     "NoTraceError",
     "TraceFormatError",
 ]
@@ -48,6 +51,17 @@ class DuplicateWrapNameError(EvaltraceError, ValueError):
 
 class NoTraceError(EvaltraceError, LookupError):
     """A selector found no span it could use in the captured trace."""
+
+
+class MultipleTracesError(EvaltraceError, ValueError):
+    """A selector that reads one run was given several traces it cannot read as one."""
+
+    trace_ids: list[str]
+    """The traces given, as 32-digit hex ids, earliest first."""
+
+    def __init__(self, message: str, *, trace_ids: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.trace_ids = list(trace_ids)
 
 
 class TraceFormatError(EvaltraceError, ValueError):

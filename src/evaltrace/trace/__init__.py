@@ -33,6 +33,7 @@ from evaltrace.trace.tree import (
     ObservationNode,
     SpanPredicate,
     build_trace,
+    split_traces,
     trace_to_text,
     walk_trace,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "select",
     "span_to_json",
     "span_view",
+    "split_traces",
     "trace_to_text",
     "walk_trace",
 ]

@@ -15,10 +15,10 @@ from pydantic import JsonValue
 
 from evaltrace.capture.serialize import is_truncated
 from evaltrace.capture.values import WrapRecord
-from evaltrace.errors import DuplicateWrapNameError, NoTraceError
+from evaltrace.errors import DuplicateWrapNameError, MultipleTracesError, NoTraceError
 from evaltrace.evals.evaluable import Evaluable, NamedData
 from evaltrace.trace.spans import LLMSpan, ObserveSpan
-from evaltrace.trace.tree import ObservationNode, SpanPredicate, walk_trace
+from evaltrace.trace.tree import ObservationNode, SpanPredicate, split_traces, walk_trace
 
 __all__ = [
     "TraceSelector",
@@ -34,6 +34,7 @@ TraceSelector: TypeAlias = Callable[[Sequence[ObservationNode]], Evaluable]
 """A function that picks what to evaluate from a trace (a list of root nodes)."""
 
 _NAMES_LISTED = 20
+_TRACES_LISTED = 5
 
 
 # Selectors build evaluables with ``model_construct``: every value comes from the capture codec
@@ -51,6 +52,14 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     span's output named ``"output"``. A name recorded with ``many=True`` collects its values
     into a list.
 
+    The roots given are read as one run. When they belong to several traces (a capture around
+    several top-level calls), their ``wrap`` values are pooled and the root span standing for
+    the run is the first one with an input (or output); but one trace's value is never taken
+    for the run's: a name recorded in more than one of the traces (as in a file holding several
+    runs of one app), or, with nothing recorded, root spans of several traces that have an
+    input (or output), raise :class:`~evaltrace.errors.MultipleTracesError`. Evaluate each
+    trace of :func:`~evaltrace.trace.split_traces` on its own instead.
+
     Args:
         trace: The trace (its roots).
 
@@ -59,7 +68,8 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
 
     Raises:
         NoTraceError: The trace is empty.
-        DuplicateWrapNameError: A name was recorded twice without ``many=True``.
+        DuplicateWrapNameError: A name was recorded twice in one trace without ``many=True``.
+        MultipleTracesError: The roots belong to several traces that do not read as one run.
 
     Example:
         >>> evaluable = root(trace)  # doctest: +SKIP
@@ -67,25 +77,42 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     """
     if not trace:
         raise _no_span(trace, "a root span")
+    traces = split_traces(trace)
     recorded = sorted(
-        (value for node in walk_trace(trace) for value in node.span.named_values),
-        key=lambda value: value.timestamp_ns,
+        (
+            (value, position)
+            for position, one in enumerate(traces)
+            for node in walk_trace(one)
+            for value in node.span.named_values
+        ),
+        key=lambda item: item[0].timestamp_ns,
     )
-    inputs = [value for value in recorded if value.purpose == "input"]
-    outputs = [value for value in recorded if value.purpose != "input"]
-    first = trace[0].span
+    inputs = [value for value, _ in recorded if value.purpose == "input"]
+    outputs = [value for value, _ in recorded if value.purpose != "input"]
+    if len(traces) > 1:
+        _check_names(traces, recorded)
     return Evaluable.model_construct(
-        eval_input=_collect(inputs, "input") if inputs else _arguments(first.input),
+        eval_input=(
+            _collect(inputs, "input") if inputs else _arguments(_root_with(traces, "input").input)
+        ),
         eval_output=(
             _collect(outputs, "output or state")
             if outputs
-            else [NamedData.model_construct(name="output", value=first.output)]
+            else [
+                NamedData.model_construct(name="output", value=_root_with(traces, "output").output)
+            ]
         ),
     )
 
 
 def last_llm_call(trace: Sequence[ObservationNode]) -> Evaluable:
     """Evaluate the model call that ended last.
+
+    A model call is an LLM span that records the call: a model name or messages, as an
+    instrumented client writes them. A span that is an LLM span by its kind alone (such as
+    ``@wrap(kind="llm")`` around a client call) counts only when no span below it records a
+    call, so the instrumented call inside a decorated function is chosen over the decorator's
+    span, which ends after it.
 
     ``eval_input`` is one item ``"messages"``: the input messages as dictionaries with ``role``,
     ``content`` and ``tool_calls``. ``eval_output`` is ``"output"`` (the returned text) and, when
@@ -94,16 +121,16 @@ def last_llm_call(trace: Sequence[ObservationNode]) -> Evaluable:
     Raises:
         NoTraceError: The trace holds no model call.
     """
-    return _span_evaluable(_pick(trace, _is_llm, "an LLM span", latest=True))
+    return _span_evaluable(_pick(trace, _model_calls(trace), "an LLM span", latest=True))
 
 
 def first_llm_call(trace: Sequence[ObservationNode]) -> Evaluable:
-    """Evaluate the model call that started first, read as :func:`last_llm_call` reads one.
+    """Evaluate the model call that started first, chosen and read as :func:`last_llm_call` does.
 
     Raises:
         NoTraceError: The trace holds no model call.
     """
-    return _span_evaluable(_pick(trace, _is_llm, "an LLM span", latest=False))
+    return _span_evaluable(_pick(trace, _model_calls(trace), "an LLM span", latest=False))
 
 
 def by_name(name: str) -> TraceSelector:
@@ -156,8 +183,26 @@ def _selector(predicate: SpanPredicate, looked_for: str, label: str) -> TraceSel
     return selector
 
 
-def _is_llm(span: ObserveSpan | LLMSpan) -> bool:
-    return isinstance(span, LLMSpan)
+def _records_a_call(span: ObserveSpan | LLMSpan) -> bool:
+    return isinstance(span, LLMSpan) and bool(
+        span.model is not None or span.input_messages or span.output_messages
+    )
+
+
+def _model_calls(trace: Sequence[ObservationNode]) -> SpanPredicate:
+    """A test for the LLM spans that stand for a model call (see :func:`last_llm_call`)."""
+    nodes = list(walk_trace(trace))
+    below: dict[int, bool] = {}  # id(node) -> a span under it records a call
+    for node in reversed(nodes):  # children before their parents
+        below[id(node)] = any(
+            _records_a_call(child.span) or below[id(child)] for child in node.children
+        )
+    chosen = {
+        id(node.span)
+        for node in nodes
+        if _records_a_call(node.span) or (isinstance(node.span, LLMSpan) and not below[id(node)])
+    }
+    return lambda span: id(span) in chosen
 
 
 def _pick(
@@ -216,6 +261,65 @@ def _llm_evaluable(span: LLMSpan) -> Evaluable:
         outputs.append(NamedData.model_construct(name="tool_calls", value=calls))
     return Evaluable.model_construct(
         eval_input=[NamedData.model_construct(name="messages", value=messages)], eval_output=outputs
+    )
+
+
+def _check_names(
+    traces: list[list[ObservationNode]], recorded: list[tuple[WrapRecord, int]]
+) -> None:
+    """Refuse a name recorded in several traces (as in several runs of one app)."""
+    positions: dict[str, set[int]] = {}
+    listed: dict[str, bool] = {}
+    for value, position in recorded:
+        positions.setdefault(value.name, set()).add(position)
+        listed[value.name] = listed.get(value.name, True) and value.many
+    for name, where in positions.items():
+        if len(where) > 1 and not listed[name]:
+            raise _several_traces(
+                traces,
+                f"wrap(..., name={name!r}) was recorded in {len(where)} of them, as happens when "
+                "a file holds several runs of one app",
+            )
+
+
+def _root_with(
+    traces: list[list[ObservationNode]], what: Literal["input", "output"]
+) -> ObserveSpan | LLMSpan:
+    """The root span whose input or output stands for the run's, when nothing was recorded.
+
+    In one trace, the first root. Across several, the first root that has one, provided the
+    roots that have one belong to a single trace: else which trace is the run is anyone's guess.
+    """
+    if len(traces) == 1:
+        return traces[0][0].span
+    having = [
+        (position, node.span)
+        for position, one in enumerate(traces)
+        for node in one
+        if getattr(node.span, what) is not None
+    ]
+    if len({position for position, _ in having}) > 1:
+        raise _several_traces(
+            traces,
+            f'no wrap(..., purpose="{what}") value was recorded, and the root spans of several '
+            f"of them have an {what}, so the run's {what} would be one of theirs (record it "
+            f'with wrap(..., purpose="{what}") to read the traces as one run)',
+        )
+    return having[0][1] if having else traces[0][0].span
+
+
+def _several_traces(traces: list[list[ObservationNode]], reason: str) -> MultipleTracesError:
+    trace_ids = [f"{one[0].span.trace_id:032x}" for one in traces]
+    listed = ", ".join(trace_ids[:_TRACES_LISTED])
+    if len(trace_ids) > _TRACES_LISTED:
+        listed += f" and {len(trace_ids) - _TRACES_LISTED} more"
+    return MultipleTracesError(
+        f"root() reads one run, but the trace holds {len(trace_ids)} traces ({listed}) and "
+        f"{reason}. Evaluate each trace on its own: "
+        "[root(run) for run in evaltrace.trace.split_traces(trace)], or on the command line "
+        "`evaltrace trace FILE --select root` (one evaluable per trace) or "
+        "`evaltrace trace FILE --trace-id ID --select root`.",
+        trace_ids=trace_ids,
     )
 
 

@@ -839,5 +839,8 @@ def _int_or_none(value: Any) -> int | None:
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
     if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        return int(value.strip())
+        try:
+            return int(value.strip())
+        except ValueError:  # more digits than Python converts: not a count
+            return None
     return None

@@ -21,7 +21,14 @@ if TYPE_CHECKING:
 
     from evaltrace.capture.values import WrapRecord
 
-__all__ = ["ObservationNode", "SpanPredicate", "build_trace", "trace_to_text", "walk_trace"]
+__all__ = [
+    "ObservationNode",
+    "SpanPredicate",
+    "build_trace",
+    "split_traces",
+    "trace_to_text",
+    "walk_trace",
+]
 
 SpanPredicate: TypeAlias = Callable[[ObserveSpan | LLMSpan], bool]
 """A test on a span view, used by :meth:`ObservationNode.find_all` and the selectors."""
@@ -91,6 +98,30 @@ def walk_trace(trace: Iterable[ObservationNode]) -> Iterator[ObservationNode]:
     """Yield every node of a trace (a list of roots), depth-first, root by root."""
     for node in trace:
         yield from node.walk()
+
+
+def split_traces(trace: Iterable[ObservationNode]) -> list[list[ObservationNode]]:
+    """Split a trace (a list of roots) into one trace per trace id.
+
+    A file holding several runs, or a capture around several top-level calls, gives the roots
+    of several traces; selectors such as :func:`~evaltrace.root` read what they are given as
+    one run, so evaluate each run on its own.
+
+    Args:
+        trace: The roots, as :func:`build_trace` or :func:`~evaltrace.load_traces` return them.
+
+    Returns:
+        One list of roots per trace id, ordered by their first root (the earliest start, for
+        roots in start order); the roots of one trace keep their order.
+
+    Example:
+        >>> evaluables = [root(run) for run in split_traces(load_traces("runs.jsonl"))]
+        ...     # doctest: +SKIP
+    """
+    traces: dict[int, list[ObservationNode]] = {}
+    for node in trace:
+        traces.setdefault(node.span.trace_id, []).append(node)
+    return list(traces.values())
 
 
 def trace_to_text(trace: Iterable[ObservationNode]) -> str:
@@ -207,12 +238,15 @@ def _owner(value: WrapRecord, by_span_id: dict[int, list[_SpanKey]]) -> _SpanKey
 
 
 def _span_lines(span: ObserveSpan | LLMSpan, indent: str) -> list[str]:
-    head = f"{indent}[{span.kind}] {span.name} ({_duration(span.duration_ms)}, {span.status})"
+    head = (
+        f"{indent}[{_short(span.kind)}] {_short(span.name)} "
+        f"({_duration(span.duration_ms)}, {span.status})"
+    )
     detail = indent + "  "
     lines: list[str] = []
     if isinstance(span, LLMSpan):
         if span.model:
-            head += f" model={span.model}"
+            head += f" model={_short(span.model)}"
         usage = span.usage
         if usage.input_tokens is not None or usage.output_tokens is not None:
             head += f" tokens={_count(usage.input_tokens)}->{_count(usage.output_tokens)}"
