@@ -421,3 +421,39 @@ async def test_a_judge_client_cancelling_its_own_request_gives_an_errored_evalua
 
     assert result.error is not None
     assert (result.error.type, result.error.where) == ("StrayCancellationError", "judge")
+
+
+def test_an_abandoned_sync_judge_call_does_not_delay_exit() -> None:
+    script = """
+import threading
+import anyio
+from evaltrace import Evaluable, NamedData, evaluate
+from evaltrace.judges import configure_judge, create_llm_evaluator
+
+never = threading.Event()
+
+
+class Completions:
+    def create(self, **kwargs):
+        never.wait()
+
+
+class Chat:
+    completions = Completions()
+
+
+class BlockingClient:
+    chat = Chat()
+
+
+configure_judge(client=BlockingClient())
+judge = create_llm_evaluator("polite", "Is {eval_output} polite?", choice_scores={"y": 1.0})
+case = Evaluable(eval_output=[NamedData(name="answer", value="Paris")])
+print(anyio.run(lambda: evaluate(judge, case, timeout=0.1)).error.type)
+"""
+    # The guard only keeps a regression from hanging the suite; a healthy run exits at once.
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["EvaluatorTimeoutError"]

@@ -18,7 +18,6 @@ judge's own spans (see :func:`isolated_judge_call`).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
 import math
 import os
@@ -32,13 +31,13 @@ from types import TracebackType
 from typing import Any, Final, TypeVar
 
 import anyio
-import anyio.to_thread
 from opentelemetry import context as otel_context
 
 from evaltrace.capture.context import RunScope, enter_scope
 from evaltrace.errors import ConfigurationError, EvaltraceError
 from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
 from evaltrace.evals.limits import RateLimiter, check_timeout
+from evaltrace.evals.worker_threads import run_in_worker_thread
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -541,6 +540,9 @@ async def run_judge_call_in_thread(
 ) -> T:
     """Run the synchronous ``call()`` as an isolated judge call in a worker thread.
 
+    The thread gets a copy of the caller's context; on asyncio it is one of evaltrace's
+    daemon worker threads, so a call abandoned after a timeout never delays interpreter exit.
+
     Args:
         config: The resolved judge configuration.
         call: Makes the judge call.
@@ -555,8 +557,7 @@ async def run_judge_call_in_thread(
         with isolated_judge_call(config):
             return call()
 
-    context = contextvars.copy_context()
-    return await anyio.to_thread.run_sync(context.run, isolated, abandon_on_cancel=True)
+    return await run_in_worker_thread(isolated)
 
 
 # -- validation ------------------------------------------------------------------------------
