@@ -185,3 +185,100 @@ def test_evaluable_round_trips_through_json_keeping_unset_distinct_from_none() -
     assert Evaluable.model_validate_json(none.model_dump_json()).expectation is None
     assert Evaluable.model_validate_json(unset.model_dump_json()) == unset
     assert none.expected_output is None and unset.expected_output is UNSET
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("make", "score"),
+    [
+        (lambda np: np.bool_(True), 1.0),
+        (lambda np: np.bool_(False), 0.0),
+        (lambda np: np.float32(0.25), 0.25),
+        (lambda np: np.float64(0.75), 0.75),
+        (lambda np: np.int64(1), 1.0),
+    ],
+    ids=["bool_true", "bool_false", "float32", "float64", "int64"],
+)
+async def test_numpy_results_are_scores(make: Any, score: float) -> None:
+    np = pytest.importorskip("numpy")
+    result = await evaluate(lambda e: make(np), CASE)
+    assert (result.status, result.score) == ("scored", score)
+
+
+@pytest.mark.anyio
+async def test_a_numpy_score_out_of_range_is_errored() -> None:
+    np = pytest.importorskip("numpy")
+    result = await evaluate(lambda e: np.float64(1.5), CASE)
+    assert result.error is not None and "returned the score 1.5" in result.error.message
+
+
+@pytest.mark.anyio
+async def test_evaluate_refuses_an_evaluable_of_the_wrong_type() -> None:
+    with pytest.raises(TypeError, match=r"evaluable must be an evaltrace\.Evaluable, got str 'x'"):
+        await evaluate(sync_exact, "x")  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_evaluate_refuses_an_evaluator_that_is_not_callable() -> None:
+    with pytest.raises(TypeError, match="evaluator must be a callable, got str"):
+        await evaluate("ExactMatch", CASE)
+
+
+@pytest.mark.anyio
+async def test_a_result_whose_repr_raises_is_errored_with_a_safe_message() -> None:
+    class NoRepr:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    result = await evaluate(lambda e: NoRepr(), CASE)
+    assert result.error is not None
+    assert "returned NoRepr <unprintable NoRepr>" in result.error.message
+
+
+def test_an_evaluation_error_from_an_unprintable_exception_is_safe() -> None:
+    from evaltrace.evals import EvaluationError
+
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    error = EvaluationError.from_exception(Unprintable(), where="evaluator")
+    assert (error.type, error.message) == ("Unprintable", "<unprintable Unprintable>")
+
+
+def test_evaluable_values_accept_objects_by_encoding_them() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Document:  # the shape of a Haystack 2 Document: a dataclass
+        content: str
+        meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+        score: float | None = None
+        embedding: list[float] | None = None
+
+    paris = Document("Paris", {"rank": 1}, score=0.9)
+    case = Evaluable(
+        eval_input=[NamedData(name="query", value=("capital", "France"))],
+        eval_output=[NamedData(name="documents", value=[paris])],
+        expectation=Document("Paris"),
+        eval_metadata={"retrieved": Document("Lyon")},
+    )
+    assert case.input_value() == ["capital", "France"]
+    assert case.output_value() == [
+        {"content": "Paris", "meta": {"rank": 1}, "score": 0.9, "embedding": None}
+    ]
+    assert case.expectation == {"content": "Paris", "meta": {}, "score": None, "embedding": None}
+    assert case.eval_metadata is not None
+    assert case.eval_metadata["retrieved"] == {
+        "content": "Lyon",
+        "meta": {},
+        "score": None,
+        "embedding": None,
+    }
+    assert Evaluable.model_validate_json(case.model_dump_json()) == case
+
+
+def test_evaluable_json_values_are_kept_as_they_are() -> None:
+    value = {"api_key": "kept", "items": [1, 2.5, None, True]}
+    case = Evaluable(expectation=value, eval_output=[NamedData(name="v", value=value)])
+    assert case.expectation == value and case.output_value() == value

@@ -37,6 +37,7 @@ JUDGE_ENV = (
     "EVALTRACE_JUDGE_API_KEY",
     "EVALTRACE_JUDGE_MODEL",
     "EVALTRACE_JUDGE_EMBEDDING_MODEL",
+    "EVALTRACE_JUDGE_TIMEOUT",
     "OPENAI_BASE_URL",
     "OPENAI_API_KEY",
 )
@@ -349,3 +350,110 @@ async def test_llm_evaluator_prompt_tokens_count_against_the_token_limit(
 def test_rate_limiter_must_be_a_rate_limiter() -> None:
     with pytest.raises(ConfigurationError, match=r"takes an evaltrace\.RateLimiter, got dict"):
         configure_judge(rate_limiter={"rps": 2})  # type: ignore[arg-type]
+
+
+# -- timeouts --------------------------------------------------------------------------------
+
+
+def test_a_judge_request_has_a_default_timeout(judge_server: FakeJudgeServer) -> None:
+    from evaltrace.judges.config import DEFAULT_JUDGE_TIMEOUT
+
+    configure_judge(base_url=judge_server.base_url, api_key="k")
+    assert DEFAULT_JUDGE_TIMEOUT == 60.0
+    assert judge_config().timeout == DEFAULT_JUDGE_TIMEOUT
+    assert judge_client(judge_config()).openai.timeout == DEFAULT_JUDGE_TIMEOUT
+
+
+def test_the_judge_timeout_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALTRACE_JUDGE_TIMEOUT", "2.5")
+    assert judge_config().timeout == 2.5
+    configure_judge(timeout=7)
+    assert judge_config().timeout == 7.0
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "nan", "inf"])
+def test_a_malformed_judge_timeout_in_the_environment_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("EVALTRACE_JUDGE_TIMEOUT", value)
+    with pytest.raises(ConfigurationError, match=r"EVALTRACE_JUDGE_TIMEOUT=.* positive number"):
+        judge_config()
+
+
+@pytest.mark.anyio
+async def test_a_hung_judge_request_is_errored_after_the_judge_timeout(
+    judge: FakeJudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALTRACE_JUDGE_TIMEOUT", "0.2")
+    judge.add_rule("", choice="C")
+    judge.hang_next(60)  # much longer than the timeout; stopping the server ends the wait
+    configure_judge(base_url=judge.base_url, api_key="k", max_retries=0)
+
+    result = await Factuality()(EVALUABLE)
+
+    assert result.error is not None
+    assert (result.error.type, result.error.where) == ("APITimeoutError", "judge")
+
+
+class _CancellingCompletions:
+    """A client whose request is cancelled by the client itself, not by the caller."""
+
+    async def create(self, **kwargs: Any) -> Any:
+        import asyncio
+
+        raise asyncio.CancelledError()
+
+
+class _CancellingChat:
+    completions = _CancellingCompletions()
+
+
+class _CancellingClient:
+    chat = _CancellingChat()
+
+
+@pytest.mark.anyio
+async def test_a_judge_client_cancelling_its_own_request_gives_an_errored_evaluation() -> None:
+    configure_judge(async_client=_CancellingClient())
+    judge = create_llm_evaluator("polite", "Is {eval_output} polite?", choice_scores={"y": 1.0})
+
+    result = await evaluate(judge, EVALUABLE)
+
+    assert result.error is not None
+    assert (result.error.type, result.error.where) == ("StrayCancellationError", "judge")
+
+
+def test_an_abandoned_sync_judge_call_does_not_delay_exit() -> None:
+    script = """
+import threading
+import anyio
+from evaltrace import Evaluable, NamedData, evaluate
+from evaltrace.judges import configure_judge, create_llm_evaluator
+
+never = threading.Event()
+
+
+class Completions:
+    def create(self, **kwargs):
+        never.wait()
+
+
+class Chat:
+    completions = Completions()
+
+
+class BlockingClient:
+    chat = Chat()
+
+
+configure_judge(client=BlockingClient())
+judge = create_llm_evaluator("polite", "Is {eval_output} polite?", choice_scores={"y": 1.0})
+case = Evaluable(eval_output=[NamedData(name="answer", value="Paris")])
+print(anyio.run(lambda: evaluate(judge, case, timeout=0.1)).error.type)
+"""
+    # The guard only keeps a regression from hanging the suite; a healthy run exits at once.
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["EvaluatorTimeoutError"]

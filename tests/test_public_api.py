@@ -42,3 +42,14 @@ def test_import_does_not_load_heavy_optional_modules() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_python_dash_m_evaltrace_runs_the_command_line() -> None:
+    version = subprocess.run(
+        [sys.executable, "-m", "evaltrace", "--version"], capture_output=True, text=True
+    )
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.startswith("evaltrace ")
+    usage = subprocess.run([sys.executable, "-m", "evaltrace"], capture_output=True, text=True)
+    assert usage.returncode == 2
+    assert usage.stderr.startswith("usage: evaltrace ")

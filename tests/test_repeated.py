@@ -516,3 +516,18 @@ async def test_repeated_caps_concurrent_requests_to_a_judge_server(
     assert len(judge_server.requests) == 4
     assert judge_server.max_concurrency == 2
     assert result.score == 0.6  # sorted [0.2, 0.4, 0.6, 0.8][2], whatever the arrival order
+
+
+def test_repeated_refuses_a_judge_that_is_not_callable() -> None:
+    with pytest.raises(TypeError, match=r"Repeated\(judge=...\) must be an evaluator.*got str"):
+        Repeated("x")  # type: ignore[arg-type]
+
+
+def test_repeated_refuses_a_count_that_is_not_a_whole_number() -> None:
+    with pytest.raises(ValueError, match="n must be a whole number >= 1, got '3'"):
+        Repeated(lambda e: 1.0, n="3")  # type: ignore[arg-type]
+
+
+def test_repeated_refuses_a_name_that_is_not_a_string() -> None:
+    with pytest.raises(TypeError, match=r"Repeated\(name=...\) must be a string, got int"):
+        Repeated(lambda e: 1.0, name=5)  # type: ignore[arg-type]

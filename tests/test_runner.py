@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from evaltrace.evals.runner import (
     EvalAssertionError,
     assert_dataset_pass,
     assert_pass,
+    evaluate_inputs,
     run_and_evaluate,
     run_captured,
 )
@@ -188,24 +191,50 @@ async def test_three_hundred_concurrent_inputs_each_see_only_their_own_output() 
 
 @pytest.mark.anyio
 async def test_failing_evaluators_leave_the_other_results_intact() -> None:
-    def raises(evaluable: Evaluable) -> float:
+    # Only `hangs` ever yields to the event loop inside its time limit, so it is the only one
+    # the timeout can stop, however loaded the machine: the outcome is deterministic.
+    async def app(text: str) -> str:
+        return text.upper()
+
+    async def ok(evaluable: Evaluable) -> float:
+        return 1.0 if evaluable.output_value() == str(evaluable.input_value()).upper() else 0.0
+
+    async def raises(evaluable: Evaluable) -> float:
         raise RuntimeError("broken evaluator")
 
     async def hangs(evaluable: Evaluable) -> float:
-        await anyio.sleep(30)
+        await anyio.Event().wait()  # never set
         return 1.0
 
+    async def nan(evaluable: Evaluable) -> float:
+        return float("nan")
+
+    async def too_high(evaluable: Evaluable) -> float:
+        return 1.5
+
+    async def text(evaluable: Evaluable) -> str:
+        return "x"
+
     with pytest.raises(EvalAssertionError) as info:
-        await assert_pass(
-            str.upper,
-            ["a", "b"],
-            [upper_ok, raises, hangs, lambda e: float("nan"), lambda e: 1.5, lambda e: "x"],
-            timeout=0.1,
-        )
+        await assert_pass(app, ["a", "b"], [ok, raises, hangs, nan, too_high, text], timeout=0.1)
     for row in info.value.results:
         assert row[0].score == 1.0
         assert [e.status for e in row[1:]] == ["errored"] * 5
         assert row[2].error is not None and row[2].error.type == "EvaluatorTimeoutError"
+
+
+@pytest.mark.anyio
+async def test_failing_sync_evaluators_leave_the_other_results_intact() -> None:
+    def raises(evaluable: Evaluable) -> float:
+        raise RuntimeError("broken evaluator")
+
+    with pytest.raises(EvalAssertionError) as info:
+        await assert_pass(
+            str.upper, ["a", "b"], [upper_ok, raises, lambda e: float("nan"), lambda e: "x"]
+        )
+    for row in info.value.results:
+        assert row[0].score == 1.0
+        assert [e.status for e in row[1:]] == ["errored"] * 3
 
 
 @pytest.mark.anyio
@@ -232,18 +261,21 @@ async def test_eval_assertion_error_shows_a_readable_table() -> None:
     inputs = ["hello", "bad", "a very long question about the weather in Paris"]
     with pytest.raises(EvalAssertionError) as info:
         await assert_pass(app, inputs, [exact, length], evaluables=cases)
+    pad = " " * 81
     assert str(info.value) == (
         "assert_pass failed: 2 of 3 inputs passed (67%); required every score >= 0.5 on at "
         "least 100% of inputs\n"
-        "#  input                        evaluator  score  result  reasoning / error\n"
-        "0  hello                        exact      1.00   pass    expected 'HELLO'\n"
-        "                                length     0.50   pass\n"
-        "1  bad                          exact      0.00   FAIL    expected 'nothing'\n"
-        "                                length     -      ERROR   "
-        "ValueError: cannot measure an error\n"
-        "2  a very long question about…  exact      1.00   pass    expected 'A VERY LONG QUESTION"
-        " ABOUT THE WEATHER IN PARIS'\n"
-        "                                length     1.00   pass"
+        "#  input                     output                    expected                  "
+        "evaluator  score  result  reasoning / error\n"
+        "0  hello                     HELLO                     HELLO                     "
+        "exact      1.00   pass    expected 'HELLO'\n"
+        f"{pad}length     0.50   pass\n"
+        "1  bad                       ERR                       nothing                   "
+        "exact      0.00   FAIL    expected 'nothing'\n"
+        f"{pad}length     -      ERROR   ValueError: cannot measure an error\n"
+        "2  a very long question ab…  A VERY LONG QUESTION AB…  A VERY LONG QUESTION AB…  "
+        "exact      1.00   pass    expected 'A VERY LONG QUESTION ABOUT THE WEATHER IN PARIS'\n"
+        f"{pad}length     1.00   pass"
     )
     assert [[e.status for e in row] for row in info.value.results] == [
         ["scored", "scored"],
@@ -514,3 +546,183 @@ async def test_cancelling_a_run_cancels_all_of_its_evaluators() -> None:
 
     ours = [t for t in asyncio.all_tasks() if "evaluate" in t.get_coro().__qualname__]
     assert ours == []
+
+
+class Unprintable(Exception):
+    """An exception whose text cannot be had."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+class NoRepr:
+    """A value whose repr raises."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr for you")
+
+
+@pytest.mark.anyio
+async def test_an_unprintable_exception_from_an_evaluator_errors_only_its_result() -> None:
+    def raises(evaluable: Evaluable) -> float:
+        raise Unprintable()
+
+    with pytest.raises(EvalAssertionError) as info:
+        await assert_pass(str.upper, ["a", "b"], [upper_ok, raises])
+    for row in info.value.results:
+        assert row[0].score == 1.0
+        assert row[1].error is not None
+        assert (row[1].error.type, row[1].error.message) == (
+            "Unprintable",
+            "<unprintable Unprintable>",
+        )
+    assert "Unprintable: <unprintable Unprintable>" in str(info.value)
+
+
+@pytest.mark.anyio
+async def test_an_unprintable_exception_from_the_runnable_errors_its_rows() -> None:
+    def app(question: str) -> str:
+        raise Unprintable()
+
+    with pytest.raises(EvalAssertionError) as info:
+        await assert_pass(app, ["a", "b"], [upper_ok])
+    for (evaluation,) in info.value.results:
+        assert evaluation.error is not None
+        assert (evaluation.error.where, evaluation.error.message) == (
+            "runnable",
+            "<unprintable Unprintable>",
+        )
+
+
+@pytest.mark.anyio
+async def test_values_whose_repr_raises_do_not_break_the_failure_table() -> None:
+    def app(question: object) -> str:
+        return "answer"
+
+    with pytest.raises(EvalAssertionError) as info:
+        await assert_pass(
+            app,
+            [NoRepr()],
+            [lambda e: 0.0],
+            evaluables=[Evaluable(expectation={"doc": NoRepr()})],  # type: ignore[dict-item]
+        )
+    row = str(info.value).splitlines()[2]
+    assert row.split()[:3] == ["0", '"<unprintable', 'NoRepr>"']
+    (item,) = info.value.inputs
+    assert item.evaluable is not None and isinstance(item.evaluable.expectation, dict)
+    assert "NoRepr" in str(item.evaluable.expectation["doc"])  # encoded by the capture codec
+
+
+@pytest.mark.anyio
+async def test_the_failure_table_shows_the_output_and_the_expectation() -> None:
+    def exact(evaluable: Evaluable) -> bool:
+        return bool(evaluable.output_value() == evaluable.expectation)
+
+    with pytest.raises(EvalAssertionError) as info:
+        await assert_pass(
+            str.upper,
+            ["paris"],
+            [exact],
+            evaluables=[Evaluable(expectation="Paris")],
+        )
+    header, row = str(info.value).splitlines()[1:3]
+    assert header.split() == [
+        "#", "input", "output", "expected", "evaluator", "score", "result", "reasoning", "/",
+        "error",
+    ]  # fmt: skip
+    assert row.split() == ["0", "paris", "PARIS", "Paris", "exact", "0.00", "FAIL"]
+
+
+@pytest.mark.anyio
+async def test_the_failure_table_has_no_expected_column_without_expectations() -> None:
+    with pytest.raises(EvalAssertionError) as info:
+        await assert_pass(str.upper, ["paris"], [lambda e: 0.0])
+    header, row = str(info.value).splitlines()[1:3]
+    assert "expected" not in header
+    assert row.split()[:4] == ["0", "paris", "PARIS", "lambda"]
+
+
+@pytest.mark.anyio
+async def test_the_failure_table_marks_the_output_of_a_failed_run_as_unknown() -> None:
+    def app(question: str) -> str:
+        raise ValueError("down")
+
+    with pytest.raises(EvalAssertionError) as info:
+        await assert_pass(app, ["q"], [upper_ok])
+    row = str(info.value).splitlines()[2]
+    assert row.split()[:4] == ["0", "q", "-", "upper_ok"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("inputs", ["abc", b"abc"], ids=["str", "bytes"])
+async def test_a_string_is_refused_as_the_input_list(inputs: Any) -> None:
+    with pytest.raises(TypeError, match=r"eval_inputs must be a list .* got (str|bytes)"):
+        await assert_pass(str.upper, inputs, [upper_ok])
+    with pytest.raises(TypeError, match="wrap it in a list"):
+        await evaluate_inputs(str.upper, inputs, [upper_ok])
+
+
+@pytest.mark.anyio
+async def test_a_single_evaluator_is_refused_as_the_evaluator_list() -> None:
+    with pytest.raises(TypeError, match="evaluators must be a list"):
+        await assert_pass(str.upper, ["a"], upper_ok)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_wrong_runnable_and_evaluables_types_are_refused() -> None:
+    with pytest.raises(TypeError, match="runnable must be a callable"):
+        await assert_pass("app", ["a"], [upper_ok])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"evaluables\[0\] is dict, not an evaltrace.Evaluable"):
+        await assert_pass(str.upper, ["a"], [upper_ok], evaluables=[{}])  # type: ignore[list-item]
+
+
+def test_dataset_runs_have_a_documented_default_timeout() -> None:
+    import inspect
+
+    from evaltrace.evals import DEFAULT_DATASET_TIMEOUT
+
+    assert DEFAULT_DATASET_TIMEOUT == 300.0
+    default = inspect.signature(assert_dataset_pass).parameters["timeout"].default
+    assert default == DEFAULT_DATASET_TIMEOUT
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert "DEFAULT_DATASET_TIMEOUT" in readme and "300 s" in readme
+
+
+def test_an_abandoned_blocked_sync_evaluator_does_not_delay_exit() -> None:
+    script = """
+import threading
+import anyio
+from evaltrace.evals.runner import evaluate_inputs
+
+never = threading.Event()
+
+
+def blocks(evaluable):
+    never.wait()
+    return 1.0
+
+
+def app_blocks(question):
+    never.wait()
+
+
+async def main():
+    rows = await evaluate_inputs(str.upper, ["a"], [blocks], timeout=0.1)
+    print(rows[0].evaluations[0].error.type)
+    rows = await evaluate_inputs(app_blocks, ["a"], [blocks], timeout=0.1)
+    print(rows[0].evaluations[0].error.type, rows[0].evaluations[0].error.where)
+
+
+anyio.run(main)
+print("exiting")
+"""
+    # The guard only keeps a regression from hanging the suite; a healthy run exits at once.
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "EvaluatorTimeoutError",
+        "EvaluatorTimeoutError runnable",
+        "exiting",
+    ]

@@ -9,10 +9,11 @@ from evaltrace.evals.evaluable import (
     Unset,
     collapse_named_data,
     get_named,
+    json_value,
 )
 from evaltrace.evals.evaluation import Evaluation, EvaluationError, EvaluationStatus
 from evaltrace.evals.evaluator import Evaluator, evaluate, evaluator_name
-from evaltrace.evals.limits import RateLimiter
+from evaltrace.evals.limits import DEFAULT_DATASET_TIMEOUT, RateLimiter
 from evaltrace.evals.runner import (
     DatasetPassResult,
     EvalAssertionError,
@@ -29,6 +30,7 @@ from evaltrace.evals.runner import (
 from evaltrace.evals.sync import RunningLoopError, run
 
 __all__ = [
+    "DEFAULT_DATASET_TIMEOUT",
     "UNSET",
     "DatasetPassResult",
     "EvalAssertionError",
@@ -54,6 +56,7 @@ __all__ = [
     "evaluate_inputs",
     "evaluator_name",
     "get_named",
+    "json_value",
     "results_table",
     "run",
     "run_and_evaluate",

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from evaltrace._safe_text import safe_repr
 from evaltrace.evals.evaluation import Evaluation
 
 __all__ = ["PassCriteria", "ScoreThreshold"]
@@ -21,7 +22,9 @@ class ScoreThreshold:
 
     A score passes when it is ``>= threshold``. An errored evaluation fails its input. A skipped
     evaluation is left out; an input whose evaluations were all skipped is left out of the
-    fraction. No input (or none scored) fails the check.
+    fraction. An input missing evaluations (an empty row, or fewer evaluations than the
+    widest row) fails: nothing missing ever counts as a pass. No input (or none scored) fails
+    the check.
 
     Example:
         >>> ScoreThreshold(threshold=0.7, pct=0.9)
@@ -35,13 +38,26 @@ class ScoreThreshold:
 
     def __post_init__(self) -> None:
         for field, value in (("threshold", self.threshold), ("pct", self.pct)):
-            if isinstance(value, bool) or not math.isfinite(value) or not 0 <= value <= 1:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or not 0 <= value <= 1
+            ):
                 raise ValueError(
-                    f"ScoreThreshold.{field} must be a number in [0, 1], got {value!r}"
+                    f"ScoreThreshold.{field} must be a number in [0, 1], got {safe_repr(value)}"
                 )
 
-    def input_passed(self, row: Sequence[Evaluation]) -> bool | None:
-        """Whether one input passed; ``None`` when all its evaluations were skipped."""
+    def input_passed(self, row: Sequence[Evaluation], width: int = 1) -> bool | None:
+        """Whether one input passed; ``None`` when all its evaluations were skipped.
+
+        Args:
+            row: The evaluations of the input.
+            width: How many evaluations it should have (one per evaluator); a row with fewer
+                fails.
+        """
+        if len(row) < max(width, 1):
+            return False
         scored = [e for e in row if not e.skipped]
         if not scored:
             return None
@@ -49,7 +65,8 @@ class ScoreThreshold:
 
     def __call__(self, results: list[list[Evaluation]]) -> tuple[bool, str]:
         """Judge the matrix; returns ``(passed, message)``."""
-        verdicts = [self.input_passed(row) for row in results]
+        width = max((len(row) for row in results), default=0)
+        verdicts = [self.input_passed(row, width) for row in results]
         counted = [v for v in verdicts if v is not None]
         skipped = len(verdicts) - len(counted)
         rule = f"every score >= {self.threshold:g} on at least {self.pct:.0%} of inputs"
@@ -59,6 +76,9 @@ class ScoreThreshold:
         passing = sum(counted)
         fraction = passing / len(counted)
         note = f" ({skipped} input(s) with only skipped evaluations not counted)" if skipped else ""
+        missing = sum(1 for row in results if len(row) < max(width, 1))
+        if missing:
+            note += f" ({missing} input(s) missing evaluations counted as failed)"
         message = (
             f"{passing} of {len(counted)} inputs passed ({fraction:.0%}); required {rule}{note}"
         )

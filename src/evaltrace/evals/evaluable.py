@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any, ClassVar, Final
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 from pydantic_core import core_schema
+
+from evaltrace.capture.config import Settings, current_runtime, settings
+from evaltrace.capture.serialize import Codec
 
 __all__ = [
     "UNSET",
@@ -15,8 +29,17 @@ __all__ = [
     "TestCase",
     "Unset",
     "collapse_named_data",
+    "HOW_TO_GIVE_AN_EXPECTATION",
     "get_named",
+    "json_value",
 ]
+
+HOW_TO_GIVE_AN_EXPECTATION: Final = (
+    "give one with expected_output=... on run_and_evaluate, "
+    "evaluables=[Evaluable(expectation=...)] on assert_pass, "
+    'or an "expectation" in the dataset entry'
+)
+"""How a user gives an evaluable its expectation; quoted by evaluators that need one."""
 
 
 class Unset:
@@ -50,8 +73,55 @@ UNSET: Final = Unset()
 """Marks an absent expectation. ``None`` is a real expectation ("expect nothing")."""
 
 
+_JSON: Final = TypeAdapter[JsonValue](JsonValue)
+
+
+@functools.lru_cache(maxsize=4)
+def _codec_for(current: Settings) -> Codec:
+    return current.codec()
+
+
+def _codec() -> Codec:
+    active = current_runtime()
+    return active.codec if active is not None else _codec_for(settings())
+
+
+def json_value(value: object) -> JsonValue:
+    """``value`` as JSON-compatible data.
+
+    JSON data (``dict`` with ``str`` keys, ``list``, ``str``, numbers, ``bool``, ``None``) is
+    kept as it is. Anything else (a dataclass, a pydantic model, a Haystack ``Document``, a
+    tuple, ...) is encoded as ``wrap`` values are: through the capture codec, which also
+    redacts secret-like keys and shows what it cannot encode by its ``repr``. Never raises.
+
+    Example:
+        >>> import dataclasses
+        >>> @dataclasses.dataclass
+        ... class Document:
+        ...     content: str
+        >>> json_value(Document(content="Paris"))
+        {'content': 'Paris'}
+    """
+    try:
+        return _JSON.validate_python(value)
+    except ValidationError:
+        return _codec().to_jsonable(value)
+
+
+def _encode_unless_json(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """Validate ``value`` as it is; if it is not JSON data, validate its encoding instead."""
+    try:
+        return handler(value)
+    except ValidationError:
+        return handler(_codec().to_jsonable(value))
+
+
 class NamedData(BaseModel):
-    """One named value: an input the run received or a value it recorded."""
+    """One named value: an input the run received or a value it recorded.
+
+    A value that is not JSON data (a dataclass, a pydantic model, a Haystack ``Document``) is
+    encoded as :func:`json_value` does.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -59,6 +129,11 @@ class NamedData(BaseModel):
     """The name given to ``wrap(..., name=...)`` or to the dataset entry's input."""
     value: JsonValue
     """The value, as JSON-compatible data."""
+
+    @field_validator("value", mode="wrap")
+    @classmethod
+    def _encode_value(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return _encode_unless_json(value, handler)
 
 
 def get_named(items: Sequence[NamedData] | None, name: str, default: Any = None) -> Any:
@@ -91,7 +166,10 @@ def collapse_named_data(items: Sequence[NamedData] | None) -> JsonValue:
 
 
 class TestCase(BaseModel):
-    """What a run is given and what it is expected to produce."""
+    """What a run is given and what it is expected to produce.
+
+    An expectation or metadata that is not JSON data is encoded as :func:`json_value` does.
+    """
 
     __test__ = False  # not a pytest test class
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -104,6 +182,11 @@ class TestCase(BaseModel):
     """Extra data for evaluators (expected tool names, thresholds, context, ...)."""
     description: str | None = None
     """A human-readable label for the case."""
+
+    @field_validator("expectation", "eval_metadata", mode="wrap")
+    @classmethod
+    def _encode_values(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return _encode_unless_json(value, handler)
 
     @property
     def expected_output(self) -> JsonValue | Unset:

@@ -7,6 +7,8 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
+from evaltrace._safe_text import exception_message, type_name
+
 __all__ = ["Evaluation", "EvaluationError", "EvaluationStatus"]
 
 EvaluationStatus = Literal["scored", "skipped", "errored"]
@@ -26,8 +28,13 @@ class EvaluationError(BaseModel):
 
     @classmethod
     def from_exception(cls, exc: BaseException, where: str | None = None) -> EvaluationError:
-        """Describe ``exc``."""
-        return cls(type=type(exc).__name__, message=str(exc) or repr(exc), where=where)
+        """Describe ``exc``; never raises, even when its ``__str__`` does.
+
+        Example:
+            >>> EvaluationError.from_exception(TimeoutError(), where="judge").message
+            'TimeoutError()'
+        """
+        return cls(type=type_name(exc), message=exception_message(exc), where=where)
 
 
 class Evaluation(BaseModel):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import inspect
 import math
@@ -10,12 +9,14 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 import anyio
-import anyio.to_thread
 
+from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.errors import EvaluatorTimeoutError, InvalidEvaluatorResultError
+from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.limits import check_timeout
+from evaltrace.evals.worker_threads import run_in_worker_thread
 
 __all__ = ["Evaluator", "EvaluatorFunction", "evaluate", "evaluator_name"]
 
@@ -47,16 +48,19 @@ def evaluator_name(evaluator: object) -> str:
     Its ``name`` attribute when that is a non-empty string, else the function's name, else the
     class name of a callable object.
     """
-    name = getattr(evaluator, "name", None)
+    try:
+        name = getattr(evaluator, "name", None)
+        target = evaluator.func if isinstance(evaluator, functools.partial) else evaluator
+        func_name = getattr(target, "__name__", None)
+    except Exception:  # a hostile __getattr__: the type still names it
+        return type_name(evaluator)
     if isinstance(name, str) and name:
         return name
-    target = evaluator.func if isinstance(evaluator, functools.partial) else evaluator
-    func_name = getattr(target, "__name__", None)
     if isinstance(func_name, str) and func_name != "<lambda>":
         return func_name
     if func_name == "<lambda>":
         return "lambda"
-    return type(evaluator).__name__
+    return type_name(evaluator)
 
 
 @functools.lru_cache(maxsize=2048)
@@ -97,9 +101,7 @@ async def _invoke(evaluator: Callable[..., Any], evaluable: Evaluable, trace: An
     if is_async:
         result = await evaluator(evaluable, **kwargs)
     else:
-        context = contextvars.copy_context()
-        call = functools.partial(context.run, evaluator, evaluable, **kwargs)
-        result = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        result = await run_in_worker_thread(functools.partial(evaluator, evaluable, **kwargs))
     if inspect.isawaitable(result):
         result = await result
     return result
@@ -108,21 +110,21 @@ async def _invoke(evaluator: Callable[..., Any], evaluable: Evaluable, trace: An
 def _coerce(result: object, name: str) -> Evaluation:
     if isinstance(result, Evaluation):
         return result.with_evaluator(name)
+    item = getattr(result, "item", None)
+    if callable(item) and hasattr(result, "dtype"):  # a numpy scalar: np.bool_, np.float32...
+        result = item()
     if isinstance(result, bool):
         return Evaluation(score=1.0 if result else 0.0, evaluator=name)
-    item = getattr(result, "item", None)
-    if callable(item) and hasattr(result, "dtype"):  # a numpy scalar
-        result = item()
-    if isinstance(result, int | float) and not isinstance(result, bool):
+    if isinstance(result, int | float):
         score = float(result)
         if math.isfinite(score) and 0.0 <= score <= 1.0:
             return Evaluation(score=score, evaluator=name)
         raise InvalidEvaluatorResultError(
-            f"evaluator {name!r} returned the score {result!r}; "
+            f"evaluator {name!r} returned the score {safe_repr(result)}; "
             "a score must be a finite number between 0 and 1"
         )
     raise InvalidEvaluatorResultError(
-        f"evaluator {name!r} returned {type(result).__name__} {result!r:.80}; "
+        f"evaluator {name!r} returned {type_name(result)} {safe_repr(result)[:80]}; "
         "return an Evaluation, a float between 0 and 1, or a bool"
     )
 
@@ -137,9 +139,12 @@ async def evaluate(
 ) -> Evaluation:
     """Run one evaluator on one evaluable; never raises for the evaluator's failures.
 
-    Sync evaluators run in a worker thread with the caller's context copied. An exception, a
-    timeout, or a result that is not a valid score becomes an errored :class:`Evaluation`
-    (``score=None``) saying what went wrong.
+    Sync evaluators run in a worker thread with the caller's context copied (a daemon thread
+    on asyncio, so one abandoned after its timeout never delays interpreter exit). An
+    exception, a timeout, or a result that is not a valid score becomes an errored
+    :class:`Evaluation` (``score=None``) saying what went wrong; so does a ``CancelledError``
+    raised while the caller is not being cancelled. A real cancellation of the caller
+    propagates.
 
     Args:
         evaluator: A sync or async evaluator callable.
@@ -151,11 +156,27 @@ async def evaluate(
     Returns:
         The evaluation, named after the evaluator.
 
+    Raises:
+        TypeError: ``evaluator`` is not callable, or ``evaluable`` is not an
+            :class:`Evaluable`.
+        ValueError: ``timeout`` is not a positive number.
+
     Example:
         >>> import anyio
         >>> anyio.run(evaluate, lambda e: 0.5, Evaluable()).score
         0.5
     """
+    if not callable(evaluator):
+        raise TypeError(
+            f"evaluate(evaluator, evaluable): evaluator must be a callable, got "
+            f"{type_name(evaluator)} {safe_repr(evaluator)[:80]}"
+        )
+    if not isinstance(evaluable, Evaluable):
+        raise TypeError(
+            f"evaluate(evaluator, evaluable): evaluable must be an evaltrace.Evaluable, got "
+            f"{type_name(evaluable)} {safe_repr(evaluable)[:80]}; build one with "
+            "Evaluable(eval_output=[NamedData(name='output', value=...)], expectation=...)"
+        )
     label = name or evaluator_name(evaluator)
     check_timeout(timeout)
     try:
@@ -174,3 +195,9 @@ async def evaluate(
         return Evaluation.errored(timed_out, where="evaluator", evaluator=label)
     except Exception as exc:  # the evaluator's failure is reported as data
         return Evaluation.errored(exc, where="evaluator", evaluator=label)
+    except BaseException as exc:
+        if not is_stray_cancellation(exc):
+            raise
+        stray = StrayCancellationError(f"evaluator {label!r}")
+        stray.__cause__ = exc
+        return Evaluation.errored(stray, where="evaluator", evaluator=label)

@@ -32,10 +32,19 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Final
 
 import anyio
 
-__all__ = ["RateLimiter", "check_count", "check_timeout"]
+from evaltrace._safe_text import safe_repr
+
+__all__ = ["DEFAULT_DATASET_TIMEOUT", "RateLimiter", "check_count", "check_timeout"]
+
+DEFAULT_DATASET_TIMEOUT: Final = 300.0
+"""Seconds each run of the runnable, and each evaluation, may take in a dataset run
+(:func:`~evaltrace.evals.assert_dataset_pass`) unless told otherwise. Long enough for a
+judge call that retries (each request is bounded by the judge timeout, 60 s by default);
+short enough that one hung call cannot stall a CI job for hours."""
 
 
 def check_timeout(timeout: object, what: str = "timeout") -> float | None:
@@ -52,7 +61,7 @@ def check_timeout(timeout: object, what: str = "timeout") -> float | None:
         or not math.isfinite(timeout)
         or timeout <= 0
     ):
-        raise ValueError(f"{what} must be a positive number of seconds, got {timeout!r}")
+        raise ValueError(f"{what} must be a positive number of seconds, got {safe_repr(timeout)}")
     return float(timeout)
 
 
@@ -63,7 +72,7 @@ def check_count(value: object, what: str) -> int:
         ValueError: Naming ``what`` and the value given.
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a whole number >= 1, got {value!r}")
+        raise ValueError(f"{what} must be a whole number >= 1, got {safe_repr(value)}")
     return value
 
 

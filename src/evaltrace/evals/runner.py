@@ -3,35 +3,36 @@
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import inspect
-import json
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-import anyio.to_thread
 
+from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.capture import conventions as conv
 from evaltrace.capture.context import eval_inputs as _eval_inputs_scope
 from evaltrace.capture.handlers import MemoryTraceHandler, capture_traces
 from evaltrace.capture.wrap import start_span_call
 from evaltrace.errors import EvaltraceError, EvaluatorTimeoutError
+from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
 from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
-from evaltrace.evals.evaluable import UNSET, Evaluable, Unset
-from evaltrace.evals.evaluation import Evaluation
+from evaltrace.evals.display import short_text
+from evaltrace.evals.evaluable import UNSET, Evaluable, Unset, json_value
+from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import (
     EvaluatorFunction,
     evaluate,
     evaluator_name,
     is_async_callable,
 )
-from evaltrace.evals.limits import check_count, check_timeout
+from evaltrace.evals.limits import DEFAULT_DATASET_TIMEOUT, check_count, check_timeout
+from evaltrace.evals.worker_threads import run_in_worker_thread
 
 if TYPE_CHECKING:
     from evaltrace.trace import ObservationNode
@@ -92,19 +93,33 @@ class InputResult:
 
 
 def _runnable_name(runnable: Callable[..., Any]) -> str:
-    name = getattr(runnable, "__name__", None)
-    return name if isinstance(name, str) and name != "<lambda>" else type(runnable).__name__
+    try:
+        name = getattr(runnable, "__name__", None)
+    except Exception:  # a hostile __getattr__: the type still names it
+        name = None
+    return name if isinstance(name, str) and name != "<lambda>" else type_name(runnable)
 
 
 async def _call(runnable: Callable[..., Any], eval_input: Any) -> Any:
     if is_async_callable(runnable):
         return await runnable(eval_input)
-    context = contextvars.copy_context()
-    call = functools.partial(context.run, runnable, eval_input)
-    result = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+    result = await run_in_worker_thread(functools.partial(runnable, eval_input))
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+class _FailableCall(Protocol):
+    def fail(self, exc: BaseException) -> None: ...
+
+
+def _record_failure(call: _FailableCall, error: BaseException) -> None:
+    try:
+        call.fail(error)
+    except Exception:  # recording the error on the span must never replace the error itself
+        logger.warning(
+            "evaltrace: could not record the runnable's error on its span", exc_info=True
+        )
 
 
 async def run_captured(
@@ -155,10 +170,16 @@ async def run_captured(
                 error = EvaluatorTimeoutError(
                     f"runnable {name!r} did not finish within {timeout:g} s"
                 )
-                call.fail(error)
+                _record_failure(call, error)
             except Exception as exc:  # the app's failure is reported as data
                 error = exc
-                call.fail(exc)
+                _record_failure(call, exc)
+            except BaseException as exc:
+                if not is_stray_cancellation(exc):
+                    raise
+                error = StrayCancellationError(f"runnable {name!r}")
+                error.__cause__ = exc
+                _record_failure(call, error)
             else:
                 call.output(output)
             finally:
@@ -201,7 +222,26 @@ async def _gather(coroutines: list[Coroutine[Any, Any, Evaluation]]) -> list[Eva
     async with anyio.create_task_group() as group:
         for position in range(len(coroutines)):
             group.start_soon(one, position)
-    return [slot for slot in slots if slot is not None]
+    return [slot if slot is not None else _missing(None) for slot in slots]
+
+
+def _missing(name: str | None) -> Evaluation:
+    """The result standing in for an evaluation that never came back (never a pass)."""
+    return Evaluation.errored(
+        EvaluationError(
+            type="MissingEvaluation",
+            message="no result came back for this evaluator; the input counts as failed",
+            where="runner",
+        ),
+        evaluator=name,
+    )
+
+
+def _complete(outcome: InputResult, names: Sequence[str]) -> None:
+    """Make the row hold one evaluation per evaluator, whatever happened to its task."""
+    have = outcome.evaluations
+    if len(have) < len(names):
+        outcome.evaluations = [*have, *(_missing(name) for name in names[len(have) :])]
 
 
 def _injected_inputs(evaluable: Evaluable | None) -> dict[str, Any] | None:
@@ -230,7 +270,7 @@ def _evaluable_from_run(
         if base.description is not None:
             updates["description"] = base.description
     if not isinstance(expected_output, Unset):
-        updates["expectation"] = expected_output
+        updates["expectation"] = json_value(expected_output)
     return selected.model_copy(update=updates) if updates else selected
 
 
@@ -248,7 +288,7 @@ async def _prepare(
     if base is not None and base.eval_output is not None:
         if isinstance(expected_output, Unset):
             return base, None, None
-        return base.model_copy(update={"expectation": expected_output}), None, None
+        return base.model_copy(update={"expectation": json_value(expected_output)}), None, None
     run = await run_captured(
         runnable, eval_input, inputs=_injected_inputs(base), entry=entry, timeout=timeout
     )
@@ -329,38 +369,50 @@ class EvalAssertionError(AssertionError, EvaltraceError):
         """Dataset-level results (set by :func:`assert_dataset_pass`)."""
 
 
-def _short(value: Any, width: int) -> str:
-    text = value if isinstance(value, str) else _json_text(value)
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
-
-
-def _json_text(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
 _ALL_ROWS_UP_TO = 10
 _MAX_LISTED_INPUTS = 50
+_VALUE_WIDTH = 24
+_WHY_WIDTH = 60
+
+
+def _shown_output(item: InputResult) -> str:
+    evaluable = item.evaluable
+    if evaluable is None or evaluable.eval_output is None:
+        return "-"  # the run failed or never happened: the error column says why
+    return short_text(evaluable.output_value(), _VALUE_WIDTH)
+
+
+def _shown_expectation(item: InputResult) -> str:
+    evaluable = item.evaluable
+    if evaluable is None or not evaluable.has_expectation:
+        return "-"
+    return short_text(evaluable.expectation, _VALUE_WIDTH)
 
 
 def results_table(
     inputs: Sequence[InputResult], names: Sequence[str], criteria: PassCriteria | None = None
 ) -> str:
-    """A plain-text table of the evaluations: input, evaluator, score, result, why.
+    """A plain-text table: input, output, expected, evaluator, score, result, why.
 
     Up to ten inputs are all listed; beyond that only the inputs that did not pass (as judged
-    by a :class:`ScoreThreshold`), at most fifty.
+    by a :class:`ScoreThreshold`), at most fifty. Values are shortened to one line; the
+    ``expected`` column appears when some listed input has an expectation, ``-`` marks a
+    value that is not known (no expectation, or no output because the run failed).
     """
     threshold = criteria.threshold if isinstance(criteria, ScoreThreshold) else None
     listed = list(inputs)
     if len(listed) > _ALL_ROWS_UP_TO and isinstance(criteria, ScoreThreshold):
-        listed = [item for item in listed if not criteria.input_passed(item.evaluations)]
+        listed = [
+            item for item in listed if not criteria.input_passed(item.evaluations, len(names))
+        ]
     hidden = max(0, len(listed) - _MAX_LISTED_INPUTS)
-    rows = [("#", "input", "evaluator", "score", "result", "reasoning / error")]
-    for item in listed[:_MAX_LISTED_INPUTS]:
+    listed = listed[:_MAX_LISTED_INPUTS]
+    with_expected = any(
+        item.evaluable is not None and item.evaluable.has_expectation for item in listed
+    )
+    header = ["#", "input", "output", "expected", "evaluator", "score", "result"]
+    rows: list[tuple[list[str], str]] = [(header, "reasoning / error")]
+    for item in listed:
         for position, evaluation in enumerate(item.evaluations):
             if evaluation.error is not None:
                 score, verdict = "-", "ERROR"
@@ -373,14 +425,24 @@ def results_table(
                 ok = threshold is None or evaluation.score >= threshold
                 verdict = "pass" if ok else "FAIL"
                 why = evaluation.reasoning
-            shown_input = _short(item.eval_input, 28) if position == 0 else ""
-            index = str(item.index) if position == 0 else ""
-            rows.append((index, shown_input, names[position], score, verdict, _short(why, 60)))
-    widths = [max(len(row[col]) for row in rows) for col in range(5)]
+            first = position == 0
+            name = names[position] if position < len(names) else evaluation.evaluator or "?"
+            cells = [
+                str(item.index) if first else "",
+                short_text(item.eval_input, _VALUE_WIDTH) if first else "",
+                _shown_output(item) if first else "",
+                _shown_expectation(item) if first else "",
+                name,
+                score,
+                verdict,
+            ]
+            rows.append((cells, short_text(why, _WHY_WIDTH)))
+    columns = [col for col in range(len(header)) if with_expected or header[col] != "expected"]
+    widths = {col: max(len(cells[col]) for cells, _ in rows) for col in columns}
     lines = []
-    for row in rows:
-        cells = [row[col].ljust(widths[col]) for col in range(5)]
-        lines.append(("  ".join(cells) + "  " + row[5]).rstrip())
+    for cells, why in rows:
+        shown = [cells[col].ljust(widths[col]) for col in columns]
+        lines.append(("  ".join(shown) + "  " + why).rstrip())
     if hidden:
         lines.append(f"... and {hidden} more inputs not listed")
     return "\n".join(lines)
@@ -415,21 +477,11 @@ async def evaluate_inputs(
             logged, not propagated.
 
     Raises:
+        TypeError: ``eval_inputs`` is a string or not a sequence, or ``runnable``, an
+            evaluator or an evaluable has the wrong type.
         ValueError: Mismatched lengths, no evaluators, or a bad ``concurrency``/``timeout``.
     """
-    items = list(eval_inputs)
-    cases = list(evaluables) if evaluables is not None else None
-    checks = list(evaluators)
-    if cases is not None and len(cases) != len(items):
-        raise ValueError(
-            f"evaluables has {len(cases)} items but eval_inputs has {len(items)}; "
-            "give one evaluable per input"
-        )
-    if not checks:
-        raise ValueError("at least one evaluator is needed")
-    for position, check in enumerate(checks):
-        if not callable(check):
-            raise TypeError(f"evaluators[{position}] is {type(check).__name__}, not callable")
+    items, cases, checks = _checked_arguments(runnable, eval_inputs, evaluators, evaluables)
     check_count(concurrency, "concurrency")
     check_timeout(timeout)
     names = [evaluator_name(check) for check in checks]
@@ -462,13 +514,27 @@ async def evaluate_inputs(
             ]
         )
 
+    async def score_never_losing_the_row(outcome: InputResult) -> None:
+        try:
+            await score(outcome)
+        except Exception as exc:  # a failure outside any evaluator still errors only its row
+            error = Evaluation.errored(exc, where="runner")
+            outcome.evaluations = [error.model_copy(update={"evaluator": n}) for n in names]
+        except BaseException as exc:
+            if not is_stray_cancellation(exc):
+                raise
+            stray = StrayCancellationError(f"scoring input #{outcome.index}")
+            stray.__cause__ = exc
+            error = Evaluation.errored(stray, where="runner")
+            outcome.evaluations = [error.model_copy(update={"evaluator": n}) for n in names]
+
     pending = iter(results)
     done = 0
 
     async def worker() -> None:
         nonlocal done
         for outcome in pending:  # workers share one iterator: each input is taken once
-            await score(outcome)
+            await score_never_losing_the_row(outcome)
             done += 1
             if on_progress is not None:
                 _report_progress(on_progress, outcome, done, len(results))
@@ -476,7 +542,53 @@ async def evaluate_inputs(
     async with anyio.create_task_group() as group:
         for _ in range(min(concurrency, len(results))):
             group.start_soon(worker)
+    for outcome in results:  # whatever ended a worker early, no row is left short
+        _complete(outcome, names)
     return results
+
+
+def _checked_arguments(
+    runnable: object,
+    eval_inputs: object,
+    evaluators: object,
+    evaluables: object,
+) -> tuple[list[Any], list[Evaluable] | None, list[EvaluatorFunction]]:
+    """The inputs, evaluables and evaluators as lists, or a clear error about the arguments."""
+    if not callable(runnable):
+        raise TypeError(
+            f"runnable must be a callable (the app entry point), got {type_name(runnable)} "
+            f"{safe_repr(runnable)[:60]}"
+        )
+    items = _as_list(eval_inputs, "eval_inputs", "one argument per run, e.g. ['q1', 'q2']")
+    checks = _as_list(evaluators, "evaluators", "e.g. [ExactMatch()]")
+    cases = None if evaluables is None else _as_list(evaluables, "evaluables", "one per input")
+    if cases is not None and len(cases) != len(items):
+        raise ValueError(
+            f"evaluables has {len(cases)} items but eval_inputs has {len(items)}; "
+            "give one evaluable per input"
+        )
+    if not checks:
+        raise ValueError("at least one evaluator is needed")
+    for position, check in enumerate(checks):
+        if not callable(check):
+            raise TypeError(f"evaluators[{position}] is {type_name(check)}, not callable")
+    for position, case in enumerate(cases or ()):
+        if not isinstance(case, Evaluable):
+            raise TypeError(
+                f"evaluables[{position}] is {type_name(case)}, not an evaltrace.Evaluable"
+            )
+    return items, cases, checks
+
+
+def _as_list(value: object, argument: str, example: str) -> list[Any]:
+    if isinstance(value, str | bytes | bytearray) or callable(value):
+        raise TypeError(
+            f"{argument} must be a list ({example}), got {type_name(value)} "
+            f"{safe_repr(value)[:60]}; to run a single item, wrap it in a list"
+        )
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{argument} must be a list ({example}), got {type_name(value)}")
+    return list(value)
 
 
 def _report_progress(
@@ -486,6 +598,10 @@ def _report_progress(
         callback(item, done, total)
     except Exception:  # a broken progress display must not lose the run
         logger.warning("evaltrace: the on_progress callback raised", exc_info=True)
+    except BaseException as exc:
+        if not is_stray_cancellation(exc):
+            raise
+        logger.warning("evaltrace: the on_progress callback raised CancelledError", exc_info=True)
 
 
 async def assert_pass(
@@ -569,7 +685,7 @@ async def assert_dataset_pass(
     pass_criteria: PassCriteria | None = None,
     from_trace: TraceSelector | None = None,
     concurrency: int = 8,
-    timeout: float | None = None,
+    timeout: float | None = DEFAULT_DATASET_TIMEOUT,
 ) -> DatasetPassResult:
     """Load a dataset file, score every entry, and check the pass criteria.
 
@@ -587,7 +703,9 @@ async def assert_dataset_pass(
         pass_criteria: Judges the matrix; default ``ScoreThreshold(threshold=0.5, pct=1.0)``.
         from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
         concurrency: Most entries in flight at once.
-        timeout: Seconds allowed for each run and for each evaluation.
+        timeout: Seconds allowed for each run and for each evaluation; by default
+            :data:`~evaltrace.evals.DEFAULT_DATASET_TIMEOUT` (300 s), ``None`` for no limit.
+            A run or evaluation past it is errored, and the entry fails.
 
     Returns:
         The matrix and the dataset-level results.

@@ -30,8 +30,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal, TypeAlias
 
+from evaltrace._safe_text import safe_repr
 from evaltrace.errors import EvaltraceError, InvalidEvaluatorResultError
-from evaltrace.evals.evaluable import UNSET, Evaluable, Unset, get_named
+from evaltrace.evals.display import short_text
+from evaltrace.evals.evaluable import (
+    HOW_TO_GIVE_AN_EXPECTATION,
+    UNSET,
+    Evaluable,
+    Unset,
+    get_named,
+)
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.judges.config import (
     JudgeClient,
@@ -250,7 +258,10 @@ class AutoevalsAdapter:
             )
         except Exception as exc:  # the scorer's failure is reported as data
             return Evaluation.errored(exc, where=where, evaluator=self.name)
-        return self._evaluation(score, where)
+        evaluation = self._evaluation(score, where)
+        if self.judge is None and evaluation.status == "scored" and not evaluation.reasoning:
+            return evaluation.model_copy(update={"reasoning": _compared(arguments)})
+        return evaluation
 
     # -- arguments -------------------------------------------------------------------------
 
@@ -307,7 +318,7 @@ class AutoevalsAdapter:
                 reason = f"its eval_metadata has no {self.expected_key!r}"
             else:
                 reason = (
-                    "it has no expectation (set `expectation` on the dataset entry, or pass "
+                    f"it has no expectation ({HOW_TO_GIVE_AN_EXPECTATION}; or pass "
                     "expected=... to the evaluator)"
                 )
         elif argument == "input":
@@ -441,6 +452,24 @@ class AutoevalsAdapter:
                 where=where,
                 evaluator=self.name,
             )
+
+
+_COMPARED_WIDTH: Final = 60
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str):  # quoted, so that case and whitespace differences show
+        cut = value if len(value) <= _COMPARED_WIDTH else value[: _COMPARED_WIDTH - 1] + "…"
+        return safe_repr(cut)
+    return short_text(value, _COMPARED_WIDTH)
+
+
+def _compared(arguments: Mapping[str, Any]) -> str:
+    """What a local scorer compared, for the reasoning of its score."""
+    shown = f"output {_shown(arguments.get('output'))}"
+    if "expected" in arguments:
+        shown += f" vs expected {_shown(arguments['expected'])}"
+    return f"compared {shown}"
 
 
 def _autoevals_client(client: JudgeClient) -> Any:

@@ -8,16 +8,18 @@ There is no default endpoint: with no client, no base URL and no API key anywher
 evaluation is errored with a message saying how to configure one.
 
 Judge requests go through ``openai.AsyncOpenAI`` clients that are built on first use (the
-``openai`` package is imported then, not before), reused per event loop, and retry twice on
-429 and 5xx replies. Judge calls run detached from the app's trace, so the capture of the run
-being judged never contains the judge's own spans (see :func:`isolated_judge_call`).
+``openai`` package is imported then, not before), reused per event loop, retry twice on
+429 and 5xx replies, and give each request :data:`DEFAULT_JUDGE_TIMEOUT` seconds (60) unless
+``configure_judge(timeout=...)`` or ``EVALTRACE_JUDGE_TIMEOUT`` says otherwise. Judge calls
+run detached from the app's trace, so the capture of the run being judged never contains the
+judge's own spans (see :func:`isolated_judge_call`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
+import math
 import os
 import sys
 import threading
@@ -29,16 +31,18 @@ from types import TracebackType
 from typing import Any, Final, TypeVar
 
 import anyio
-import anyio.to_thread
 from opentelemetry import context as otel_context
 
 from evaltrace.capture.context import RunScope, enter_scope
 from evaltrace.errors import ConfigurationError, EvaltraceError
+from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
 from evaltrace.evals.limits import RateLimiter, check_timeout
+from evaltrace.evals.worker_threads import run_in_worker_thread
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
     "DEFAULT_JUDGE_MODEL",
+    "DEFAULT_JUDGE_TIMEOUT",
     "DEFAULT_MAX_RETRIES",
     "JudgeClient",
     "JudgeConfig",
@@ -64,11 +68,15 @@ DEFAULT_EMBEDDING_MODEL: Final = "text-embedding-3-small"
 """The embedding model judges use when none is configured."""
 DEFAULT_MAX_RETRIES: Final = 2
 """How often the clients evaltrace builds retry a 429, 5xx or timed-out request."""
+DEFAULT_JUDGE_TIMEOUT: Final = 60.0
+"""Seconds one judge request may take in the clients evaltrace builds, unless configured
+(openai's own default is 10 minutes, per attempt)."""
 
 _ENV_BASE_URL: Final = "EVALTRACE_JUDGE_BASE_URL"
 _ENV_API_KEY: Final = "EVALTRACE_JUDGE_API_KEY"
 _ENV_MODEL: Final = "EVALTRACE_JUDGE_MODEL"
 _ENV_EMBEDDING_MODEL: Final = "EVALTRACE_JUDGE_EMBEDDING_MODEL"
+_ENV_TIMEOUT: Final = "EVALTRACE_JUDGE_TIMEOUT"
 _ENV_OPENAI_BASE_URL: Final = "OPENAI_BASE_URL"
 _ENV_OPENAI_API_KEY: Final = "OPENAI_API_KEY"
 
@@ -132,9 +140,9 @@ class JudgeConfig:
     """An ``openai.AsyncOpenAI`` given by the user; preferred over ``client``."""
     trace_judge_calls: bool = False
     """Whether judge calls may create spans in the trace of the code that runs them."""
-    timeout: float | None = None
+    timeout: float | None = DEFAULT_JUDGE_TIMEOUT
     """Seconds a judge request may take in the clients evaltrace builds (openai's default
-    when ``None``)."""
+    when ``None``); a client given by the user keeps its own."""
     max_retries: int = DEFAULT_MAX_RETRIES
     """Retries of a failed request in the clients evaltrace builds."""
     rate_limiter: RateLimiter | None = None
@@ -219,7 +227,8 @@ def configure_judge(
 
     Values given here replace those given before and take precedence over the environment
     (``EVALTRACE_JUDGE_BASE_URL``, ``EVALTRACE_JUDGE_API_KEY``, ``EVALTRACE_JUDGE_MODEL``,
-    ``EVALTRACE_JUDGE_EMBEDDING_MODEL``, then ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``);
+    ``EVALTRACE_JUDGE_EMBEDDING_MODEL``, ``EVALTRACE_JUDGE_TIMEOUT``, then
+    ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``);
     arguments left at ``None`` keep their earlier value. :func:`reset_judge_config` forgets
     everything configured here.
 
@@ -235,7 +244,9 @@ def configure_judge(
         async_client: An ``openai.AsyncOpenAI`` client; preferred over ``client``.
         trace_judge_calls: Let judge calls create spans in the trace of the code that runs
             them (off by default, so judging never changes the captured run).
-        timeout: Seconds each request may take, in the clients evaltrace builds.
+        timeout: Seconds each request may take, in the clients evaltrace builds (60 when
+            never given; a client passed in keeps its own timeout). A request that times out
+            is retried like a 5xx reply, up to ``max_retries`` times.
         max_retries: Retries of a 429, 5xx or timed-out request, in the clients evaltrace
             builds (2 when never given).
         rate_limiter: A :class:`~evaltrace.RateLimiter` every judge call waits for: each
@@ -337,7 +348,7 @@ def judge_config() -> JudgeConfig:
         client=settings.client,
         async_client=settings.async_client,
         trace_judge_calls=bool(settings.trace_judge_calls),
-        timeout=settings.timeout,
+        timeout=settings.timeout if settings.timeout is not None else _env_timeout(),
         max_retries=(
             settings.max_retries if settings.max_retries is not None else DEFAULT_MAX_RETRIES
         ),
@@ -509,6 +520,13 @@ async def run_judge_call(
                 results.append(await call())
             except Exception as exc:  # handed back to the caller below
                 failures.append(exc)
+            except BaseException as exc:
+                if not is_stray_cancellation(exc):
+                    raise
+                # A task group would swallow it as a cancellation, leaving no result at all.
+                stray = StrayCancellationError("the judge call")
+                stray.__cause__ = exc
+                failures.append(stray)
 
     async with anyio.create_task_group() as group:
         group.start_soon(child)
@@ -521,6 +539,9 @@ async def run_judge_call_in_thread(
     config: JudgeConfig, call: Callable[[], T], *, tokens: int = 1
 ) -> T:
     """Run the synchronous ``call()`` as an isolated judge call in a worker thread.
+
+    The thread gets a copy of the caller's context; on asyncio it is one of evaltrace's
+    daemon worker threads, so a call abandoned after a timeout never delays interpreter exit.
 
     Args:
         config: The resolved judge configuration.
@@ -536,8 +557,7 @@ async def run_judge_call_in_thread(
         with isolated_judge_call(config):
             return call()
 
-    context = contextvars.copy_context()
-    return await anyio.to_thread.run_sync(context.run, isolated, abandon_on_cancel=True)
+    return await run_in_worker_thread(isolated)
 
 
 # -- validation ------------------------------------------------------------------------------
@@ -549,6 +569,21 @@ def _first_env(*names: str) -> tuple[str, str | None]:
         if value:
             return name, value
     return names[0], None
+
+
+def _env_timeout() -> float:
+    value = _first_env(_ENV_TIMEOUT)[1]
+    if value is None:
+        return DEFAULT_JUDGE_TIMEOUT
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigurationError(
+            f"{_ENV_TIMEOUT}={value!r} must be a positive number of seconds, such as 60"
+        )
+    return seconds
 
 
 def _check_text(value: object, where: str) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from evaltrace.errors import EvaltraceError
-from evaltrace.evals.evaluable import Evaluable, Unset, get_named
+from evaltrace.evals.evaluable import HOW_TO_GIVE_AN_EXPECTATION, Evaluable, Unset, get_named
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.judges.config import (
     JudgeClient,
@@ -187,7 +187,8 @@ class LLMEvaluator:
         if spec.name in _EXPECTATION:
             if isinstance(evaluable.expectation, Unset):
                 raise LookupError(
-                    f"the template uses {spec.text}, and the entry has no expectation"
+                    f"the template uses {spec.text}, and the entry has no expectation; "
+                    f"{HOW_TO_GIVE_AN_EXPECTATION}"
                 )
             return evaluable.expectation
         if spec.name == "description":

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple, TypeAlias, TypeVar, overload
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation, EvaluationError, EvaluationStatus
@@ -846,8 +847,10 @@ class Repeated:
         name: The display name; ``"{judge name} x{n} ({method})"`` by default.
 
     Raises:
-        ValueError: for ``n`` or ``max_concurrency`` below 1, a non-positive ``timeout``, or
-            a strategy that cannot work with ``n`` runs (``k > n``).
+        TypeError: ``judge`` is not callable, or ``name`` is not a string.
+        ValueError: for ``n`` or ``max_concurrency`` that is not a whole number of at least 1,
+            a non-positive ``timeout``, or a strategy that cannot work with ``n`` runs
+            (``k > n``).
 
     Example:
         >>> import anyio
@@ -866,6 +869,13 @@ class Repeated:
         timeout: float | None = None,
         name: str | None = None,
     ) -> None:
+        if not callable(judge):
+            raise TypeError(
+                f"Repeated(judge=...) must be an evaluator (a sync or async callable taking an "
+                f"Evaluable), got {type_name(judge)} {safe_repr(judge)[:60]}"
+            )
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"Repeated(name=...) must be a string, got {type_name(name)}")
         check_count(n, "n")
         if max_concurrency is not None:
             check_count(max_concurrency, "max_concurrency")

@@ -1,0 +1,65 @@
+"""What a new user meets first: messages that say how to fix things, and true docs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from evaltrace import Evaluable, ExactMatch, LevenshteinMatch, NamedData, create_llm_evaluator
+from evaltrace.trace import LLMSpan
+
+ROOT = Path(__file__).resolve().parents[1]
+ANSWER = Evaluable(eval_output=[NamedData(name="answer", value="Paris")])
+WAYS = (
+    "expected_output=",
+    "evaluables=[Evaluable(expectation=...)]",
+    '"expectation" in the dataset',
+)
+
+
+@pytest.mark.anyio
+async def test_a_scorer_without_an_expectation_says_how_to_give_one() -> None:
+    result = await ExactMatch()(ANSWER)
+    assert result.skipped
+    for way in WAYS:
+        assert way in result.reasoning
+
+
+@pytest.mark.anyio
+async def test_a_judge_template_without_an_expectation_says_how_to_give_one() -> None:
+    judge = create_llm_evaluator("correct", "Is {eval_output} the same as {expected_output}?")
+    result = await judge(ANSWER)
+    assert result.skipped
+    for way in WAYS:
+        assert way in result.reasoning
+
+
+@pytest.mark.anyio
+async def test_exact_match_reasoning_shows_what_was_compared() -> None:
+    case = ANSWER.model_copy(update={"expectation": "paris "})
+    result = await ExactMatch()(case)
+    assert result.score == 0.0
+    assert result.reasoning == "compared output 'Paris' vs expected 'paris '"
+
+
+@pytest.mark.anyio
+async def test_a_local_scorer_shortens_long_values_in_its_reasoning() -> None:
+    case = Evaluable(
+        eval_output=[NamedData(name="answer", value="x" * 500)],
+        expectation={"answer": "y" * 500},
+    )
+    result = await LevenshteinMatch()(case)
+    assert result.status == "scored"
+    assert len(result.reasoning) < 200 and result.reasoning.startswith("compared output 'xxx")
+
+
+def test_the_readme_names_the_real_llm_span_attributes() -> None:
+    readme = (ROOT / "README.md").read_text()
+    match = re.search(r"`LLMSpan` \(([^)]*)\)", readme)
+    assert match is not None, "README should list the attributes of LLMSpan"
+    names = re.findall(r"`(\w+)`", match.group(1))
+    assert {"input_messages", "output_messages", "usage"} <= set(names)
+    for name in names:
+        assert hasattr(LLMSpan, name) or name in LLMSpan.__dataclass_fields__, name
