@@ -15,10 +15,12 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from evaltrace.capture.context import _CURRENT, RunScope
 from evaltrace.capture.values import WrapRecord
+from evaltrace.errors import CaptureBlockError
 
 if TYPE_CHECKING:
     from contextvars import Token
 
+    from evaltrace.capture.processor import ScopeSpanProcessor
     from evaltrace.trace import LLMSpan, ObservationNode, ObserveSpan, SpanRecord
 
 __all__ = [
@@ -192,13 +194,17 @@ class _CaptureBlock:
         self.handler = MemoryTraceHandler()
         self._scope: RunScope | None = None
         self._token: Token[RunScope | None] | None = None
+        self._processor: ScopeSpanProcessor | None = None
 
     def __enter__(self) -> MemoryTraceHandler:
         from evaltrace.capture.config import runtime
 
-        if self._token is not None:
-            raise RuntimeError("this capture_traces() block is already open")
-        runtime()
+        if self._scope is not None:
+            raise CaptureBlockError(
+                "this capture_traces() block is already open; open a new block with "
+                "capture_traces() for a nested capture"
+            )
+        self._processor = runtime().processor
         self._scope = RunScope(self.handler, _CURRENT.get())
         self._token = _CURRENT.set(self._scope)
         return self.handler
@@ -209,14 +215,22 @@ class _CaptureBlock:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        from evaltrace.capture.config import current_runtime
-
-        if self._token is not None:
-            _CURRENT.reset(self._token)
-            self._token = None
-        rt = current_runtime()
-        if rt is not None and self._scope is not None:
-            rt.processor.release_scope(self._scope)
+        scope, token, processor = self._scope, self._token, self._processor
+        self._scope = self._token = self._processor = None
+        problem: str | None
+        if scope is None or token is None:
+            problem = _NEVER_ENTERED
+        else:
+            problem = _restore_context(scope, token)
+            scope.close()
+            if processor is not None:
+                processor.release_scope(scope)
+        if problem is None:
+            return
+        if exc is not None:  # the app's own exception goes on; it carries the explanation
+            exc.add_note(f"evaltrace: {problem}")
+            return
+        raise CaptureBlockError(problem)
 
     async def __aenter__(self) -> MemoryTraceHandler:
         return self.__enter__()
@@ -230,6 +244,51 @@ class _CaptureBlock:
         self.__exit__(exc_type, exc, tb)
 
 
+_NEVER_ENTERED = (
+    "this capture_traces() block was exited but never entered (or exited twice); use it as "
+    "`with capture_traces() as handler:`"
+)
+_OUT_OF_ORDER = (
+    "a capture_traces() block was exited while a block entered inside it (capture_traces() "
+    "or eval_inputs()) is still open; blocks must exit in the reverse order they were "
+    "entered, so nest them with `with`. The capture has closed and receives nothing more; "
+    "the inner block is unaffected"
+)
+_OTHER_CONTEXT = (
+    "a capture_traces() block was exited in another task or thread than the one that "
+    "entered it; enter and exit a block in the same task (one `with` or `async with` "
+    "statement, not split across tasks, callbacks or fixture set-up and teardown). The "
+    "capture has closed and receives nothing more"
+)
+
+
+def _restore_context(scope: RunScope, token: Token[RunScope | None]) -> str | None:
+    """Make the scope that enclosed ``scope`` current again; the problem, if that is wrong."""
+    current = _CURRENT.get()
+    if _live(current) is not scope:
+        # Either a block nested in this one is still open here, or this is another context.
+        outer = current
+        while outer is not None and outer is not scope:
+            outer = outer.parent
+        return _OUT_OF_ORDER if outer is scope else _OTHER_CONTEXT
+    try:
+        _CURRENT.reset(token)
+    except ValueError:  # the token belongs to another context (a task started in the block)
+        return _OTHER_CONTEXT
+    restored = _CURRENT.get()
+    if restored is not None and restored.closed:
+        # An enclosing block was exited out of order earlier: skip its closed capture.
+        _CURRENT.set(_live(restored))
+    return None
+
+
+def _live(scope: RunScope | None) -> RunScope | None:
+    """``scope`` or its innermost enclosing scope whose block has not exited."""
+    while scope is not None and scope.closed:
+        scope = scope.parent
+    return scope
+
+
 def capture_traces() -> _CaptureBlock:
     """Capture the spans and ``wrap`` values of the runs started inside the block.
 
@@ -237,6 +296,21 @@ def capture_traces() -> _CaptureBlock:
     started inside the block (in its task, or in threads that carried its context) are
     captured, so concurrent captures never see each other's runs. Blocks nest: an outer
     capture also receives what inner ones capture.
+
+    When the block exits, the capture closes: it receives nothing more and holds nothing.
+    A task started inside the block that is still running afterwards files its later spans
+    and values only into the enclosing captures that are still open (or nowhere), and
+    dropping the handler frees everything it captured.
+
+    A block is entered and exited once per ``with`` statement, in the task or thread that
+    entered it. Misuse raises :class:`~evaltrace.errors.CaptureBlockError` and never
+    leaves the capture open: entering a block that is open; exiting one that was never
+    entered (or exiting it twice); exiting a block while a block nested in it is still open
+    (the outer capture closes, the inner one carries on); exiting it in another task or
+    thread (the capture closes; the task that entered it keeps running with a closed
+    capture, which records nothing). When the block is already ending with the app's own
+    exception, that exception propagates with the explanation added as a note instead.
+    Entering a block again after it exited is allowed: the same handler collects again.
 
     Example:
         >>> from evaltrace import wrap

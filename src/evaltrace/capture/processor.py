@@ -19,10 +19,14 @@ logger = logging.getLogger("evaltrace")
 class ScopeSpanProcessor(SpanProcessor):
     """Routes spans to the capture that was current when they started.
 
-    A span started while a run scope is current belongs to that scope; a span started with no
-    scope current belongs to the scope whose run started its trace (spans started with an
-    explicit parent context, e.g. by callbacks of third-party instrumentors). Any other span
-    belongs to no capture; it still reaches the global handlers and exporters.
+    A span started while a run scope is current belongs to the innermost capture of that
+    scope that is still open; a span started with no scope current belongs to the open
+    capture whose run started its trace (spans started with an explicit parent context, e.g.
+    by callbacks of third-party instrumentors). Any other span belongs to no capture; it
+    still reaches the global handlers and exporters.
+
+    What it remembers is bounded by the captures open now: a span is forgotten when it
+    ends, a trace when the capture its run started in exits.
     """
 
     def __init__(self) -> None:
@@ -38,23 +42,29 @@ class ScopeSpanProcessor(SpanProcessor):
         """Remember the capture of ``span``."""
         if self.detached:
             return
-        scope = _CURRENT.get()
+        current = _CURRENT.get()
         span_context = span.context
-        if scope is None:
+        if current is None:
             if not self._by_trace:
                 return
             scope = self._by_trace.get(span_context.trace_id)
             if scope is None:
                 self._report_unattributed(span)
                 return
-        elif scope.handler is None and scope.parent is None:
-            return  # an inputs-only scope outside any capture
+        else:
+            # None for an inputs-only scope outside captures, or a capture that has closed.
+            scope = current.open_capture()
+            if scope is None:
+                return
         self._by_span[span_context.span_id] = scope
         parent = span.parent
         if parent is None or not parent.is_valid:
             # One dict assignment is atomic; trace ids are unique, so no lock is needed here.
-            self._by_trace[span_context.trace_id] = scope
-            scope.trace_ids.append(span_context.trace_id)
+            trace_id = span_context.trace_id
+            self._by_trace[trace_id] = scope
+            scope.trace_ids.append(trace_id)
+            if scope.closed:  # it closed meanwhile, maybe before release_scope saw this trace
+                self._by_trace.pop(trace_id, None)
 
     def _report_unattributed(self, span: Span) -> None:
         self.unattributed_spans += 1
@@ -77,19 +87,18 @@ class ScopeSpanProcessor(SpanProcessor):
             return
         scope = self._by_span.pop(span_context.span_id, None)
         if scope is not None:
-            for handler in scope.chain:
+            for handler in scope.chain:  # empty once the capture has closed
                 handler._collect_span(span)
         if _handlers._HANDLERS:
             _handlers.dispatch_span(span)
 
     def release_scope(self, scope: RunScope) -> None:
         """Forget the traces started in ``scope`` (called when its capture block exits)."""
-        if not scope.trace_ids:
-            return
         with self._lock:
             for trace_id in scope.trace_ids:
                 if self._by_trace.get(trace_id) is scope:
-                    del self._by_trace[trace_id]
+                    self._by_trace.pop(trace_id, None)
+            scope.trace_ids.clear()
 
     def shutdown(self) -> None:
         """Flush the asynchronous handlers."""
