@@ -226,3 +226,10 @@ def test_exporters_given_to_init_receive_the_spans_after_flush() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "OK" in result.stdout
+
+
+def test_shutdown_timeout_is_read_from_the_environment() -> None:
+    settings = settings_from_env({"EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS": "250"})
+    assert settings.shutdown_timeout_millis == 250
+    with pytest.raises(ConfigurationError, match="EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS='soon'"):
+        settings_from_env({"EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS": "soon"})
