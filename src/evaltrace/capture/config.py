@@ -219,16 +219,22 @@ def init(
         given exporters; the span processor is registered once.
 
     Raises:
-        ConfigurationError: An argument or ``EVALTRACE_*`` variable is invalid.
+        ConfigurationError: An argument or ``EVALTRACE_*`` variable is invalid; nothing is
+            changed then.
     """
     global _RUNTIME
     if _ENV_ERROR is not None:
         raise _ENV_ERROR
-    if max_value_bytes is not None:
-        _check_max_bytes(max_value_bytes, "max_value_bytes")
-    if isinstance(redact_keys, str):
-        raise ConfigurationError("redact_keys takes an iterable of key names, not one string")
-    _check_millis("shutdown_timeout_millis", shutdown_timeout_millis)
+    keys = _check_options(
+        service_name=service_name,
+        capture_content=capture_content,
+        max_value_bytes=max_value_bytes,
+        redact_keys=redact_keys,
+        exporters=exporters,
+        tracer_provider=tracer_provider,
+        disabled=disabled,
+        shutdown_timeout_millis=shutdown_timeout_millis,
+    )
     with _LOCK:
         base = _RUNTIME.settings if _RUNTIME is not None else _ENV_SETTINGS
         updates: dict[str, object] = {}
@@ -238,8 +244,8 @@ def init(
             updates["capture_content"] = capture_content
         if max_value_bytes is not None:
             updates["max_value_bytes"] = max_value_bytes
-        if redact_keys is not None:
-            updates["redact_keys"] = base.redact_keys | {k.lower() for k in redact_keys}
+        if keys is not None:
+            updates["redact_keys"] = base.redact_keys | keys
         if disabled is not None:
             updates["disabled"] = disabled
         if shutdown_timeout_millis is not None:
@@ -264,11 +270,103 @@ def _found(value: object) -> str:
     return f"the {type_name(value)} {text}"
 
 
+def _check_flag(name: str, value: object) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise ConfigurationError(
+            f"{name} expects True or False; got {_found(value)}. Pass a bool, e.g. "
+            f"{name}=False (environment variables are the place for strings such as 'false')"
+        )
+
+
 def _check_millis(name: str, value: object) -> None:
     if value is not None and (type(value) is not int or value < 0):
         raise ConfigurationError(
             f"{name} expects a whole number of milliseconds, 0 or more; got {_found(value)}"
         )
+
+
+def _check_options(
+    *,
+    service_name: object,
+    capture_content: object,
+    max_value_bytes: object,
+    redact_keys: object,
+    exporters: object,
+    tracer_provider: object,
+    disabled: object,
+    shutdown_timeout_millis: object,
+) -> frozenset[str] | None:
+    """Check every option of :func:`init` before anything changes.
+
+    Returns:
+        The extra redact keys, lower-cased (``None`` when not given).
+    """
+    if service_name is not None and (not isinstance(service_name, str) or not service_name):
+        raise ConfigurationError(
+            f"service_name expects a non-empty string; got {_found(service_name)}, "
+            "e.g. service_name='checkout-bot'"
+        )
+    _check_flag("capture_content", capture_content)
+    _check_flag("disabled", disabled)
+    if max_value_bytes is not None:
+        if type(max_value_bytes) is not int:
+            raise ConfigurationError(
+                "max_value_bytes expects a whole number of bytes (at least 256); got "
+                f"{_found(max_value_bytes)}, e.g. max_value_bytes=100_000"
+            )
+        _check_max_bytes(max_value_bytes, "max_value_bytes")
+    _check_millis("shutdown_timeout_millis", shutdown_timeout_millis)
+    keys = _check_redact_keys(redact_keys)
+    _check_exporters(exporters)
+    if tracer_provider is not None and not isinstance(tracer_provider, otel_trace.TracerProvider):
+        raise ConfigurationError(
+            "tracer_provider expects an OpenTelemetry TracerProvider (e.g. "
+            f"opentelemetry.sdk.trace.TracerProvider()); got {_found(tracer_provider)}"
+        )
+    return keys
+
+
+def _check_redact_keys(redact_keys: object) -> frozenset[str] | None:
+    if redact_keys is None:
+        return None
+    if isinstance(redact_keys, str | bytes):
+        raise ConfigurationError(
+            f"redact_keys expects an iterable of key names, not one string; got "
+            f"{_found(redact_keys)}. Pass a list, e.g. redact_keys=[{safe_repr(redact_keys)}]"
+        )
+    if not isinstance(redact_keys, Iterable):
+        raise ConfigurationError(
+            f"redact_keys expects an iterable of key names; got {_found(redact_keys)}, "
+            "e.g. redact_keys=['ssn', 'employee_id']"
+        )
+    keys = list(redact_keys)
+    for index, key in enumerate(keys):
+        if not isinstance(key, str) or not key:
+            raise ConfigurationError(
+                f"redact_keys expects key names (strings); item {index} is {_found(key)}"
+            )
+    return frozenset(key.lower() for key in keys)
+
+
+def _check_exporters(exporters: object) -> None:
+    if isinstance(exporters, str | bytes) or not isinstance(exporters, Iterable):
+        one = (
+            " (one exporter: pass a list, exporters=[exporter])" if _is_exporter(exporters) else ""
+        )
+        raise ConfigurationError(
+            f"exporters expects a list of span exporters; got {_found(exporters)}{one}"
+        )
+    for index, exporter in enumerate(exporters):
+        if not _is_exporter(exporter):
+            raise ConfigurationError(
+                "exporters expects span exporters (objects with export() and shutdown(), such "
+                "as OTLPSpanExporter or any opentelemetry SpanExporter); item "
+                f"{index} is {_found(exporter)}"
+            )
+
+
+def _is_exporter(value: object) -> bool:
+    return callable(getattr(value, "export", None)) and callable(getattr(value, "shutdown", None))
 
 
 def _build_runtime(settings: Settings, explicit: otel_trace.TracerProvider | None) -> Runtime:
