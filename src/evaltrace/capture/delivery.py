@@ -167,8 +167,8 @@ class _BoundedQueue(Generic[T]):
         """Wait until everything accepted so far is dealt with, at most until ``deadline``.
 
         Returns:
-            ``False`` on timeout, or when anything was dropped or failed since the last call
-            that returned ``True``.
+            ``False`` on timeout, or when anything was dropped or failed since the previous
+            wait that caught up.
         """
         with self._changed:
             target = self._accepted
@@ -277,7 +277,7 @@ class HandlerQueue(_BoundedQueue[ReadableSpan | WrapRecord]):
                 await self._deliver(item)
             except (Exception, asyncio.CancelledError) as exc:  # never breaks the app
                 raised = True
-                report_handler_failure(self.handler, exc)
+                _report_handler_failure(self.handler, exc)
             with self._lock:
                 self._finished += 1
                 self._raised += raised
@@ -298,7 +298,7 @@ class HandlerQueue(_BoundedQueue[ReadableSpan | WrapRecord]):
 _FAILED_HANDLERS: set[int] = set()
 
 
-def report_handler_failure(handler: object, exc: BaseException) -> None:
+def _report_handler_failure(handler: object, exc: BaseException) -> None:
     """Log a handler's failure: a warning the first time, at debug level afterwards."""
     key = id(handler)
     if key in _FAILED_HANDLERS:
