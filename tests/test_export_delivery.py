@@ -45,7 +45,7 @@ class ListExporter(SpanExporter):
 def fresh_runtime() -> Iterator[None]:
     """Exporters added in a test are shut down with it (the next API call initialises again)."""
     yield
-    evaltrace.shutdown()
+    evaltrace.shutdown(timeout_millis=100)  # a dead collector would otherwise take the default
 
 
 def delta(before: ExportStats) -> ExportStats:
@@ -123,6 +123,24 @@ def test_a_full_export_queue_drops_and_counts_the_spans(monkeypatch: pytest.Monk
     exporter.release.set()
     assert flush() is False  # six spans were dropped since the previous flush
     assert delta(before) == ExportStats(exported=5, failed=0, dropped=6, queued=0)
+
+
+@pytest.mark.usefixtures("fresh_runtime")
+def test_shutdown_drops_and_counts_what_it_could_not_export_in_time() -> None:
+    exporter = ListExporter()
+    exporter.release.clear()
+    init(exporters=[exporter])
+    before = export_stats()
+    step(0)
+    assert flush(timeout_millis=0) is False  # starts exporting span 0, which gets stuck
+    assert exporter.entered.wait(10)
+    step(1)
+    step(2)
+    try:
+        assert evaltrace.shutdown(timeout_millis=50) is False
+        assert delta(before) == ExportStats(exported=0, failed=0, dropped=2, queued=0)
+    finally:
+        exporter.release.set()
 
 
 def closed_port() -> int:
