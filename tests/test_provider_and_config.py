@@ -226,3 +226,50 @@ def test_exporters_given_to_init_receive_the_spans_after_flush() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "OK" in result.stdout
+
+
+class NotAnExporter:
+    def export(self) -> None: ...
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"capture_content": "false"},
+            r"capture_content expects True or False; got the str 'false'",
+        ),
+        ({"disabled": "no"}, r"disabled expects True or False; got the str 'no'"),
+        ({"service_name": 5}, r"service_name expects a non-empty string; got the int 5"),
+        ({"service_name": ""}, r"service_name expects a non-empty string; got the str ''"),
+        ({"max_value_bytes": "big"}, r"max_value_bytes expects a whole number of bytes.*str 'big'"),
+        ({"max_value_bytes": 1.5e6}, r"max_value_bytes expects a whole number of bytes.*float"),
+        ({"max_value_bytes": 10}, r"max_value_bytes=10 is too small"),
+        ({"redact_keys": [5]}, r"redact_keys expects key names \(strings\); item 0 is the int 5"),
+        ({"redact_keys": "password"}, r"redact_keys expects .* not one string"),
+        ({"redact_keys": 5}, r"redact_keys expects an iterable of key names; got the int 5"),
+        ({"exporters": ["x"]}, r"exporters expects span exporters.*item 0 is the str 'x'"),
+        ({"exporters": [NotAnExporter()]}, r"exporters expects span exporters.*NotAnExporter"),
+        ({"exporters": "otlp"}, r"exporters expects a list of span exporters; got the str"),
+        ({"tracer_provider": object()}, r"tracer_provider expects an OpenTelemetry TracerProvider"),
+        ({"shutdown_timeout_millis": -1}, r"shutdown_timeout_millis expects .*; got the int -1"),
+        (
+            {"shutdown_timeout_millis": "5s"},
+            r"shutdown_timeout_millis expects .*; got the str '5s'",
+        ),
+    ],
+)
+def test_init_refuses_a_bad_option_naming_it(options: dict[str, object], message: str) -> None:
+    import evaltrace
+
+    before = evaltrace.capture.config.settings()
+    with pytest.raises(ConfigurationError, match=message):
+        evaltrace.init(**options)  # type: ignore[arg-type]
+    assert evaltrace.capture.config.settings() == before  # nothing was half-applied
+
+
+def test_shutdown_timeout_is_read_from_the_environment() -> None:
+    settings = settings_from_env({"EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS": "250"})
+    assert settings.shutdown_timeout_millis == 250
+    with pytest.raises(ConfigurationError, match="EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS='soon'"):
+        settings_from_env({"EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS": "soon"})

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "CaptureBlockError",
     "ConfigurationError",
     "DuplicateWrapNameError",
     "EvaltraceError",
@@ -27,6 +28,15 @@ class EvaltraceError(Exception):
 
 class ConfigurationError(EvaltraceError, ValueError):
     """A configuration value (argument or environment variable) is invalid."""
+
+
+class CaptureBlockError(EvaltraceError, RuntimeError):
+    """A ``capture_traces()`` block was entered or exited out of order or in another context.
+
+    Raised when a block is entered while it is open, exited without being entered, exited
+    before a block nested in it, or exited in another task or thread than the one that
+    entered it.
+    """
 
 
 class MissingEvalInputError(EvaltraceError, LookupError):

@@ -15,10 +15,15 @@ Environment variables are read once, when this module is imported:
     Comma-separated extra key names whose values are redacted (added to the defaults).
 ``EVALTRACE_SERVICE_NAME`` (or ``OTEL_SERVICE_NAME``)
     The ``service.name`` of the tracer provider evaltrace creates when the app has none.
+``EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS``
+    How long process exit (and :func:`shutdown`) may wait for exporters and handlers to
+    take the spans still queued (default 5000); whatever is left then is dropped, counted
+    and logged.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -27,10 +32,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from opentelemetry import trace as otel_trace
-from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace import TracerProvider as SDKTracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import SpanExporter
 
+from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.capture.context import arm
 from evaltrace.capture.serialize import DEFAULT_REDACT_KEYS, Codec
 from evaltrace.errors import ConfigurationError
@@ -62,6 +67,8 @@ class Settings:
     """Key names whose values are redacted."""
     max_generator_items: int = 1000
     """How many yielded items of a decorated generator are kept as its output."""
+    shutdown_timeout_millis: int = 5000
+    """How long process exit and :func:`shutdown` may wait for exporters and handlers."""
 
     def codec(self) -> Codec:
         """The value codec for these settings."""
@@ -93,6 +100,18 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
                 f"EVALTRACE_MAX_VALUE_BYTES={max_bytes_raw!r} is not a whole number of bytes"
             ) from None
         _check_max_bytes(max_bytes, "EVALTRACE_MAX_VALUE_BYTES")
+    timeout_raw = env.get("EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS")
+    timeout = Settings.shutdown_timeout_millis
+    if timeout_raw is not None:
+        try:
+            timeout = int(timeout_raw)
+        except ValueError:
+            timeout = -1
+        if timeout < 0:
+            raise ConfigurationError(
+                f"EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS={timeout_raw!r} is not a whole number of "
+                "milliseconds (0 or more)"
+            )
     extra_keys = {k.strip().lower() for k in env.get("EVALTRACE_REDACT_KEYS", "").split(",")}
     return Settings(
         service_name=env.get("EVALTRACE_SERVICE_NAME")
@@ -102,6 +121,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         capture_content=_env_bool(env, "EVALTRACE_CAPTURE_CONTENT", True),
         max_value_bytes=max_bytes,
         redact_keys=DEFAULT_REDACT_KEYS | {k for k in extra_keys if k},
+        shutdown_timeout_millis=timeout,
     )
 
 
@@ -134,7 +154,6 @@ class Runtime:
         self.tracer = provider.get_tracer("evaltrace")
         self.processor = processor
         self.owns_provider = owns_provider
-        self.export_processors: list[SpanProcessor] = []
         self.spans_leave_process = not owns_provider
         """Whether spans may be seen outside captures (the app's provider, exporters,
         handlers); when not, ``wrap`` skips span events outside captures."""
@@ -175,6 +194,7 @@ def init(
     exporters: Sequence[SpanExporter] = (),
     tracer_provider: otel_trace.TracerProvider | None = None,
     disabled: bool | None = None,
+    shutdown_timeout_millis: int | None = None,
 ) -> Runtime:
     """Configure evaltrace. Optional: the API initialises itself with defaults on first use.
 
@@ -187,24 +207,34 @@ def init(
         capture_content: Whether values go on spans; ``False`` keeps them off exported spans.
         max_value_bytes: Size limit of one value on a span (JSON bytes, at least 256).
         redact_keys: Key names whose values are redacted, added to the defaults.
-        exporters: Span exporters (OTLP, JSONL, ...) fed through a batch span processor.
+        exporters: Span exporters (OTLP, JSONL, ...). Each gets a bounded queue and a thread
+            of its own that exports in batches; results are counted (:func:`export_stats`).
         tracer_provider: An SDK provider to use instead of the global one.
         disabled: Turn instrumentation off.
+        shutdown_timeout_millis: How long process exit (and :func:`shutdown`) may wait for
+            exporters and handlers to take the spans still queued.
 
     Returns:
         The runtime in effect. Calling ``init`` again replaces the settings and adds the
         given exporters; the span processor is registered once.
 
     Raises:
-        ConfigurationError: An argument or ``EVALTRACE_*`` variable is invalid.
+        ConfigurationError: An argument or ``EVALTRACE_*`` variable is invalid; nothing is
+            changed then.
     """
     global _RUNTIME
     if _ENV_ERROR is not None:
         raise _ENV_ERROR
-    if max_value_bytes is not None:
-        _check_max_bytes(max_value_bytes, "max_value_bytes")
-    if isinstance(redact_keys, str):
-        raise ConfigurationError("redact_keys takes an iterable of key names, not one string")
+    keys = _check_options(
+        service_name=service_name,
+        capture_content=capture_content,
+        max_value_bytes=max_value_bytes,
+        redact_keys=redact_keys,
+        exporters=exporters,
+        tracer_provider=tracer_provider,
+        disabled=disabled,
+        shutdown_timeout_millis=shutdown_timeout_millis,
+    )
     with _LOCK:
         base = _RUNTIME.settings if _RUNTIME is not None else _ENV_SETTINGS
         updates: dict[str, object] = {}
@@ -214,22 +244,129 @@ def init(
             updates["capture_content"] = capture_content
         if max_value_bytes is not None:
             updates["max_value_bytes"] = max_value_bytes
-        if redact_keys is not None:
-            updates["redact_keys"] = base.redact_keys | {k.lower() for k in redact_keys}
+        if keys is not None:
+            updates["redact_keys"] = base.redact_keys | keys
         if disabled is not None:
             updates["disabled"] = disabled
+        if shutdown_timeout_millis is not None:
+            updates["shutdown_timeout_millis"] = shutdown_timeout_millis
         new_settings = replace(base, **updates)  # type: ignore[arg-type]
         if _RUNTIME is None or tracer_provider is not None:
             _RUNTIME = _build_runtime(new_settings, tracer_provider)
         else:
             _RUNTIME.settings = new_settings
             _RUNTIME.codec = new_settings.codec()
+            _RUNTIME.processor.shutdown_timeout_millis = new_settings.shutdown_timeout_millis
         for exporter in exporters:
-            processor = BatchSpanProcessor(exporter)
-            _RUNTIME.provider.add_span_processor(processor)
-            _RUNTIME.export_processors.append(processor)
+            _RUNTIME.processor.add_exporter(exporter)
             _RUNTIME.spans_now_leave_process()
         return _RUNTIME
+
+
+def _found(value: object) -> str:
+    text = safe_repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"the {type_name(value)} {text}"
+
+
+def _check_flag(name: str, value: object) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise ConfigurationError(
+            f"{name} expects True or False; got {_found(value)}. Pass a bool, e.g. "
+            f"{name}=False (environment variables are the place for strings such as 'false')"
+        )
+
+
+def _check_millis(name: str, value: object) -> None:
+    if value is not None and (type(value) is not int or value < 0):
+        raise ConfigurationError(
+            f"{name} expects a whole number of milliseconds, 0 or more; got {_found(value)}"
+        )
+
+
+def _check_options(
+    *,
+    service_name: object,
+    capture_content: object,
+    max_value_bytes: object,
+    redact_keys: object,
+    exporters: object,
+    tracer_provider: object,
+    disabled: object,
+    shutdown_timeout_millis: object,
+) -> frozenset[str] | None:
+    """Check every option of :func:`init` before anything changes.
+
+    Returns:
+        The extra redact keys, lower-cased (``None`` when not given).
+    """
+    if service_name is not None and (not isinstance(service_name, str) or not service_name):
+        raise ConfigurationError(
+            f"service_name expects a non-empty string; got {_found(service_name)}, "
+            "e.g. service_name='checkout-bot'"
+        )
+    _check_flag("capture_content", capture_content)
+    _check_flag("disabled", disabled)
+    if max_value_bytes is not None:
+        if type(max_value_bytes) is not int:
+            raise ConfigurationError(
+                "max_value_bytes expects a whole number of bytes (at least 256); got "
+                f"{_found(max_value_bytes)}, e.g. max_value_bytes=100_000"
+            )
+        _check_max_bytes(max_value_bytes, "max_value_bytes")
+    _check_millis("shutdown_timeout_millis", shutdown_timeout_millis)
+    keys = _check_redact_keys(redact_keys)
+    _check_exporters(exporters)
+    if tracer_provider is not None and not isinstance(tracer_provider, otel_trace.TracerProvider):
+        raise ConfigurationError(
+            "tracer_provider expects an OpenTelemetry TracerProvider (e.g. "
+            f"opentelemetry.sdk.trace.TracerProvider()); got {_found(tracer_provider)}"
+        )
+    return keys
+
+
+def _check_redact_keys(redact_keys: object) -> frozenset[str] | None:
+    if redact_keys is None:
+        return None
+    if isinstance(redact_keys, str | bytes):
+        raise ConfigurationError(
+            f"redact_keys expects an iterable of key names, not one string; got "
+            f"{_found(redact_keys)}. Pass a list, e.g. redact_keys=[{safe_repr(redact_keys)}]"
+        )
+    if not isinstance(redact_keys, Iterable):
+        raise ConfigurationError(
+            f"redact_keys expects an iterable of key names; got {_found(redact_keys)}, "
+            "e.g. redact_keys=['ssn', 'employee_id']"
+        )
+    keys = list(redact_keys)
+    for index, key in enumerate(keys):
+        if not isinstance(key, str) or not key:
+            raise ConfigurationError(
+                f"redact_keys expects key names (strings); item {index} is {_found(key)}"
+            )
+    return frozenset(key.lower() for key in keys)
+
+
+def _check_exporters(exporters: object) -> None:
+    if isinstance(exporters, str | bytes) or not isinstance(exporters, Iterable):
+        one = (
+            " (one exporter: pass a list, exporters=[exporter])" if _is_exporter(exporters) else ""
+        )
+        raise ConfigurationError(
+            f"exporters expects a list of span exporters; got {_found(exporters)}{one}"
+        )
+    for index, exporter in enumerate(exporters):
+        if not _is_exporter(exporter):
+            raise ConfigurationError(
+                "exporters expects span exporters (objects with export() and shutdown(), such "
+                "as OTLPSpanExporter or any opentelemetry SpanExporter); item "
+                f"{index} is {_found(exporter)}"
+            )
+
+
+def _is_exporter(value: object) -> bool:
+    return callable(getattr(value, "export", None)) and callable(getattr(value, "shutdown", None))
 
 
 def _build_runtime(settings: Settings, explicit: otel_trace.TracerProvider | None) -> Runtime:
@@ -255,39 +392,68 @@ def _build_runtime(settings: Settings, explicit: otel_trace.TracerProvider | Non
                 "evaltrace's spans use a private provider",
                 type(candidate).__name__,
             )
-    processor = ScopeSpanProcessor()
+    processor = ScopeSpanProcessor(settings.shutdown_timeout_millis)
     provider.add_span_processor(processor)
+    _register_exit_hook()
     return Runtime(settings, provider, processor, owns_provider=owns)
 
 
+_EXIT_HOOK_REGISTERED = False
+
+
+def _register_exit_hook() -> None:
+    """At exit, shut down within the configured timeout (even if the provider never does)."""
+    global _EXIT_HOOK_REGISTERED
+    if not _EXIT_HOOK_REGISTERED:
+        _EXIT_HOOK_REGISTERED = True
+        atexit.register(shutdown)
+
+
 def flush(timeout_millis: int = 30_000) -> bool:
-    """Deliver every finished span to the exporters and asynchronous handlers.
+    """Deliver every finished span to the exporters and handlers, within ``timeout_millis``.
+
+    One deadline covers all exporters and handlers together.
 
     Returns:
-        Whether everything was delivered within the timeout.
+        ``True`` when everything given to the exporters and handlers since the previous
+        flush was delivered: nothing still waiting at the deadline, nothing dropped from a
+        full queue, no export that failed (see :func:`export_stats` and
+        :func:`handler_stats` for the counts).
+
+    Raises:
+        ConfigurationError: ``timeout_millis`` is not a whole number of 0 or more.
     """
+    _check_millis("timeout_millis", timeout_millis)
     rt = _RUNTIME
     if rt is None:
         return True
-    done = rt.processor.force_flush(timeout_millis)
-    for processor in rt.export_processors:
-        done = processor.force_flush(timeout_millis) and done
-    return done
+    return rt.processor.force_flush(timeout_millis)
 
 
-def shutdown() -> None:
-    """Flush, then stop the exporters and handlers evaltrace added.
+def shutdown(timeout_millis: int | None = None) -> bool:
+    """Flush, then stop the exporters evaltrace added, all within one timeout.
 
-    The app's own provider is left running. A later call to the API initialises again.
+    Runs at process exit too. Spans still queued when the timeout passes are dropped,
+    counted in :func:`export_stats` and logged; a dead collector or a stuck handler never
+    holds the process up longer than the timeout. The app's own provider is left running.
+    Handlers stay registered. A later call to the API initialises again.
+
+    Args:
+        timeout_millis: The time allowed (default: ``shutdown_timeout_millis`` of
+            :func:`init`, or ``EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS``, 5000 ms by default).
+
+    Returns:
+        Whether everything was delivered (as for :func:`flush`).
     """
     global _RUNTIME
+    _check_millis("timeout_millis", timeout_millis)
     with _LOCK:
         rt = _RUNTIME
         if rt is None:
-            return
-        flush()
-        rt.processor.shutdown()
-        for processor in rt.export_processors:
-            processor.shutdown()
+            return True
+        if timeout_millis is None:
+            timeout_millis = rt.settings.shutdown_timeout_millis
+        delivered = rt.processor.shutdown_within(timeout_millis)
         rt.processor.detached = True
         _RUNTIME = None
+        return delivered

@@ -14,6 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from evaltrace._safe_text import type_name
 from evaltrace.errors import MissingEvalInputError
 
 if TYPE_CHECKING:
@@ -46,10 +47,12 @@ class RunScope:
     """One ``capture_traces()`` block: where its spans and ``wrap`` values go.
 
     Scopes nest: a span started in an inner scope is delivered to the inner handler and to
-    every enclosing one, so an outer capture sees the runs started inside it.
+    every enclosing one, so an outer capture sees the runs started inside it. A scope that
+    has closed lets go of its handler, so code that still runs in its context (a task that
+    outlived the block) delivers nothing to it and keeps nothing alive.
     """
 
-    __slots__ = ("_inputs", "chain", "entry", "handler", "parent", "trace_ids")
+    __slots__ = ("_inputs", "_own", "closed", "entry", "handler", "parent", "trace_ids")
 
     def __init__(
         self,
@@ -59,19 +62,39 @@ class RunScope:
         entry: str | None = None,
     ) -> None:
         self.handler = handler
-        """The handler receiving this scope's spans; ``None`` for an inputs-only scope."""
+        """The handler receiving this scope's spans; ``None`` for an inputs-only scope and
+        once the capture has closed."""
         self.parent = parent
         """The enclosing scope, if any."""
         self._inputs = dict(inputs) if inputs is not None else None
         self.entry = entry
         """A label of the dataset entry being run, used in error messages."""
         self.trace_ids: list[int] = []
-        """Traces whose root span started in this scope."""
-        self.chain: tuple[MemoryTraceHandler, ...] = ((handler,) if handler is not None else ()) + (
-            parent.chain if parent is not None else ()
-        )
-        """This scope's handler and those of the enclosing scopes, innermost first."""
+        """Traces whose root span started in this scope (while it is open)."""
+        self.closed = False
+        """Whether this scope's capture block has exited."""
+        self._own: tuple[MemoryTraceHandler, ...] = (handler,) if handler is not None else ()
         arm()
+
+    @property
+    def chain(self) -> tuple[MemoryTraceHandler, ...]:
+        """The handlers of this scope and of the enclosing scopes still open, innermost first."""
+        if self.parent is None:
+            return self._own
+        return self._own + self.parent.chain
+
+    def open_capture(self) -> RunScope | None:
+        """The innermost scope, from this one outwards, whose capture is open."""
+        scope: RunScope | None = self
+        while scope is not None and scope.handler is None:
+            scope = scope.parent
+        return scope
+
+    def close(self) -> None:
+        """Stop delivering to this scope's handler and let go of it."""
+        self.closed = True
+        self.handler = None
+        self._own = ()
 
     def injected_inputs(self) -> dict[str, Any] | None:
         """The evaluation inputs that ``wrap(..., purpose="input")`` returns, if any."""
@@ -147,11 +170,19 @@ def propagate(fn: Callable[P, R]) -> Callable[P, R]:
     Each call runs in its own copy of the captured context, so the result may be called
     from several threads at once.
 
+    Raises:
+        TypeError: ``fn`` is not callable.
+
     Example:
         >>> import threading
         >>> def work() -> None: ...
         >>> threading.Thread(target=propagate(work)).start()
     """
+    if not callable(fn):
+        raise TypeError(
+            f"propagate(fn) takes a callable (the function the thread will run), got "
+            f"{type_name(fn)}; pass the function itself, e.g. propagate(work), not work()"
+        )
     context = contextvars.copy_context()
 
     @functools.wraps(fn)

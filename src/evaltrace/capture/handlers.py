@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
-import inspect
-import logging
 import threading
 from collections.abc import Awaitable
 from types import TracebackType
@@ -13,12 +10,20 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.capture.context import _CURRENT, RunScope
+from evaltrace.capture.delivery import (
+    DEFAULT_HANDLER_QUEUE_SIZE,
+    HandlerQueue,
+    HandlerStats,
+)
 from evaltrace.capture.values import WrapRecord
+from evaltrace.errors import CaptureBlockError, ConfigurationError
 
 if TYPE_CHECKING:
     from contextvars import Token
 
+    from evaltrace.capture.processor import ScopeSpanProcessor
     from evaltrace.trace import LLMSpan, ObservationNode, ObserveSpan, SpanRecord
 
 __all__ = [
@@ -26,19 +31,28 @@ __all__ = [
     "MemoryTraceHandler",
     "add_handler",
     "capture_traces",
+    "handler_stats",
     "remove_handler",
 ]
-
-logger = logging.getLogger("evaltrace")
 
 
 class InstrumentationHandler:
     """A listener for every finished span and every ``wrap`` value, across all runs.
 
-    Override :meth:`on_span` (sync or ``async def``) and optionally :meth:`on_value`, then
-    register the handler with :func:`add_handler`. Async handlers run on a background event
-    loop; :func:`evaltrace.flush` waits for them. A handler that raises is logged once and
-    keeps receiving spans; it never affects the app or the other handlers.
+    Override :meth:`on_span` and optionally :meth:`on_value` (each plain or ``async def``),
+    then register the handler with :func:`add_handler`.
+
+    Which thread runs it: never the app's. Each registered handler gets a thread of its own
+    (named ``evaltrace-handler-<class name>``) running an asyncio event loop; both sync and
+    async methods run there, one span or value at a time, in the order spans ended (an async
+    method is awaited before the next item). The app's thread only puts the finished span
+    in the handler's queue, so a slow handler never slows the app down. The queue is bounded
+    (``add_handler(handler, max_queue_size=...)``, 2048 by default): when it is full, new
+    spans and values are dropped and counted (:func:`handler_stats`), and
+    :func:`evaltrace.flush` returns ``False``. :func:`evaltrace.flush` waits until the
+    handlers have seen everything delivered so far; at process exit they get at most the
+    shutdown timeout (``init(shutdown_timeout_millis=...)``). A handler that raises is
+    logged once and keeps receiving spans; it never affects the app or the other handlers.
 
     Example:
         >>> class PrintNames(InstrumentationHandler):
@@ -46,11 +60,13 @@ class InstrumentationHandler:
         ...         print(span.name)
     """
 
+    _evaltrace_queue: HandlerQueue | None = None
+
     def on_span(self, span: ObserveSpan | LLMSpan) -> Awaitable[None] | None:
         """Receive one finished span."""
         return None
 
-    def on_value(self, record: WrapRecord) -> None:
+    def on_value(self, record: WrapRecord) -> Awaitable[None] | None:
         """Receive one value recorded by ``wrap(value, purpose=..., name=...)``."""
         return None
 
@@ -192,13 +208,17 @@ class _CaptureBlock:
         self.handler = MemoryTraceHandler()
         self._scope: RunScope | None = None
         self._token: Token[RunScope | None] | None = None
+        self._processor: ScopeSpanProcessor | None = None
 
     def __enter__(self) -> MemoryTraceHandler:
         from evaltrace.capture.config import runtime
 
-        if self._token is not None:
-            raise RuntimeError("this capture_traces() block is already open")
-        runtime()
+        if self._scope is not None:
+            raise CaptureBlockError(
+                "this capture_traces() block is already open; open a new block with "
+                "capture_traces() for a nested capture"
+            )
+        self._processor = runtime().processor
         self._scope = RunScope(self.handler, _CURRENT.get())
         self._token = _CURRENT.set(self._scope)
         return self.handler
@@ -209,14 +229,22 @@ class _CaptureBlock:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        from evaltrace.capture.config import current_runtime
-
-        if self._token is not None:
-            _CURRENT.reset(self._token)
-            self._token = None
-        rt = current_runtime()
-        if rt is not None and self._scope is not None:
-            rt.processor.release_scope(self._scope)
+        scope, token, processor = self._scope, self._token, self._processor
+        self._scope = self._token = self._processor = None
+        problem: str | None
+        if scope is None or token is None:
+            problem = _NEVER_ENTERED
+        else:
+            problem = _restore_context(scope, token)
+            scope.close()
+            if processor is not None:
+                processor.release_scope(scope)
+        if problem is None:
+            return
+        if exc is not None:  # the app's own exception goes on; it carries the explanation
+            exc.add_note(f"evaltrace: {problem}")
+            return
+        raise CaptureBlockError(problem)
 
     async def __aenter__(self) -> MemoryTraceHandler:
         return self.__enter__()
@@ -230,6 +258,51 @@ class _CaptureBlock:
         self.__exit__(exc_type, exc, tb)
 
 
+_NEVER_ENTERED = (
+    "this capture_traces() block was exited but never entered (or exited twice); use it as "
+    "`with capture_traces() as handler:`"
+)
+_OUT_OF_ORDER = (
+    "a capture_traces() block was exited while a block entered inside it (capture_traces() "
+    "or eval_inputs()) is still open; blocks must exit in the reverse order they were "
+    "entered, so nest them with `with`. The capture has closed and receives nothing more; "
+    "the inner block is unaffected"
+)
+_OTHER_CONTEXT = (
+    "a capture_traces() block was exited in another task or thread than the one that "
+    "entered it; enter and exit a block in the same task (one `with` or `async with` "
+    "statement, not split across tasks, callbacks or fixture set-up and teardown). The "
+    "capture has closed and receives nothing more"
+)
+
+
+def _restore_context(scope: RunScope, token: Token[RunScope | None]) -> str | None:
+    """Make the scope that enclosed ``scope`` current again; the problem, if that is wrong."""
+    current = _CURRENT.get()
+    if _live(current) is not scope:
+        # Either a block nested in this one is still open here, or this is another context.
+        outer = current
+        while outer is not None and outer is not scope:
+            outer = outer.parent
+        return _OUT_OF_ORDER if outer is scope else _OTHER_CONTEXT
+    try:
+        _CURRENT.reset(token)
+    except ValueError:  # the token belongs to another context (a task started in the block)
+        return _OTHER_CONTEXT
+    restored = _CURRENT.get()
+    if restored is not None and restored.closed:
+        # An enclosing block was exited out of order earlier: skip its closed capture.
+        _CURRENT.set(_live(restored))
+    return None
+
+
+def _live(scope: RunScope | None) -> RunScope | None:
+    """``scope`` or its innermost enclosing scope whose block has not exited."""
+    while scope is not None and scope.closed:
+        scope = scope.parent
+    return scope
+
+
 def capture_traces() -> _CaptureBlock:
     """Capture the spans and ``wrap`` values of the runs started inside the block.
 
@@ -237,6 +310,21 @@ def capture_traces() -> _CaptureBlock:
     started inside the block (in its task, or in threads that carried its context) are
     captured, so concurrent captures never see each other's runs. Blocks nest: an outer
     capture also receives what inner ones capture.
+
+    When the block exits, the capture closes: it receives nothing more and holds nothing.
+    A task started inside the block that is still running afterwards files its later spans
+    and values only into the enclosing captures that are still open (or nowhere), and
+    dropping the handler frees everything it captured.
+
+    A block is entered and exited once per ``with`` statement, in the task or thread that
+    entered it. Misuse raises :class:`~evaltrace.errors.CaptureBlockError` and never
+    leaves the capture open: entering a block that is open; exiting one that was never
+    entered (or exiting it twice); exiting a block while a block nested in it is still open
+    (the outer capture closes, the inner one carries on); exiting it in another task or
+    thread (the capture closes; the task that entered it keeps running with a closed
+    capture, which records nothing). When the block is already ending with the app's own
+    exception, that exception propagates with the explanation added as a note instead.
+    Entering a block again after it exited is allowed: the same handler collects again.
 
     Example:
         >>> from evaltrace import wrap
@@ -254,129 +342,116 @@ def capture_traces() -> _CaptureBlock:
 # Global handlers -------------------------------------------------------------------------
 
 _HANDLERS: tuple[InstrumentationHandler, ...] = ()
+_MEMORY: tuple[MemoryTraceHandler, ...] = ()
+"""Registered in-memory handlers: filled on the app's thread (an append costs nothing)."""
+_QUEUES: tuple[HandlerQueue, ...] = ()
+"""The queues of the other registered handlers, and of removed ones still draining."""
 _HANDLERS_LOCK = threading.Lock()
-_FAILED: set[int] = set()
 
 
-def add_handler(handler: InstrumentationHandler) -> None:
-    """Register a handler for every finished span and ``wrap`` value, across all runs."""
-    global _HANDLERS
+def add_handler(
+    handler: InstrumentationHandler, *, max_queue_size: int = DEFAULT_HANDLER_QUEUE_SIZE
+) -> None:
+    """Register a handler for every finished span and ``wrap`` value, across all runs.
+
+    The handler runs on a thread of its own, fed by a bounded queue (see
+    :class:`InstrumentationHandler`); adding a registered handler again changes nothing.
+
+    Args:
+        handler: The handler.
+        max_queue_size: How many spans and values may wait for the handler; beyond that,
+            new ones are dropped and counted in :func:`handler_stats`.
+
+    Raises:
+        TypeError: ``handler`` is not an :class:`InstrumentationHandler`.
+        ConfigurationError: ``max_queue_size`` is not a whole number of at least 1.
+    """
+    global _HANDLERS, _MEMORY, _QUEUES
     if not isinstance(handler, InstrumentationHandler):
         raise TypeError(
-            f"add_handler() takes an InstrumentationHandler, got {type(handler).__name__}; "
+            f"add_handler() takes an InstrumentationHandler, got {type_name(handler)}; "
             "subclass evaltrace.InstrumentationHandler and override on_span"
+        )
+    if type(max_queue_size) is not int or max_queue_size < 1:
+        raise ConfigurationError(
+            f"add_handler(max_queue_size=...) expects a whole number of at least 1; got the "
+            f"{type_name(max_queue_size)} {safe_repr(max_queue_size)}"
         )
     from evaltrace.capture.config import runtime
 
     runtime().spans_now_leave_process()
     with _HANDLERS_LOCK:
-        if handler not in _HANDLERS:
-            _HANDLERS = (*_HANDLERS, handler)
+        if any(h is handler for h in _HANDLERS):
+            return
+        _HANDLERS = (*_HANDLERS, handler)
+        if isinstance(handler, MemoryTraceHandler):
+            _MEMORY = (*_MEMORY, handler)
+            return
+        queue = HandlerQueue(handler, max_queue_size)
+        object.__setattr__(handler, "_evaltrace_queue", queue)
+        _QUEUES = (*(q for q in _QUEUES if not q.finished), queue)
 
 
 def remove_handler(handler: InstrumentationHandler) -> None:
-    """Unregister a handler; unknown handlers are ignored."""
-    global _HANDLERS
+    """Unregister a handler; unknown handlers are ignored.
+
+    Spans already in the handler's queue are still delivered (:func:`evaltrace.flush`
+    waits for them).
+    """
+    global _HANDLERS, _MEMORY
     with _HANDLERS_LOCK:
         _HANDLERS = tuple(h for h in _HANDLERS if h is not handler)
+        _MEMORY = tuple(h for h in _MEMORY if h is not handler)
+        queue = handler._evaltrace_queue
+    if queue is not None:
+        queue.close()
 
 
-def _report_failure(handler: InstrumentationHandler, exc: BaseException) -> None:
-    key = id(handler)
-    if key in _FAILED:
-        logger.debug("evaltrace: handler %r failed again: %r", handler, exc)
-        return
-    _FAILED.add(key)
-    logger.warning(
-        "evaltrace: handler %s raised %s: %s; the app is unaffected and the handler stays "
-        "registered (further failures are logged at debug level)",
-        type(handler).__name__,
-        type(exc).__name__,
-        exc,
-        exc_info=exc,
-    )
+def handler_stats(handler: InstrumentationHandler) -> HandlerStats:
+    """How many spans and values ``handler`` was given, raised on, had dropped, has waiting.
+
+    The counts cover the handler's latest registration with :func:`add_handler` (and stay
+    readable after :func:`remove_handler`); a handler never added has all counts zero, as
+    has a :class:`MemoryTraceHandler`, which is filled directly.
+
+    Example:
+        >>> handler_stats(InstrumentationHandler())
+        HandlerStats(delivered=0, failed=0, dropped=0, queued=0)
+    """
+    queue = handler._evaltrace_queue
+    if queue is None:
+        return HandlerStats(delivered=0, failed=0, dropped=0, queued=0)
+    return queue.stats()
 
 
 def dispatch_span(span: ReadableSpan) -> None:
     """Give a finished span to every global handler."""
-    handlers = _HANDLERS
-    if not handlers:
-        return
-    from evaltrace.trace import SpanRecord, span_view
-
-    view = span_view(SpanRecord.from_readable(span))
-    for handler in handlers:
-        if isinstance(handler, MemoryTraceHandler):
-            handler._collect_span(span)
-            continue
-        try:
-            result = handler.on_span(view)
-            if inspect.isawaitable(result):
-                _DISPATCHER.submit(handler, result)
-        except Exception as exc:  # a failing handler never breaks the app
-            _report_failure(handler, exc)
+    for memory in _MEMORY:
+        memory._collect_span(span)
+    for queue in _QUEUES:
+        if not queue.closing:
+            queue.offer(span)
 
 
 def dispatch_value(record: WrapRecord) -> None:
     """Give a ``wrap`` record to every global handler."""
-    for handler in _HANDLERS:
-        try:
-            handler.on_value(record)
-        except Exception as exc:  # a failing handler never breaks the app
-            _report_failure(handler, exc)
+    for memory in _MEMORY:
+        memory.on_value(record)
+    for queue in _QUEUES:
+        if not queue.closing:
+            queue.offer(record)
 
 
-class _AsyncDispatcher:
-    """Runs asynchronous ``on_span`` coroutines on a background event loop thread."""
+def flush_handlers(deadline: float) -> bool:
+    """Wait until the handlers have seen everything given so far, at most until ``deadline``.
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: Any = None
-        self._pending: set[concurrent.futures.Future[Any]] = set()
+    Args:
+        deadline: A :func:`time.monotonic` time.
 
-    def _ensure_loop(self) -> Any:
-        import asyncio
-
-        with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="evaltrace-handlers", daemon=True
-                )
-                thread.start()
-                self._loop = loop
-            return self._loop
-
-    def submit(self, handler: InstrumentationHandler, awaitable: Awaitable[None]) -> None:
-        async def run() -> None:
-            try:
-                await awaitable
-            except Exception as exc:  # a failing handler never breaks the app
-                _report_failure(handler, exc)
-
-        import asyncio
-
-        future = asyncio.run_coroutine_threadsafe(run(), self._ensure_loop())
-        with self._lock:
-            self._pending.add(future)
-        future.add_done_callback(self._done)
-
-    def _done(self, future: concurrent.futures.Future[Any]) -> None:
-        with self._lock:
-            self._pending.discard(future)
-
-    def flush(self, timeout_millis: int) -> bool:
-        with self._lock:
-            pending = list(self._pending)
-        if not pending:
-            return True
-        _, not_done = concurrent.futures.wait(pending, timeout=timeout_millis / 1000)
-        return not not_done
-
-
-_DISPATCHER = _AsyncDispatcher()
-
-
-def flush_handlers(timeout_millis: int) -> bool:
-    """Wait for the asynchronous handlers to finish what they were given."""
-    return _DISPATCHER.flush(timeout_millis)
+    Returns:
+        ``False`` on timeout, or when spans or values were dropped since the last flush.
+    """
+    delivered = True
+    for queue in _QUEUES:
+        delivered = queue.wait(deadline) and delivered
+    return delivered

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from evaltrace.capture import handlers as _handlers
 from evaltrace.capture.context import _CURRENT, RunScope
+from evaltrace.capture.delivery import ExportQueue
 
 __all__ = ["ScopeSpanProcessor"]
 
@@ -17,15 +20,19 @@ logger = logging.getLogger("evaltrace")
 
 
 class ScopeSpanProcessor(SpanProcessor):
-    """Routes spans to the capture that was current when they started.
+    """Routes spans to the capture that was current when they started, then onwards.
 
-    A span started while a run scope is current belongs to that scope; a span started with no
-    scope current belongs to the scope whose run started its trace (spans started with an
-    explicit parent context, e.g. by callbacks of third-party instrumentors). Any other span
-    belongs to no capture; it still reaches the global handlers and exporters.
+    A span started while a run scope is current belongs to the innermost capture of that
+    scope that is still open; a span started with no scope current belongs to the open
+    capture whose run started its trace (spans started with an explicit parent context, e.g.
+    by callbacks of third-party instrumentors). Any other span belongs to no capture. Every
+    finished span then goes to the global handlers and to the exporters given to ``init``.
+
+    What it remembers is bounded by the captures open now: a span is forgotten when it
+    ends, a trace when the capture its run started in exits.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, shutdown_timeout_millis: int) -> None:
         self._by_span: dict[int, RunScope] = {}
         self._by_trace: dict[int, RunScope] = {}
         self._lock = threading.Lock()
@@ -33,28 +40,44 @@ class ScopeSpanProcessor(SpanProcessor):
         """Spans that started outside every capture while a capture was open."""
         self._warned_unattributed = False
         self.detached = False
+        """Set by :func:`~evaltrace.shutdown`: the processor ignores every span from then on."""
+        self.exports: tuple[ExportQueue, ...] = ()
+        """The queues of the exporters given to ``init``."""
+        self.shutdown_timeout_millis = shutdown_timeout_millis
+        """How long :meth:`shutdown` (called by the provider at exit) may take."""
+        self._shut_down = False
+
+    def add_exporter(self, exporter: SpanExporter) -> None:
+        """Send every sampled finished span to ``exporter`` too, through a queue of its own."""
+        self.exports = (*self.exports, ExportQueue(exporter))
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         """Remember the capture of ``span``."""
         if self.detached:
             return
-        scope = _CURRENT.get()
+        current = _CURRENT.get()
         span_context = span.context
-        if scope is None:
+        if current is None:
             if not self._by_trace:
                 return
             scope = self._by_trace.get(span_context.trace_id)
             if scope is None:
                 self._report_unattributed(span)
                 return
-        elif scope.handler is None and scope.parent is None:
-            return  # an inputs-only scope outside any capture
+        else:
+            # None for an inputs-only scope outside captures, or a capture that has closed.
+            scope = current.open_capture()
+            if scope is None:
+                return
         self._by_span[span_context.span_id] = scope
         parent = span.parent
         if parent is None or not parent.is_valid:
             # One dict assignment is atomic; trace ids are unique, so no lock is needed here.
-            self._by_trace[span_context.trace_id] = scope
-            scope.trace_ids.append(span_context.trace_id)
+            trace_id = span_context.trace_id
+            self._by_trace[trace_id] = scope
+            scope.trace_ids.append(trace_id)
+            if scope.closed:  # it closed meanwhile, maybe before release_scope saw this trace
+                self._by_trace.pop(trace_id, None)
 
     def _report_unattributed(self, span: Span) -> None:
         self.unattributed_spans += 1
@@ -69,7 +92,7 @@ class ScopeSpanProcessor(SpanProcessor):
             )
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Deliver ``span`` to its capture's handlers, then to the global handlers."""
+        """Deliver ``span`` to its capture's handlers, the global handlers and exporters."""
         if self.detached:
             return
         span_context = span.context
@@ -77,24 +100,57 @@ class ScopeSpanProcessor(SpanProcessor):
             return
         scope = self._by_span.pop(span_context.span_id, None)
         if scope is not None:
-            for handler in scope.chain:
+            for handler in scope.chain:  # empty once the capture has closed
                 handler._collect_span(span)
         if _handlers._HANDLERS:
             _handlers.dispatch_span(span)
+        if self.exports and span_context.trace_flags.sampled:
+            for queue in self.exports:
+                queue.offer(span)
 
     def release_scope(self, scope: RunScope) -> None:
         """Forget the traces started in ``scope`` (called when its capture block exits)."""
-        if not scope.trace_ids:
-            return
         with self._lock:
             for trace_id in scope.trace_ids:
                 if self._by_trace.get(trace_id) is scope:
-                    del self._by_trace[trace_id]
-
-    def shutdown(self) -> None:
-        """Flush the asynchronous handlers."""
-        _handlers.flush_handlers(30_000)
+                    self._by_trace.pop(trace_id, None)
+            scope.trace_ids.clear()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Wait until the asynchronous handlers have seen every span delivered so far."""
-        return _handlers.flush_handlers(timeout_millis)
+        """Wait until handlers and exporters have taken every span delivered so far.
+
+        One deadline covers everything: the exporters start sending at once, then the
+        handlers and the exporters are waited for, each only until the deadline.
+
+        Returns:
+            ``False`` when the deadline passed first, or when a span was dropped or failed to
+            export since the previous flush.
+        """
+        deadline = time.monotonic() + timeout_millis / 1000
+        for queue in self.exports:
+            queue.request_flush()
+        delivered = _handlers.flush_handlers(deadline)
+        for queue in self.exports:
+            delivered = queue.wait(deadline) and delivered
+        return delivered
+
+    def shutdown(self) -> None:
+        """Deliver what can be delivered within the shutdown timeout, then stop the exporters.
+
+        The tracer provider calls this at process exit; it never takes longer than
+        :attr:`shutdown_timeout_millis`, whatever the collector or the handlers do.
+        """
+        self.shutdown_within(self.shutdown_timeout_millis)
+
+    def shutdown_within(self, timeout_millis: float) -> bool:
+        """:meth:`shutdown` with a given timeout; whether everything was delivered."""
+        if self._shut_down:
+            return True
+        self._shut_down = True
+        deadline = time.monotonic() + timeout_millis / 1000
+        for queue in self.exports:
+            queue.request_flush()
+        delivered = _handlers.flush_handlers(deadline)
+        for queue in self.exports:
+            delivered = queue.shutdown(deadline) and delivered
+        return delivered

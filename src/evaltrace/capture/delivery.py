@@ -1,0 +1,498 @@
+"""Bounded hand-off from the app's threads to handlers and exporters, with counted results.
+
+Each handler registered with :func:`~evaltrace.add_handler` and each exporter given to
+:func:`~evaltrace.init` gets a queue of its own and one daemon thread that empties it. The
+app's thread only appends to the queue; when the queue is full the span is dropped and
+counted, so a slow consumer never slows the app down or makes memory grow without bound.
+Flushing waits for the queues against one deadline and reports anything that was not
+delivered.
+"""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import logging
+import os
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from opentelemetry import context as otel_context
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from evaltrace._safe_text import exception_text, safe_str, type_name
+from evaltrace.capture.values import WrapRecord
+from evaltrace.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from evaltrace.capture.handlers import InstrumentationHandler
+
+__all__ = [
+    "DEFAULT_HANDLER_QUEUE_SIZE",
+    "ExportQueue",
+    "ExportStats",
+    "HandlerQueue",
+    "HandlerStats",
+    "export_stats",
+]
+
+logger = logging.getLogger("evaltrace")
+
+DEFAULT_HANDLER_QUEUE_SIZE = 2048
+"""Spans and values a handler's queue holds before new ones are dropped."""
+
+T = TypeVar("T")
+
+
+@dataclass(kw_only=True, frozen=True)
+class HandlerStats:
+    """What one handler was given, as counted by :func:`~evaltrace.handler_stats`."""
+
+    delivered: int
+    """Spans and values the handler was given (including those it raised on)."""
+    failed: int
+    """Of those, how many the handler raised on."""
+    dropped: int
+    """Spans and values never given to it because its queue was full."""
+    queued: int
+    """Spans and values waiting in its queue now."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class ExportStats:
+    """What the exporters given to :func:`~evaltrace.init` did, counted per exporter.
+
+    A span sent to two exporters counts twice. The counts cover every exporter of the
+    process since it started, including ones already shut down.
+    """
+
+    exported: int
+    """Spans an exporter accepted (its ``export`` reported success)."""
+    failed: int
+    """Spans in batches an exporter reported as failed or raised on."""
+    dropped: int
+    """Spans never given to an exporter: its queue was full, or shutdown came first."""
+    queued: int
+    """Spans waiting to be exported now."""
+
+
+class _BoundedQueue(Generic[T]):
+    """A bounded FIFO filled by the app's threads and emptied by one worker thread."""
+
+    def __init__(self, max_queue_size: int) -> None:
+        self._max = max_queue_size
+        self._items: collections.deque[T] = collections.deque()
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._accepted = 0
+        self._finished = 0
+        """Items taken off the queue and dealt with (delivered, failed or abandoned)."""
+        self._failed = 0
+        self._dropped = 0
+        self._lost_reported = 0
+        self._closed = False
+        self._warned_full = False
+        self._thread: threading.Thread | None = None
+
+    def _start(self, name: str) -> None:
+        """Start the worker thread, and again in a child process after ``fork``."""
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+        if hasattr(os, "register_at_fork"):
+            # Threads do not survive fork: the child starts its own worker. A weak reference
+            # keeps the hook from holding the queue alive.
+            restart = weakref.WeakMethod(self._restart_in_child)
+
+            def after_in_child() -> None:
+                method = restart()
+                if method is not None:
+                    method(name)
+
+            os.register_at_fork(after_in_child=after_in_child)
+
+    def _restart_in_child(self, name: str) -> None:
+        # The parent delivers what was queued before the fork; the child starts empty.
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._items.clear()
+        self._finished = self._accepted
+        self._reset_worker_state()
+        if not self._closed:
+            self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+            self._thread.start()
+
+    def _reset_worker_state(self) -> None:
+        """Forget what belonged to the parent's worker thread (after ``fork``)."""
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def running(self) -> bool:
+        """Whether the worker thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def _push(self, item: T) -> bool:
+        """Append ``item`` (lock held); ``False`` when it was dropped."""
+        if self._closed or len(self._items) >= self._max:
+            self._dropped += 1
+            return False
+        self._items.append(item)
+        self._accepted += 1
+        return True
+
+    def _warn_full(self, what: str) -> None:
+        with self._lock:
+            if self._warned_full:
+                return
+            self._warned_full = True
+        logger.warning(
+            "evaltrace: the queue of %s is full (%d items); spans are dropped and counted "
+            "until it catches up (the app is unaffected)",
+            what,
+            self._max,
+        )
+
+    def _lost(self) -> int:
+        """What counts against a flush: items dropped or failed (lock held)."""
+        return self._failed + self._dropped
+
+    def wait(self, deadline: float) -> bool:
+        """Wait until everything accepted so far is dealt with, at most until ``deadline``.
+
+        Returns:
+            ``False`` on timeout, or when anything was dropped or failed since the previous
+            wait that caught up.
+        """
+        with self._changed:
+            target = self._accepted
+            while self._finished < target:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._changed.wait(remaining)
+            lost = self._lost()
+            delivered = lost == self._lost_reported
+            self._lost_reported = lost
+            return delivered
+
+
+# Handlers --------------------------------------------------------------------------------
+
+
+class HandlerQueue(_BoundedQueue[ReadableSpan | WrapRecord]):
+    """One handler's queue, thread and event loop (see :class:`InstrumentationHandler`)."""
+
+    def __init__(self, handler: InstrumentationHandler, max_queue_size: int) -> None:
+        super().__init__(max_queue_size)
+        self.handler = handler
+        self._raised = 0
+        self._idle = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wakeup: asyncio.Event | None = None
+        self._start(f"evaltrace-handler-{type_name(handler)}")
+
+    def _reset_worker_state(self) -> None:
+        self._idle = False
+        self._loop = None
+        self._wakeup = None
+
+    def offer(self, item: ReadableSpan | WrapRecord) -> None:
+        """Queue ``item`` for the handler, or drop and count it when the queue is full."""
+        with self._lock:
+            accepted = self._push(item)
+            wake = accepted and self._idle
+            if wake:
+                self._idle = False
+        if wake:
+            self._wake()
+        elif not accepted and not self._closed:
+            self._warn_full(f"handler {type_name(self.handler)}")
+
+    @property
+    def closing(self) -> bool:
+        """Whether the handler was removed (what is queued is still delivered)."""
+        return self._closed
+
+    @property
+    def finished(self) -> bool:
+        """Whether the handler was removed and everything queued was delivered."""
+        return self._closed and not self.running
+
+    def _wake(self) -> None:
+        loop, wakeup = self._loop, self._wakeup
+        if loop is not None and wakeup is not None:
+            loop.call_soon_threadsafe(wakeup.set)
+
+    def close(self) -> None:
+        """Stop taking items; the thread ends once it has delivered what is queued."""
+        with self._lock:
+            self._closed = True
+            wake = self._idle
+            self._idle = False
+        if wake:
+            self._wake()
+
+    def stats(self) -> HandlerStats:
+        """The counts so far."""
+        with self._lock:
+            return HandlerStats(
+                delivered=self._finished,
+                failed=self._raised,
+                dropped=self._dropped,
+                queued=len(self._items),
+            )
+
+    def _run(self) -> None:
+        import asyncio
+
+        asyncio.run(self._main())
+
+    async def _main(self) -> None:
+        import asyncio
+
+        self._loop = asyncio.get_running_loop()
+        self._wakeup = asyncio.Event()
+        while True:
+            with self._lock:
+                if self._items:
+                    item: ReadableSpan | WrapRecord | None = self._items.popleft()
+                elif self._closed:
+                    return
+                else:
+                    item = None
+                    self._idle = True
+            if item is None:
+                await self._wakeup.wait()
+                self._wakeup.clear()
+                continue
+            raised = False
+            try:
+                await self._deliver(item)
+            except (Exception, asyncio.CancelledError) as exc:  # never breaks the app
+                raised = True
+                _report_handler_failure(self.handler, exc)
+            with self._lock:
+                self._finished += 1
+                self._raised += raised
+                self._changed.notify_all()
+
+    async def _deliver(self, item: ReadableSpan | WrapRecord) -> None:
+        result: Any
+        if isinstance(item, WrapRecord):
+            result = self.handler.on_value(item)
+        else:
+            from evaltrace.trace import SpanRecord, span_view
+
+            result = self.handler.on_span(span_view(SpanRecord.from_readable(item)))
+        if inspect.isawaitable(result):
+            await result
+
+
+_FAILED_HANDLERS: set[int] = set()
+
+
+def _report_handler_failure(handler: object, exc: BaseException) -> None:
+    """Log a handler's failure: a warning the first time, at debug level afterwards."""
+    key = id(handler)
+    if key in _FAILED_HANDLERS:
+        logger.debug(
+            "evaltrace: handler %s failed again: %s", type_name(handler), exception_text(exc)
+        )
+        return
+    _FAILED_HANDLERS.add(key)
+    logger.warning(
+        "evaltrace: handler %s raised %s; the app is unaffected and the handler stays "
+        "registered (further failures are logged at debug level)",
+        type_name(handler),
+        exception_text(exc),
+    )
+
+
+# Exporters -------------------------------------------------------------------------------
+
+_EXPORT_QUEUES: list[ExportQueue] = []
+_EXPORT_QUEUES_LOCK = threading.Lock()
+
+
+def _env_int(name: str, default: int, minimum: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a whole number") from None
+    if value < minimum:
+        raise ConfigurationError(f"{name}={raw!r} must be at least {minimum}")
+    return value
+
+
+class ExportQueue(_BoundedQueue[ReadableSpan]):
+    """One exporter's queue and thread: spans are exported in batches, results counted.
+
+    Sizes follow the OpenTelemetry batch processor's variables, read when the queue is made:
+    ``OTEL_BSP_MAX_QUEUE_SIZE`` (2048), ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` (512) and
+    ``OTEL_BSP_SCHEDULE_DELAY`` (5000 ms: how long a partial batch waits for more spans).
+    """
+
+    def __init__(self, exporter: SpanExporter) -> None:
+        super().__init__(_env_int("OTEL_BSP_MAX_QUEUE_SIZE", 2048, 1))
+        self.exporter = exporter
+        self._batch_size = min(_env_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512, 1), self._max)
+        self._delay = _env_int("OTEL_BSP_SCHEDULE_DELAY", 5000, 0) / 1000
+        self._exported = 0
+        self._due = 0.0
+        self._urgent = False
+        self._warned_failure = False
+        self._start(f"evaltrace-export-{type_name(exporter)}")
+        with _EXPORT_QUEUES_LOCK:
+            _EXPORT_QUEUES.append(self)
+
+    def offer(self, span: ReadableSpan) -> None:
+        """Queue ``span`` for export, or drop and count it when the queue is full."""
+        with self._lock:
+            was_empty = not self._items
+            accepted = self._push(span)
+            if accepted and was_empty:
+                self._due = time.monotonic() + self._delay
+            if accepted and (was_empty or len(self._items) == self._batch_size):
+                self._changed.notify_all()
+        if not accepted and not self._closed:
+            self._warn_full(f"exporter {type_name(self.exporter)}")
+
+    def request_flush(self) -> None:
+        """Export what is queued now, without waiting for a full batch."""
+        with self._lock:
+            self._urgent = True
+            self._changed.notify_all()
+
+    def counts(self) -> tuple[int, int, int, int]:
+        """Exported, failed, dropped and queued spans so far."""
+        with self._lock:
+            return self._exported, self._failed, self._dropped, len(self._items)
+
+    def shutdown(self, deadline: float) -> bool:
+        """Export what can be exported before ``deadline``, then stop the exporter.
+
+        Spans still queued at the deadline are dropped (counted, and logged as a warning).
+
+        Returns:
+            Whether every span given to this exporter since the last flush was exported.
+        """
+        self.request_flush()
+        delivered = self.wait(deadline)
+        with self._lock:
+            self._closed = True
+            abandoned = len(self._items)
+            self._items.clear()
+            self._dropped += abandoned
+            self._finished += abandoned
+            in_flight = self._accepted - self._finished
+            self._changed.notify_all()
+        if abandoned or in_flight:
+            logger.warning(
+                "evaltrace: %d spans were not exported by %s before the shutdown timeout (the "
+                "collector may be down or slow); raise init(shutdown_timeout_millis=...) or "
+                "EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS to wait longer",
+                abandoned + in_flight,
+                type_name(self.exporter),
+            )
+        # The exporter's shutdown may block too (and interrupts an export stuck in retries):
+        # it runs on a thread of its own, waited for until the deadline only.
+        stopper = threading.Thread(
+            target=self._stop_exporter, name="evaltrace-export-shutdown", daemon=True
+        )
+        stopper.start()
+        stopper.join(max(0.0, deadline - time.monotonic()))
+        return delivered and not abandoned and not in_flight
+
+    def _stop_exporter(self) -> None:
+        try:
+            self.exporter.shutdown()
+        except Exception as exc:  # a failing exporter never breaks the app
+            logger.warning(
+                "evaltrace: exporter %s raised on shutdown: %s",
+                type_name(self.exporter),
+                exception_text(exc),
+            )
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while True:
+                    queued = len(self._items)
+                    if queued and (
+                        queued >= self._batch_size
+                        or self._urgent
+                        or self._closed
+                        or time.monotonic() >= self._due
+                    ):
+                        break
+                    if self._closed:
+                        return
+                    self._changed.wait(max(0.0, self._due - time.monotonic()) if queued else None)
+                batch = [self._items.popleft() for _ in range(min(queued, self._batch_size))]
+                if not self._items:
+                    self._urgent = False
+            exported = self._export(batch)
+            with self._changed:
+                if exported:
+                    self._exported += len(batch)
+                else:
+                    self._failed += len(batch)
+                self._finished += len(batch)
+                self._changed.notify_all()
+
+    def _export(self, batch: list[ReadableSpan]) -> bool:
+        # Instrumented HTTP clients must not trace the export requests themselves.
+        token = otel_context.attach(
+            otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
+        )
+        try:
+            result = self.exporter.export(batch)
+        except Exception as exc:  # a failing exporter never breaks the app
+            self._report_failure(len(batch), f"raised {exception_text(exc)}")
+            return False
+        finally:
+            otel_context.detach(token)
+        if result != SpanExportResult.SUCCESS:
+            self._report_failure(len(batch), f"returned {safe_str(result)}")
+            return False
+        return True
+
+    def _report_failure(self, count: int, what: str) -> None:
+        first = not self._warned_failure
+        self._warned_failure = True
+        logger.log(
+            logging.WARNING if first else logging.DEBUG,
+            "evaltrace: exporter %s %s for %d spans; the app is unaffected and "
+            "evaltrace.export_stats() counts the failed spans%s",
+            type_name(self.exporter),
+            what,
+            count,
+            " (further failures are logged at debug level)" if first else "",
+        )
+
+
+def export_stats() -> ExportStats:
+    """Counts of what the exporters given to :func:`~evaltrace.init` did, since start-up.
+
+    Example:
+        >>> stats = export_stats()
+        >>> stats.failed + stats.dropped >= 0
+        True
+    """
+    with _EXPORT_QUEUES_LOCK:
+        queues = list(_EXPORT_QUEUES)
+    exported = failed = dropped = queued = 0
+    for queue in queues:
+        e, f, d, q = queue.counts()
+        exported, failed, dropped, queued = exported + e, failed + f, dropped + d, queued + q
+    return ExportStats(exported=exported, failed=failed, dropped=dropped, queued=queued)
