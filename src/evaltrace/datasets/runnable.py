@@ -51,6 +51,7 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import anyio.to_thread
+import typing_extensions
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from evaltrace._safe_text import exception_text, safe_repr, type_name
@@ -132,7 +133,6 @@ class RunnableAdapter:
         self._function = function
         parameters = _parameters(function, skip, self.name)
         self._parameters = parameters
-        hints = _hints(function, self.name)
         self._style: _CallStyle = "keywords"
         self._argument_type: Any = None
         self._fields: list[str] | None = None
@@ -140,7 +140,7 @@ class RunnableAdapter:
             inspect.Parameter.POSITIONAL_ONLY,
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
         ):
-            annotation = hints.get(parameters[0].name)
+            annotation = _hints(function, self.name).get(parameters[0].name)
             if _is_structured(annotation):
                 self._style = "one_argument"
                 self._argument_type = annotation
@@ -156,9 +156,15 @@ class RunnableAdapter:
                         "entry_kwargs cannot give it; make it a normal parameter, or annotate "
                         "a single parameter with a pydantic model"
                     )
-        self._validator: TypeAdapter[Any] | None = (
-            TypeAdapter(self._argument_type) if self._style == "one_argument" else None
-        )
+        self._validator: TypeAdapter[Any] | None = None
+        if self._style == "one_argument":
+            try:
+                self._validator = TypeAdapter(self._argument_type)
+            except Exception as exc:  # pydantic cannot build a validator for this type
+                raise NotRunnableError(
+                    f"{self.name}: its argument type {_type_label(self._argument_type)} "
+                    f"cannot be validated ({exception_text(exc)})"
+                ) from None
 
     @property
     def takes_one_argument(self) -> bool:
@@ -358,10 +364,8 @@ def _unexpected(
 
 
 def _name_of(target: object) -> str:
-    if isinstance(target, type):
-        return target.__qualname__
-    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
-    if isinstance(name, str) and inspect.isroutine(target):
+    name = getattr(target, "__name__", None)
+    if isinstance(name, str) and (isinstance(target, type) or inspect.isroutine(target)):
         return name
     return type_name(target)
 
@@ -429,7 +433,7 @@ def _is_structured(annotation: Any) -> bool:
         return True
     if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
         return True
-    if typing.is_typeddict(annotation):
+    if typing_extensions.is_typeddict(annotation):
         return True
     origin = typing.get_origin(annotation) or annotation
     return origin in (dict, Mapping)
@@ -448,7 +452,7 @@ def _field_names(annotation: Any) -> list[str] | None:
         return names
     if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
         return [field.name for field in dataclasses.fields(annotation)]
-    if typing.is_typeddict(annotation):
+    if typing_extensions.is_typeddict(annotation):
         return list(typing.get_type_hints(annotation))
     return None
 
