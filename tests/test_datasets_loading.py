@@ -54,7 +54,8 @@ def test_a_seed_004_file_loads_unchanged() -> None:
 
     assert dataset.name == "customer-faq"
     assert dataset.runnable == "pixie_qa/scripts/run_app.py:AppRunnable"
-    assert dataset.path == SEED_004
+    assert dataset.path == SEED_004.absolute()
+    assert dataset.source == str(SEED_004)
     first, second = dataset.entries
     assert first.entry_kwargs == {"question": "Hello"}
     assert first.description == "Basic greeting"
@@ -345,3 +346,17 @@ def test_datasets_import_only_from_the_floors_below() -> None:
     ]
     assert wrong == []
     assert below == []
+
+
+def test_the_datasets_guide_examples_print_what_it_shows(tmp_path: Path) -> None:
+    import re
+
+    guide = (Path(__file__).parent.parent / "docs" / "datasets.md").read_text(encoding="utf-8")
+    code = "\n".join(re.findall(r"```python\n(.*?)```", guide, re.S))
+    shown = "".join(re.findall(r"```text\n(.*?)```", guide, re.S))
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == shown

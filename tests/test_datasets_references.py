@@ -373,3 +373,25 @@ def test_an_evaluation_from_a_seed_004_custom_evaluator_reads_the_metadata() -> 
 
     assert isinstance(result, Evaluation)
     assert result.score == 1.0
+
+
+def test_references_resolve_beside_the_file_after_the_current_folder_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "checks.py").write_text("def tone(evaluable):\n    return 1.0\n")
+    write_dataset(
+        tmp_path / "suite",
+        {"runnable": "json:dumps", "evaluators": ["checks.py:tone", "Nope"],
+         "entries": [{"entry_kwargs": {"obj": 1}}]},
+    )  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    dataset = load_dataset("suite/dataset.json")
+    monkeypatch.chdir(tmp_path.parent)
+
+    with pytest.raises(DatasetError) as caught:
+        resolve_dataset(dataset)
+
+    assert [(p.file, p.location) for p in caught.value.problems] == [
+        ("suite/dataset.json", "evaluators[1]")
+    ]

@@ -58,8 +58,9 @@ def load_dataset(path: str | os.PathLike[str], *, max_bytes: int = MAX_DATASET_B
         max_bytes: The largest file accepted, in bytes.
 
     Returns:
-        The dataset; its ``path`` is ``path``, and its name defaults to the file's name
-        without suffixes (``faq.evaltrace.yaml`` gives ``faq``).
+        The dataset; its ``path`` is ``path`` made absolute, its ``source`` is ``path`` as
+        given, and its name defaults to the file's name without suffixes
+        (``faq.evaltrace.yaml`` gives ``faq``).
 
     Raises:
         DatasetError: The file is missing, unreadable, too large, not UTF-8, not valid JSON or

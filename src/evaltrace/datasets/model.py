@@ -262,11 +262,20 @@ class Dataset(BaseModel):
     """The test cases (at least one)."""
 
     _path: Path | None = PrivateAttr(default=None)
+    _source: str = PrivateAttr(default="<dataset>")
 
     @property
     def path(self) -> Path | None:
-        """The file the dataset was loaded from (references resolve against its folder)."""
+        """The absolute path of the dataset's file; ``None`` for a dataset built in code.
+
+        References resolve against its folder.
+        """
         return self._path
+
+    @property
+    def source(self) -> str:
+        """How problems name the dataset: its path as given, or ``"<dataset>"``."""
+        return self._source
 
     def evaluators_for(self, entry: DatasetEntry) -> list[EvaluatorSpec]:
         """The evaluators of ``entry``, with ``"..."`` expanded to the dataset's.
@@ -294,7 +303,8 @@ class Dataset(BaseModel):
         self.entries = _with_default_names(self.entries)
         if isinstance(scope, ValidationScope):
             scope.problems.extend(problems)
-            self._path = scope.path
+            self._path = scope.path.absolute() if scope.path is not None else None
+            self._source = scope.file
         elif problems:
             raise ValueError("\n".join(str(problem) for problem in problems))
         return self
@@ -329,7 +339,7 @@ def dataset_problems(
             ``entries``.
 
     Returns:
-        The problems, in file order.
+        The problems found.
     """
     problems: list[DatasetProblem] = []
 
@@ -376,18 +386,13 @@ def dataset_problems(
         name = str(index) if given is None else given
         if name in first_with_name:
             other, other_implicit = first_with_name[name]
-            unnamed = [
-                f"entries[{i}]"
-                for i, unset in ((other, other_implicit), (index, implicit))
-                if unset
-            ]
             problem(
                 ("entries", index, "name"),
                 f"duplicate entry name {name!r}, also the name of entries[{other}]",
                 hint="give each entry a unique name"
                 + (
-                    f" ({' and '.join(unnamed)} has no name, so its position is its name)"
-                    if unnamed
+                    " (an entry without a name is named by its position)"
+                    if implicit or other_implicit
                     else ""
                 ),
             )

@@ -168,7 +168,7 @@ class ReferenceLoader:
                 known = exc
             self._files[path] = known
         if isinstance(known, _Unresolved):
-            raise known
+            raise known.with_traceback(None)
         return known
 
 

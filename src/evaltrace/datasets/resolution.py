@@ -227,7 +227,7 @@ def resolve_dataset(
             entry whose ``entry_kwargs`` do not fit the runnable.
     """
     loader = loader or ReferenceLoader()
-    file = str(dataset.path) if dataset.path is not None else "<dataset>"
+    file = dataset.source
     base_dir = dataset.path.parent if dataset.path is not None else None
     problems: list[DatasetProblem] = []
 
