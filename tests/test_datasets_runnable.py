@@ -365,6 +365,18 @@ def test_a_class_without_run_is_not_a_runnable() -> None:
         RunnableAdapter(App)
 
 
+def test_a_class_needing_constructor_arguments_and_no_create_is_refused() -> None:
+    class App:
+        def __init__(self, client: object) -> None:
+            self.client = client
+
+        async def run(self, question: str) -> str:
+            return question
+
+    with pytest.raises(NotRunnableError, match="define a create\\(\\) classmethod"):
+        RunnableAdapter(App)
+
+
 def test_a_required_positional_only_parameter_is_not_usable() -> None:
     def app(question: str, /) -> str:
         return question

@@ -243,8 +243,6 @@ class Dataset(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
         use_attribute_docstrings=True,
-        validate_by_name=True,
-        validate_by_alias=True,
         serialize_by_alias=True,
         title="evaltrace dataset",
     )

@@ -47,7 +47,7 @@ import functools
 import inspect
 import typing
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import anyio.to_thread
@@ -106,9 +106,6 @@ class RunnableLifecycleError(EvaltraceError, RuntimeError):
     """:meth:`RunnableAdapter.run` was called on a class before :meth:`~RunnableAdapter.setup`."""
 
 
-_CallStyle = Literal["one_argument", "keywords"]
-
-
 class RunnableAdapter:
     """One interface over every kind of runnable: ``setup``, ``run(entry_kwargs)``, ``teardown``.
 
@@ -129,47 +126,24 @@ class RunnableAdapter:
         """How messages name the runnable."""
         self._instance: object | None = None
         self._is_class = isinstance(target, type)
+        if isinstance(target, type):
+            _check_constructible(target, self.name)
         function, skip = _run_function(target, self.name)
         self._function = function
-        parameters = _parameters(function, skip, self.name)
-        self._parameters = parameters
-        self._style: _CallStyle = "keywords"
-        self._argument_type: Any = None
+        self._parameters = _parameters(function, skip, self.name)
+        self._argument_type: Any = _one_argument_type(function, self._parameters, self.name)
         self._fields: list[str] | None = None
-        if len(parameters) == 1 and parameters[0].kind in (
-            inspect.Parameter.POSITIONAL_ONLY,
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        ):
-            annotation = _hints(function, self.name).get(parameters[0].name)
-            if _is_structured(annotation):
-                self._style = "one_argument"
-                self._argument_type = annotation
-                self._fields = _field_names(annotation)
-        if self._style == "keywords":
-            for parameter in parameters:
-                if (
-                    parameter.kind is inspect.Parameter.POSITIONAL_ONLY
-                    and parameter.default is inspect.Parameter.empty
-                ):
-                    raise NotRunnableError(
-                        f"{self.name}: the parameter {parameter.name!r} is positional-only, so "
-                        "entry_kwargs cannot give it; make it a normal parameter, or annotate "
-                        "a single parameter with a pydantic model"
-                    )
         self._validator: TypeAdapter[Any] | None = None
-        if self._style == "one_argument":
-            try:
-                self._validator = TypeAdapter(self._argument_type)
-            except Exception as exc:  # pydantic cannot build a validator for this type
-                raise NotRunnableError(
-                    f"{self.name}: its argument type {_type_label(self._argument_type)} "
-                    f"cannot be validated ({exception_text(exc)})"
-                ) from None
+        if self._argument_type is None:
+            _check_keywords_can_fill(self._parameters, self.name)
+        else:
+            self._fields = _field_names(self._argument_type)
+            self._validator = _validator(self._argument_type, self.name)
 
     @property
     def takes_one_argument(self) -> bool:
         """Whether ``entry_kwargs`` are validated into one argument (else keyword arguments)."""
-        return self._style == "one_argument"
+        return self._argument_type is not None
 
     @property
     def argument_type(self) -> Any:
@@ -188,12 +162,16 @@ class RunnableAdapter:
             file: How problems name the dataset file.
             location: Where ``entry_kwargs`` is in the file (``entries[2].entry_kwargs``).
         """
-        if self._style == "one_argument":
-            return self._check_model(entry_kwargs, file, location)
+        if self._validator is not None:
+            return self._check_model(self._validator, entry_kwargs, file, location)
         return self._check_keywords(entry_kwargs, file, location)
 
     def _check_model(
-        self, entry_kwargs: Mapping[str, Any], file: str, location: str
+        self,
+        validator: TypeAdapter[Any],
+        entry_kwargs: Mapping[str, Any],
+        file: str,
+        location: str,
     ) -> list[DatasetProblem]:
         problems: list[DatasetProblem] = []
         model = _type_label(self._argument_type)
@@ -202,9 +180,8 @@ class RunnableAdapter:
                 if key not in self._fields:
                     listing = f"{model} has the fields: {', '.join(self._fields) or 'none'}"
                     problems.append(_unexpected(file, location, key, self._fields, listing))
-        assert self._validator is not None
         try:
-            self._validator.validate_python(dict(entry_kwargs))
+            validator.validate_python(dict(entry_kwargs))
         except ValidationError as exc:
             for error in exc.errors(include_url=False):
                 if error["type"] == "extra_forbidden":
@@ -285,8 +262,7 @@ class RunnableAdapter:
             Exception: Whatever the runnable raised.
         """
         function = self._bound_function()
-        if self._style == "one_argument":
-            assert self._validator is not None
+        if self._validator is not None:
             return await _call_user(function, self._validator.validate_python(dict(entry_kwargs)))
         return await _call_user(function, **entry_kwargs)
 
@@ -400,6 +376,57 @@ def _run_function(target: object, name: str) -> tuple[Callable[..., Any], int]:
         f"{name} cannot drive a run: it is {type_name(target)}, not a Runnable class, an object "
         "with a run method, or a function"
     )
+
+
+def _one_argument_type(
+    function: Callable[..., Any], parameters: list[inspect.Parameter], name: str
+) -> Any:
+    """The structured type of the one parameter, if that is how the runnable takes arguments."""
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if len(parameters) != 1 or parameters[0].kind not in positional:
+        return None
+    annotation = _hints(function, name).get(parameters[0].name)
+    return annotation if _is_structured(annotation) else None
+
+
+def _check_keywords_can_fill(parameters: list[inspect.Parameter], name: str) -> None:
+    for parameter in parameters:
+        if (
+            parameter.kind is inspect.Parameter.POSITIONAL_ONLY
+            and parameter.default is inspect.Parameter.empty
+        ):
+            raise NotRunnableError(
+                f"{name}: the parameter {parameter.name!r} is positional-only, so entry_kwargs "
+                "cannot give it; make it a normal parameter, or annotate a single parameter "
+                "with a pydantic model"
+            )
+
+
+def _validator(argument_type: Any, name: str) -> TypeAdapter[Any]:
+    try:
+        return TypeAdapter(argument_type)
+    except Exception as exc:  # pydantic cannot build a validator for this type
+        raise NotRunnableError(
+            f"{name}: its argument type {_type_label(argument_type)} cannot be validated "
+            f"({exception_text(exc)})"
+        ) from None
+
+
+def _check_constructible(cls: type, name: str) -> None:
+    """Refuse a class without ``create`` whose constructor needs arguments (before any run)."""
+    if callable(getattr(cls, "create", None)):
+        return
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return  # a constructor Python cannot describe: try it at setup
+    try:
+        signature.bind()
+    except TypeError as exc:
+        raise NotRunnableError(
+            f"{name}() cannot be called without arguments ({exc}); give its parameters "
+            "defaults, or define a create() classmethod that builds the instance"
+        ) from None
 
 
 def _parameters(function: Callable[..., Any], skip: int, name: str) -> list[inspect.Parameter]:
