@@ -309,12 +309,17 @@ class Dataset(BaseModel):
 
 
 def _with_default_names(entries: list[DatasetEntry]) -> list[DatasetEntry]:
+    """Fill in each omitted name (the position) and description (the name).
+
+    The filled fields stay out of ``model_fields_set``, so ``model_dump(exclude_unset=True)``
+    writes the entry back as the file had it.
+    """
     named = []
     for index, entry in enumerate(entries):
         if entry.name is None or entry.description is None:
             name = entry.name if entry.name is not None else str(index)
-            description = entry.description if entry.description is not None else name
-            entry = entry.model_copy(update={"name": name, "description": description})
+            values = {**entry.__dict__, "name": name, "description": entry.description or name}
+            entry = DatasetEntry.model_construct(entry.model_fields_set, **values)
         named.append(entry)
     return named
 

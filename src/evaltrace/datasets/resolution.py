@@ -256,9 +256,14 @@ def resolve_dataset(
     if problems or adapter is None:
         raise DatasetError(problems)
 
+    by_identity: dict[int, ResolvedEvaluator] = {}  # entries share the dataset's spec objects
+
     def resolved(spec: EvaluatorSpec) -> ResolvedEvaluator:
-        evaluator = built[spec.model_dump_json()]
-        assert evaluator is not None  # a spec that failed is a problem, raised above
+        evaluator = by_identity.get(id(spec))
+        if evaluator is None:
+            evaluator = built[spec.model_dump_json()]
+            assert evaluator is not None  # a spec that failed is a problem, raised above
+            by_identity[id(spec)] = evaluator
         return evaluator
 
     return ResolvedDataset(

@@ -131,6 +131,16 @@ class RunnableAdapter:
         function, skip = _run_function(target, self.name)
         self._function = function
         self._parameters = _parameters(function, skip, self.name)
+        keyword_kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        self._keywords = [p.name for p in self._parameters if p.kind in keyword_kinds]
+        self._required = [
+            p.name
+            for p in self._parameters
+            if p.kind in keyword_kinds and p.default is inspect.Parameter.empty
+        ]
+        self._takes_any_keyword = any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in self._parameters
+        )
         self._argument_type: Any = _one_argument_type(function, self._parameters, self.name)
         self._fields: list[str] | None = None
         self._validator: TypeAdapter[Any] | None = None
@@ -211,28 +221,25 @@ class RunnableAdapter:
         self, entry_kwargs: Mapping[str, Any], file: str, location: str
     ) -> list[DatasetProblem]:
         problems: list[DatasetProblem] = []
-        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-        named = [p.name for p in self._parameters if p.kind in kinds]
-        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in self._parameters)
-        signature = f"{self.name} takes: {', '.join(named) or 'no arguments'}"
-        for parameter in self._parameters:
-            if (
-                parameter.kind in kinds
-                and parameter.default is inspect.Parameter.empty
-                and parameter.name not in entry_kwargs
-            ):
+        if all(name in entry_kwargs for name in self._required) and (
+            self._takes_any_keyword or all(key in self._keywords for key in entry_kwargs)
+        ):
+            return problems
+        signature = f"{self.name} takes: {', '.join(self._keywords) or 'no arguments'}"
+        for name in self._required:
+            if name not in entry_kwargs:
                 problems.append(
                     DatasetProblem(
                         file=file,
                         location=location,
-                        message=f"missing required argument {parameter.name!r}",
+                        message=f"missing required argument {name!r}",
                         hint=signature,
                     )
                 )
-        if not takes_any:
+        if not self._takes_any_keyword:
             for key in entry_kwargs:
-                if key not in named:
-                    problems.append(_unexpected(file, location, key, named, signature))
+                if key not in self._keywords:
+                    problems.append(_unexpected(file, location, key, self._keywords, signature))
         return problems
 
     # -- running ----------------------------------------------------------------------------
