@@ -1,0 +1,76 @@
+"""Datasets: the file format, loading and checking it, references to user code, runnables.
+
+A dataset file (JSON or YAML) names the app's entry point, the evaluators and the entries.
+:func:`load_dataset` reads and validates it, reporting every problem at once as a
+:class:`DatasetError`; :func:`resolve_dataset` then imports the runnable and builds the
+evaluators (built-in names through the registry that :func:`register_evaluator` extends,
+``"file.py:name"`` and ``"module:name"`` references to user code), and checks every entry's
+arguments against the runnable, again reporting every problem at once.
+
+Example:
+    >>> dataset = dataset_from_data({
+    ...     "runnable": "json:dumps",
+    ...     "evaluators": ["ExactMatch"],
+    ...     "entries": [{"name": "one", "entry_kwargs": {"obj": 1}, "expectation": "1"}],
+    ... })
+    >>> resolved = resolve_dataset(dataset)
+    >>> resolved.runnable.name, [e.name for e in resolved.entry_evaluators[0]]
+    ('json:dumps', ['ExactMatch'])
+"""
+
+from evaltrace.datasets.loading import MAX_DATASET_BYTES, dataset_from_data, load_dataset
+from evaltrace.datasets.model import INHERIT, Dataset, DatasetEntry, EvaluatorSpec, NamedInput
+from evaltrace.datasets.problems import DatasetError, DatasetProblem
+from evaltrace.datasets.references import Reference, ReferenceLoader, parse_reference
+from evaltrace.datasets.registry import (
+    BUILTIN_EVALUATORS,
+    UnknownEvaluatorError,
+    lookup_evaluator,
+    register_evaluator,
+    registered_evaluators,
+)
+from evaltrace.datasets.resolution import (
+    EvaluatorBuildError,
+    ResolvedDataset,
+    ResolvedEvaluator,
+    build_evaluator,
+    resolve_dataset,
+)
+from evaltrace.datasets.runnable import (
+    NotRunnableError,
+    Runnable,
+    RunnableAdapter,
+    RunnableLifecycleError,
+)
+from evaltrace.datasets.schema import dataset_json_schema
+
+__all__ = [
+    "BUILTIN_EVALUATORS",
+    "INHERIT",
+    "MAX_DATASET_BYTES",
+    "Dataset",
+    "DatasetEntry",
+    "DatasetError",
+    "DatasetProblem",
+    "EvaluatorBuildError",
+    "EvaluatorSpec",
+    "NamedInput",
+    "NotRunnableError",
+    "Reference",
+    "ReferenceLoader",
+    "ResolvedDataset",
+    "ResolvedEvaluator",
+    "Runnable",
+    "RunnableAdapter",
+    "RunnableLifecycleError",
+    "UnknownEvaluatorError",
+    "build_evaluator",
+    "dataset_from_data",
+    "dataset_json_schema",
+    "load_dataset",
+    "lookup_evaluator",
+    "parse_reference",
+    "register_evaluator",
+    "registered_evaluators",
+    "resolve_dataset",
+]

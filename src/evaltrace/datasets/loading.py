@@ -1,0 +1,408 @@
+"""Reading a dataset file: :func:`load_dataset`.
+
+The file is checked before it is read (it must be a regular file no larger than
+:data:`MAX_DATASET_BYTES`), decoded as UTF-8 (a byte order mark is accepted), parsed as JSON or
+YAML, and validated as a :class:`~evaltrace.datasets.Dataset`. Whatever goes wrong is reported
+as a :class:`~evaltrace.datasets.DatasetError` listing every problem found, never as the
+parser's own exception: a syntax error with its line and column, a value JSON cannot hold
+(``NaN``, a number too long to convert) at its location in the document, data nested deeper
+than Python can follow, invalid UTF-8 with the line and column of the first bad byte.
+
+The format follows the suffix: ``.json`` is JSON, ``.yaml`` and ``.yml`` are YAML; any other
+file is JSON when it starts with ``{`` and YAML otherwise.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import json.scanner
+import math
+import os
+import stat
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import ValidationError
+
+from evaltrace._safe_text import exception_message
+from evaltrace.datasets._validation_problems import Unreadable, problems_from_errors
+from evaltrace.datasets._yaml import YamlProblem, parse_yaml
+from evaltrace.datasets.model import (
+    Dataset,
+    DatasetEntry,
+    EvaluatorSpec,
+    ValidationScope,
+    dataset_problems,
+)
+from evaltrace.datasets.problems import DatasetError, DatasetProblem, describe_value
+from evaltrace.evals.limits import check_count
+
+__all__ = ["MAX_DATASET_BYTES", "dataset_from_data", "load_dataset"]
+
+MAX_DATASET_BYTES: Final = 50 * 1024 * 1024
+"""The largest dataset file :func:`load_dataset` reads (50 MiB); larger ones are refused
+before reading. Pass ``max_bytes`` to allow more."""
+
+_NAME_SUFFIXES: Final = (".json", ".yaml", ".yml", ".evaltrace")
+
+
+def load_dataset(path: str | os.PathLike[str], *, max_bytes: int = MAX_DATASET_BYTES) -> Dataset:
+    """Read and validate the dataset file at ``path``.
+
+    Every problem with the file is collected and raised at once. References to user code
+    (the runnable, custom evaluators) are not imported here: :func:`resolve_dataset` does it.
+
+    Args:
+        path: A ``.json``, ``.yaml`` or ``.yml`` dataset file.
+        max_bytes: The largest file accepted, in bytes.
+
+    Returns:
+        The dataset; its ``path`` is ``path`` made absolute, its ``source`` is ``path`` as
+        given, and its name defaults to the file's name without suffixes
+        (``faq.evaltrace.yaml`` gives ``faq``).
+
+    Raises:
+        DatasetError: The file is missing, unreadable, too large, not UTF-8, not valid JSON or
+            YAML, or not a valid dataset; ``problems`` lists everything found.
+        ValueError: ``max_bytes`` is not a whole number >= 1.
+
+    Example:
+        >>> dataset = load_dataset("datasets/faq.evaltrace.yaml")  # doctest: +SKIP
+        >>> dataset.name, len(dataset.entries)  # doctest: +SKIP
+        ('faq', 12)
+    """
+    max_bytes = check_count(max_bytes, "max_bytes")
+    location = Path(path)
+    file = os.fspath(path)
+    data = _read(location, file, max_bytes)
+    text = _decode(data, file)
+    if _format_of(location, text) == "json":
+        document = _parse_json(text, file)
+    else:
+        document = _parse_yaml(text, file, max_bytes)
+    return dataset_from_data(document, file=file, path=location)
+
+
+def dataset_from_data(
+    data: object, *, file: str = "<dataset>", path: Path | None = None
+) -> Dataset:
+    """Validate parsed data as a dataset, reporting every problem at once.
+
+    Args:
+        data: What a dataset file holds, parsed (a dict).
+        file: How problems name the source.
+        path: The file the data came from (references resolve against its folder).
+
+    Raises:
+        DatasetError: The data is not a valid dataset.
+
+    Example:
+        >>> dataset_from_data({"entries": [{"entry_kwargs": {}}]}).entries[0].name
+        '0'
+    """
+    if not isinstance(data, dict):
+        raise DatasetError(
+            [
+                DatasetProblem(
+                    file=file,
+                    message="a dataset is an object",
+                    expected="an object with 'entries' (and 'name', 'runnable', 'evaluators')",
+                    found="nothing" if data is None else describe_value(data),
+                )
+            ]
+        )
+    scope = ValidationScope(file, path)
+    try:
+        dataset = Dataset.model_validate(data, context=scope.context())
+    except ValidationError as exc:
+        problems = problems_from_errors(exc.errors(include_url=False), file=file)
+        problems += _cross_field_problems_of_valid_parts(data, file)
+        raise DatasetError(problems) from None
+    except RecursionError:
+        raise DatasetError([_too_deep(file)]) from None
+    if scope.problems:
+        raise DatasetError(scope.problems)
+    if dataset.name is None and path is not None:
+        dataset.name = _name_from(path)
+    return dataset
+
+
+def _cross_field_problems_of_valid_parts(data: dict[str, Any], file: str) -> list[DatasetProblem]:
+    """The checks spanning fields, run on whatever parts of an invalid dataset are valid."""
+    evaluators: list[EvaluatorSpec] | None = None
+    raw_evaluators = data.get("evaluators", [])
+    if isinstance(raw_evaluators, list):
+        try:
+            evaluators = [EvaluatorSpec.model_validate(item) for item in raw_evaluators]
+        except ValidationError:
+            evaluators = None
+    entries: list[tuple[int, DatasetEntry]] = []
+    names: list[tuple[int, str | None]] = []
+    raw_entries = data.get("entries")
+    if isinstance(raw_entries, list):
+        for index, raw in enumerate(raw_entries):
+            name = raw.get("name") if isinstance(raw, dict) else None
+            if isinstance(raw, dict) and (name is None or isinstance(name, str)):
+                names.append((index, name))
+            try:
+                entries.append((index, DatasetEntry.model_validate(raw)))
+            except (ValidationError, RecursionError):
+                continue  # its own problems are already reported
+    return dataset_problems(file, evaluators, entries, names)
+
+
+def _name_from(path: Path) -> str:
+    name = path.name
+    for suffix in _NAME_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name or path.name
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+def _fail(file: str, message: str, **more: Any) -> DatasetError:
+    return DatasetError([DatasetProblem(file=file, message=message, **more)])
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _check_kind_and_size(file: str, info: os.stat_result, max_bytes: int) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        kind = _file_kind(info.st_mode)
+        raise _fail(
+            file,
+            f"is {kind}, not a dataset file",
+            expected="a .json or .yaml file",
+            found=kind,
+            hint="name a dataset file inside it" if kind == "a folder" else None,
+        )
+    if info.st_size > max_bytes:
+        raise _too_large(file, info.st_size, max_bytes)
+
+
+def _too_large(file: str, size: int, max_bytes: int) -> DatasetError:
+    return _fail(
+        file,
+        "the file is too large",
+        expected=f"at most {max_bytes} bytes",
+        found=f"{size} bytes",
+        hint="split the dataset into several files, or pass a larger max_bytes",
+    )
+
+
+def _read(location: Path, file: str, max_bytes: int) -> bytes:
+    try:
+        _check_kind_and_size(file, location.stat(), max_bytes)
+        # Non-blocking, so that a path swapped for a pipe after the check cannot hang the open.
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        descriptor = os.open(location, flags)
+        with os.fdopen(descriptor, "rb") as stream:
+            _check_kind_and_size(file, os.fstat(stream.fileno()), max_bytes)
+            data = stream.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise _fail(
+            file,
+            "no such file",
+            hint=f"check the path (relative paths start from {os.getcwd()})",
+        ) from None
+    except IsADirectoryError:
+        raise _fail(file, "is a folder, not a dataset file", hint="name a file inside it") from None
+    except OSError as exc:
+        raise _fail(file, f"cannot be read: {exc.strerror or exception_message(exc)}") from None
+    if len(data) > max_bytes:  # it grew after the check
+        raise _too_large(file, len(data), max_bytes)
+    return data
+
+
+def _decode(data: bytes, file: str) -> str:
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise _fail(
+            file,
+            "the file is UTF-16 text",
+            expected="UTF-8",
+            hint="save the file as UTF-8",
+        )
+    data = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        raise _fail(
+            file,
+            "the file is not valid UTF-8",
+            expected="UTF-8 text",
+            found=f"the byte 0x{data[exc.start]:02x}",
+            line=data.count(b"\n", 0, exc.start) + 1,
+            column=exc.start - line_start + 1,
+            hint="save the file as UTF-8",
+        ) from None
+    if not text.strip():
+        raise _fail(file, "the file is empty", expected="a dataset object with 'entries'")
+    return text
+
+
+def _format_of(location: Path, text: str) -> Literal["json", "yaml"]:
+    suffix = location.suffix.lower()
+    if suffix == ".json":
+        return "json"
+    if suffix in (".yaml", ".yml"):
+        return "yaml"
+    return "json" if text.lstrip().startswith("{") else "yaml"
+
+
+def _too_deep(file: str) -> DatasetProblem:
+    return DatasetProblem(
+        file=file, message="the data nests too deeply to be read", hint="flatten the nested values"
+    )
+
+
+# -- JSON -------------------------------------------------------------------------------------
+
+
+def _parse_int(text: str) -> int | Unreadable:
+    try:
+        return int(text)
+    except ValueError:  # longer than sys.get_int_max_str_digits()
+        return Unreadable(
+            f"{text[:12]}... ({len(text)} digits)",
+            reason="the number is too long",
+            hint="write very long numbers as strings",
+        )
+
+
+def _parse_float(text: str) -> float | Unreadable:
+    value = float(text)
+    if math.isfinite(value):
+        return value
+    return Unreadable(text, reason="the number is out of range", hint="write it as a string")
+
+
+def _parse_constant(name: str) -> Unreadable:
+    return Unreadable(name, reason=f"{name} is not a JSON number", hint="write null or a string")
+
+
+def _parse_json(text: str, file: str) -> Any:
+    duplicated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(items)
+        if len(result) != len(items):
+            duplicated.append(_first_repeated(key for key, _ in items))
+        return result
+
+    try:
+        data = json.loads(
+            text,
+            object_pairs_hook=pairs,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+            parse_constant=_parse_constant,
+        )
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            [
+                DatasetProblem(
+                    file=file,
+                    message=f"not valid JSON: {exc.msg}",
+                    line=exc.lineno,
+                    column=exc.colno,
+                )
+            ]
+        ) from None
+    except RecursionError:
+        raise DatasetError([_too_deep(file)]) from None
+    if duplicated:
+        raise DatasetError(_duplicate_key_problems(text, file, duplicated))
+    return data
+
+
+def _first_repeated(keys: Any) -> str:
+    seen: set[str] = set()
+    for key in keys:
+        if key in seen:
+            return str(key)
+        seen.add(key)
+    return ""
+
+
+def _duplicate_key_problems(text: str, file: str, keys: list[str]) -> list[DatasetProblem]:
+    """Locate the objects holding a key twice, re-reading with the pure-Python scanner.
+
+    The C scanner does not say where an object starts; the Python one calls ``parse_object``
+    with its position, so this slower pass runs only for a file known to have the mistake.
+    """
+    positions: list[tuple[str, int]] = []
+    starts: list[int] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        if len({key for key, _ in items}) != len(items):
+            positions.append((_first_repeated(key for key, _ in items), starts[-1] - 1))
+        return dict(items)
+
+    # parse_object and the pure-Python scanner are real but absent from the type stubs.
+    decoder: Any = json.JSONDecoder(object_pairs_hook=pairs, parse_constant=str)
+    scanners: Any = json.scanner
+    parse_object = decoder.parse_object
+
+    def located_parse_object(s_and_end: tuple[str, int], *args: Any) -> Any:
+        starts.append(s_and_end[1])
+        try:
+            return parse_object(s_and_end, *args)
+        finally:
+            starts.pop()
+
+    decoder.parse_object = located_parse_object
+    decoder.scan_once = scanners.py_make_scanner(decoder)
+    try:
+        decoder.decode(text)
+    except (RecursionError, ValueError):
+        positions = [(key, -1) for key in keys]
+    problems = []
+    for key, offset in positions:
+        line = text.count("\n", 0, offset) + 1 if offset >= 0 else None
+        column = offset - (text.rfind("\n", 0, offset) + 1) + 1 if offset >= 0 else None
+        problems.append(
+            DatasetProblem(
+                file=file,
+                message=f"the key {key!r} appears twice in the object starting here",
+                hint="keep one; the later one would silently replace the first",
+                line=line,
+                column=column,
+            )
+        )
+    return problems
+
+
+# -- YAML -------------------------------------------------------------------------------------
+
+
+def _parse_yaml(text: str, file: str, max_bytes: int) -> Any:
+    try:
+        # A document of the size limit spells out at most about one value per two bytes.
+        return parse_yaml(text, max_nodes=max(max_bytes // 2, 1000))
+    except YamlProblem as exc:
+        raise DatasetError(
+            [
+                DatasetProblem(
+                    file=file,
+                    message=exc.message,
+                    line=exc.line,
+                    column=exc.column,
+                    hint=exc.hint,
+                )
+            ]
+        ) from None
+    except RecursionError:
+        raise DatasetError([_too_deep(file)]) from None

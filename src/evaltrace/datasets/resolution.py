@@ -1,0 +1,358 @@
+"""From a dataset's names and references to the objects a run uses: :func:`resolve_dataset`.
+
+Resolving imports the runnable and builds every evaluator before any entry runs, and checks
+every entry's ``entry_kwargs`` against the runnable's signature; all the problems found are
+raised together. The runnable is imported first, so an evaluator its module registers (with
+:func:`~evaltrace.datasets.register_evaluator`) can be named by the dataset.
+
+An evaluator spec becomes an evaluator by :func:`build_evaluator`, whose rule tells factories
+from evaluators:
+
+* a **class** is instantiated with the spec's ``args`` (``DocumentRecall``, a user's class
+  with ``__call__``);
+* a **function without required parameters** is a factory: it is called with ``args`` and
+  returns the evaluator (``Factuality``, ``def strict_tone(): ...``);
+* **anything else callable** (a function taking the evaluable, an object such as the result
+  of ``create_llm_evaluator``) is the evaluator itself, used as is; it takes no ``args``.
+
+Each distinct spec is built once and shared by the entries that use it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from evaltrace._safe_text import exception_text
+from evaltrace.datasets.model import Dataset, EvaluatorSpec
+from evaltrace.datasets.problems import DatasetError, DatasetProblem, closest, format_location
+from evaltrace.datasets.references import ReferenceLoader, describe_object, parse_reference
+from evaltrace.datasets.registry import (
+    UnknownEvaluatorError,
+    lookup_evaluator,
+    registered_evaluators,
+)
+from evaltrace.datasets.runnable import NotRunnableError, RunnableAdapter
+from evaltrace.errors import EvaltraceError
+from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
+
+__all__ = [
+    "EvaluatorBuildError",
+    "ResolvedDataset",
+    "ResolvedEvaluator",
+    "build_evaluator",
+    "resolve_dataset",
+]
+
+
+class EvaluatorBuildError(EvaltraceError, TypeError):
+    """An object cannot be made into an evaluator (not callable, wrong args, its factory raised).
+
+    :func:`resolve_dataset` reports it as a problem located at the evaluator's spec.
+    """
+
+    def __init__(self, message: str, *, found: str | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        """What is wrong."""
+        self.found = found
+        """What was found instead."""
+        self.hint = hint
+        """How to fix it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedEvaluator:
+    """An evaluator spec with the evaluator it was built into."""
+
+    spec: EvaluatorSpec
+    """The spec as the dataset declares it (its ``aggregators`` included)."""
+    evaluator: EvaluatorFunction
+    """The evaluator to call."""
+    name: str
+    """Its display name (the evaluator's ``name``, function or class name)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedDataset:
+    """A dataset ready to run: the runnable adapted, every entry's evaluators built."""
+
+    dataset: Dataset
+    """The dataset."""
+    runnable: RunnableAdapter
+    """The runnable; every entry's ``entry_kwargs`` fit its signature."""
+    evaluators: list[ResolvedEvaluator]
+    """The dataset-level evaluators (the ones carrying ``aggregators``)."""
+    entry_evaluators: list[list[ResolvedEvaluator]]
+    """Each entry's evaluators, ``"..."`` expanded, in the order of ``dataset.entries``."""
+
+
+def build_evaluator(target: object, args: Mapping[str, Any], *, label: str) -> EvaluatorFunction:
+    """Make ``target`` (a registered or referenced object) into an evaluator.
+
+    Args:
+        target: A class, a factory function without required parameters, or an evaluator.
+        args: The spec's ``args``.
+        label: How messages name ``target`` (the name or reference in the dataset).
+
+    Raises:
+        EvaluatorBuildError: ``target`` is not callable, takes no such ``args``, raised while
+            being built, or built something that is not callable.
+
+    Example:
+        >>> from evaltrace.metrics import DocumentRecall
+        >>> build_evaluator(DocumentRecall, {"mode": "single_hit"}, label="DocumentRecall").mode
+        'single_hit'
+    """
+    if isinstance(target, type):
+        evaluator = _construct(target, args, label, "instantiating")
+        if not callable(evaluator):
+            raise EvaluatorBuildError(
+                f"{label}: instances of {target.__qualname__} are not callable",
+                hint="an evaluator class defines __call__(self, evaluable) (sync or async)",
+            )
+        return cast(EvaluatorFunction, evaluator)
+    if not callable(target):
+        raise EvaluatorBuildError(
+            f"{label} is not callable",
+            found=describe_object(target),
+            hint="refer to an evaluator function, an evaluator class, or a factory function",
+        )
+    if _is_factory(target):
+        evaluator = _construct(target, args, label, "calling the factory")
+        if inspect.isawaitable(evaluator):
+            close = getattr(evaluator, "close", None)
+            if callable(close):
+                close()  # never awaited: close it so that Python does not warn
+            raise EvaluatorBuildError(
+                f"{label} takes no required parameter, so it is called as a factory, but it "
+                "returned an awaitable",
+                hint="a factory is a plain function returning the evaluator",
+            )
+        if not callable(evaluator):
+            raise EvaluatorBuildError(
+                f"{label} takes no required parameter, so it is called as a factory, but it "
+                "returned something that is not an evaluator",
+                found=describe_object(evaluator),
+                hint="if it is itself an evaluator, make its first parameter (the evaluable) "
+                "required",
+            )
+        return cast(EvaluatorFunction, evaluator)
+    if args:
+        raise EvaluatorBuildError(
+            f"{label} is an evaluator (it takes the evaluable), so it takes no args",
+            found=", ".join(repr(key) for key in args),
+            hint="to configure it, refer to a class or a factory function taking these arguments",
+        )
+    return target
+
+
+def _is_factory(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` can be called without arguments (then it is a factory)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    required = (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
+    return not any(p.kind in required and p.default is inspect.Parameter.empty for p in parameters)
+
+
+def _construct(factory: Callable[..., Any], args: Mapping[str, Any], label: str, doing: str) -> Any:
+    try:
+        signature: inspect.Signature | None = inspect.signature(factory)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(**args)
+        except TypeError as exc:
+            raise _bad_arguments(label, args, signature, exc) from None
+    try:
+        built: object = factory(**args)
+    except Exception as exc:  # the user's factory failed: a problem to report
+        raise EvaluatorBuildError(
+            f"{doing} {label} raised {exception_text(exc)}",
+            hint="check the spec's args" if args else None,
+        ) from None
+    return built
+
+
+def _bad_arguments(
+    label: str, args: Mapping[str, Any], signature: inspect.Signature, exc: TypeError
+) -> EvaluatorBuildError:
+    accepted = [
+        p.name
+        for p in signature.parameters.values()
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    ]
+    unknown = [key for key in args if key not in accepted]
+    suggestions = [
+        f"{match!r} (not {key!r})"
+        for key in unknown
+        if (match := closest(key, accepted)) is not None
+    ]
+    hint = f"{label} accepts: {', '.join(accepted) or 'no arguments'}"
+    if suggestions:
+        hint = f"did you mean {', '.join(suggestions)}? " + hint
+    return EvaluatorBuildError(f"{label}: the args do not fit ({exc})", hint=hint)
+
+
+def resolve_dataset(
+    dataset: Dataset,
+    *,
+    runnable: object | None = None,
+    loader: ReferenceLoader | None = None,
+) -> ResolvedDataset:
+    """Import the dataset's runnable, build its evaluators, and check every entry's arguments.
+
+    Args:
+        dataset: A loaded dataset.
+        runnable: The runnable to use instead of the dataset's ``runnable`` reference.
+        loader: The run's module loader (one per run, shared by its datasets); a new one by
+            default.
+
+    Returns:
+        The dataset with its runnable and evaluators.
+
+    Raises:
+        DatasetError: Every problem found: no runnable, a reference that does not load, an
+            unknown evaluator name (with the closest), an evaluator that cannot be built, an
+            entry whose ``entry_kwargs`` do not fit the runnable.
+    """
+    loader = loader or ReferenceLoader()
+    file = dataset.source
+    base_dir = dataset.path.parent if dataset.path is not None else None
+    problems: list[DatasetProblem] = []
+
+    adapter = _resolve_runnable(dataset, runnable, loader, file, base_dir, problems)
+    if adapter is not None:
+        for index, entry in enumerate(dataset.entries):
+            problems += adapter.check_arguments(
+                entry.entry_kwargs,
+                file=file,
+                location=format_location(("entries", index, "entry_kwargs")),
+            )
+
+    built: dict[str, ResolvedEvaluator | None] = {}
+    places: list[tuple[str, EvaluatorSpec]] = [
+        (format_location(("evaluators", i)), spec) for i, spec in enumerate(dataset.evaluators)
+    ]
+    for index, entry in enumerate(dataset.entries):
+        for position, spec in enumerate(entry.evaluators or ()):
+            if not spec.is_inherit:
+                places.append((format_location(("entries", index, "evaluators", position)), spec))
+    for location, spec in places:
+        key = spec.model_dump_json()
+        if key not in built:
+            built[key] = _resolve_evaluator(spec, loader, file, location, base_dir, problems)
+
+    if problems or adapter is None:
+        raise DatasetError(problems)
+
+    by_identity: dict[int, ResolvedEvaluator] = {}  # entries share the dataset's spec objects
+
+    def resolved(spec: EvaluatorSpec) -> ResolvedEvaluator:
+        evaluator = by_identity.get(id(spec))
+        if evaluator is None:
+            evaluator = built[spec.model_dump_json()]
+            assert evaluator is not None  # a spec that failed is a problem, raised above
+            by_identity[id(spec)] = evaluator
+        return evaluator
+
+    return ResolvedDataset(
+        dataset=dataset,
+        runnable=adapter,
+        evaluators=[resolved(spec) for spec in dataset.evaluators],
+        entry_evaluators=[
+            [resolved(spec) for spec in dataset.evaluators_for(entry)] for entry in dataset.entries
+        ],
+    )
+
+
+def _resolve_runnable(
+    dataset: Dataset,
+    runnable: object | None,
+    loader: ReferenceLoader,
+    file: str,
+    base_dir: Path | None,
+    problems: list[DatasetProblem],
+) -> RunnableAdapter | None:
+    target = runnable
+    if target is None:
+        if dataset.runnable is None:
+            problems.append(
+                DatasetProblem(
+                    file=file,
+                    location="runnable",
+                    message="missing: the dataset names no runnable",
+                    expected="'path/to/app.py:Name' or 'package.module:Name'",
+                    hint="add a top-level 'runnable' naming the app's entry point",
+                )
+            )
+            return None
+        try:
+            target = loader.load(
+                dataset.runnable, file=file, location="runnable", base_dir=base_dir
+            )
+        except DatasetError as exc:
+            problems += exc.problems
+            return None
+    try:
+        return RunnableAdapter(target, name=dataset.runnable if runnable is None else None)
+    except NotRunnableError as exc:
+        problems.append(
+            DatasetProblem(
+                file=file,
+                location="runnable",
+                message=str(exc),
+                found=describe_object(target),
+            )
+        )
+        return None
+
+
+def _resolve_evaluator(
+    spec: EvaluatorSpec,
+    loader: ReferenceLoader,
+    file: str,
+    location: str,
+    base_dir: Path | None,
+    problems: list[DatasetProblem],
+) -> ResolvedEvaluator | None:
+    try:
+        if parse_reference(spec.name) is None:
+            target: object = lookup_evaluator(spec.name)
+        else:
+            target = loader.load(spec.name, file=file, location=location, base_dir=base_dir)
+        evaluator = build_evaluator(target, spec.args, label=spec.name)
+    except UnknownEvaluatorError:
+        suggestion = closest(spec.name, registered_evaluators())
+        problems.append(
+            DatasetProblem(
+                file=file,
+                location=location,
+                message=f"unknown evaluator {spec.name!r}",
+                hint=(f"did you mean {suggestion!r}? " if suggestion else "")
+                + "a custom evaluator is written 'path/to/file.py:name' or "
+                "'package.module:name', or registered with register_evaluator",
+            )
+        )
+        return None
+    except DatasetError as exc:
+        problems += exc.problems
+        return None
+    except EvaluatorBuildError as exc:
+        problems.append(
+            DatasetProblem(
+                file=file, location=location, message=exc.message, found=exc.found, hint=exc.hint
+            )
+        )
+        return None
+    return ResolvedEvaluator(spec=spec, evaluator=evaluator, name=evaluator_name(evaluator))
