@@ -4,6 +4,7 @@ import base64
 import dataclasses
 import enum
 import json
+import random
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -1012,3 +1013,47 @@ def test_redact_text_redacts_secret_name_value_pairs_in_free_text() -> None:
 
 def test_redact_text_cuts_the_text_to_the_limit() -> None:
     assert utf8_size(Codec(max_bytes=1_000).redact_text("é" * 5_000)) <= 1_000
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> object:
+    roll = rng.random()
+    if depth > 3 or roll < 0.3:
+        return rng.choice(
+            [
+                rng.randint(-(10 ** rng.randint(0, 20)), 10 ** rng.randint(0, 20)),
+                rng.random() * 1e6,
+                "é" * rng.randint(0, 30),
+                "x" * rng.randint(0, 50),
+                'a"b\\c\n\x00',
+                None,
+                True,
+            ]
+        )
+    if roll < 0.6:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 12))]
+    return {
+        f"k{rng.randint(0, 10**6)}": _random_value(rng, depth + 1)
+        for _ in range(rng.randint(0, 12))
+    }
+
+
+def test_encoding_agrees_with_the_whole_json_text_on_random_values() -> None:
+    rng = random.Random(7)
+    codec = Codec(max_bytes=2_000)
+    for _ in range(500):
+        value = _random_value(rng)
+        whole = full_json(CODEC.to_jsonable(value))
+
+        encoded = codec.encode(value)
+
+        if utf8_size(whole) <= 2_000:
+            assert encoded.text == whole
+            continue
+        marker = decode(encoded.text)
+        assert isinstance(marker, dict)
+        assert utf8_size(encoded.text) <= 2_000
+        assert whole.startswith(str(marker["preview"]))
+        if marker["original_bytes_exact"]:
+            assert marker["original_bytes"] == utf8_size(whole)
+        else:
+            assert 2_000 < int(str(marker["original_bytes"])) <= utf8_size(whole)

@@ -734,7 +734,7 @@ def _convert_items(
             continue
         elif item_kind is int and _INT_MIN < item < _INT_MAX:
             out[name] = item
-            size += 2
+            size += 2 + ((item.bit_length() - 1) >> 2)  # at least its digits, and a comma
         else:
             walk.size = size
             out[name] = walk.convert(item, depth + 1)
@@ -813,7 +813,7 @@ def _convert_each(
             size = walk.size + 1
         elif kind is int and _INT_MIN < item < _INT_MAX:
             append(item)
-            size += 2
+            size += 2 + ((item.bit_length() - 1) >> 2)
         else:
             walk.size = size
             append(convert(item, depth))
