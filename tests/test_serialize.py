@@ -560,7 +560,7 @@ def test_large_bytes_beside_other_data_are_truncated_with_the_marker() -> None:
 
 
 @pytest.mark.parametrize("max_bytes", [128, 129, 300, 1_000, 4_096])
-@pytest.mark.parametrize("unit", ['"', "\\", "é", "🙂", 'a"é\\🙂\n'])
+@pytest.mark.parametrize("unit", ['"', "\\", "é", "🙂", 'a"é\\🙂\n', "\x00", "ab\\"])
 def test_truncation_marker_fits_the_limit_whatever_the_text(max_bytes: int, unit: str) -> None:
     codec = Codec(max_bytes=max_bytes)
     value = [unit * 5_000]

@@ -997,25 +997,33 @@ def _json_text(data: JsonValue) -> tuple[str, int]:
 
 def _truncation_marker(text: str, size: int, exact: bool, max_bytes: int) -> str:
     budget = max(max_bytes - len(_marker_text(size, exact, '""')), 0)
-    # At most `budget` UTF-8 bytes of the text; a character cut in half is dropped.
-    head = text[:budget]
-    head_size = len(head)
-    if not head.isascii():
-        head = head.encode("utf-8")[:budget].decode("utf-8", "ignore")
-        head_size = len(head.encode("utf-8"))
-    # Inside the marker the preview's quotes and backslashes gain a backslash (JSON text has
-    # no raw control characters). Every character dropped from the end shrinks the escaped
-    # preview by at least one byte, so dropping one per byte over always fits; when that
-    # would drop much, the head is shortened in proportion and measured again instead.
-    over = head_size + head.count('"') + head.count("\\") - budget
-    while over > 0:
-        if over <= len(head) // 8:
-            head = head[: len(head) - over]
-            break
-        head = head[: len(head) * budget // (budget + over)]
-        escaped = _encode_string(head)
-        over = _utf8_size(escaped) - 2 - budget
-    return _marker_text(size, exact, _encode_string(head))
+    # The preview is the start of `text`, written as a JSON string: escaped once more, so
+    # `text` is cut to the budget first, then the escaped preview is cut to it too.
+    preview = _encode_string(text[:budget])
+    if preview.isascii():
+        if len(preview) - 2 <= budget:
+            return _marker_text(size, exact, preview)
+        cut = preview[: budget + 1]
+    else:
+        data = preview.encode("utf-8")
+        if len(data) - 2 <= budget:
+            return _marker_text(size, exact, preview)
+        cut = data[: budget + 1].decode("utf-8", "ignore")  # a character cut in half is dropped
+    return _marker_text(size, exact, _without_cut_escape(cut) + '"')
+
+
+def _without_cut_escape(cut: str) -> str:
+    """``cut`` (an opening quote and escaped text) without an escape sequence cut in half."""
+    start = cut.rfind("\\", max(len(cut) - 6, 1))  # no escape is longer than \uXXXX
+    if start == -1:
+        return cut
+    first = start
+    while cut[first - 1] == "\\":  # cut[0] is the opening quote
+        first -= 1
+    if (start - first) % 2:  # the second half of an escaped backslash
+        return cut
+    length = 6 if cut[start + 1 : start + 2] == "u" else 2
+    return cut[:start] if start + length > len(cut) else cut
 
 
 def _marker_text(size: int, exact: bool, preview: str) -> str:
@@ -1024,10 +1032,6 @@ def _marker_text(size: int, exact: bool, preview: str) -> str:
         f'{{"{_TRUNCATED_KEY}":true,"original_bytes":{size},'
         f'"original_bytes_exact":{"true" if exact else "false"},"preview":{preview}}}'
     )
-
-
-def _utf8_size(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def _cut_utf8(text: str, max_bytes: int) -> str:
