@@ -1,4 +1,5 @@
-"""Capture overhead: idle wrap(), @wrap under capture, memory per span, import time.
+"""Capture overhead: idle wrap() and @wrap, large values idle and captured, the codec's fast
+path, @wrap under capture, memory per span, import time.
 
 Run: ``.venv/bin/python bench/bench_capture.py``. Every figure is a ratio to a baseline
 measured in the same run, so a noisy machine shifts both sides alike.
@@ -7,14 +8,20 @@ measured in the same run, so a noisy machine shifts both sides alike.
 from __future__ import annotations
 
 import gc
+import json
 import subprocess
 import sys
+import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import interleaved_best, median, report
+from _common import best_per_call, interleaved_best, median, report
+
+MB = 1_000_000
 
 
 def bench_idle_wrap() -> bool:
@@ -31,6 +38,177 @@ def bench_idle_wrap() -> bool:
     )
     return report(
         "idle wrap(value, purpose, name) vs plain function", ours * 1e9, base * 1e9, "ns", 3.0
+    )
+
+
+def _calls_per_round(fn: Callable[[], object], seconds: float = 0.05) -> int:
+    """How many calls of ``fn`` fill about ``seconds`` (at least one)."""
+    started = time.perf_counter()
+    fn()
+    once = time.perf_counter() - started
+    return max(1, min(10_000, int(seconds / max(once, 1e-9))))
+
+
+def _echo() -> Callable[[object], object]:
+    from evaltrace import wrap
+
+    @wrap
+    def echo(value: object) -> object:
+        return value
+
+    return echo
+
+
+def _assert_idle() -> None:
+    from evaltrace.capture import config
+    from evaltrace.capture.context import _CURRENT
+
+    assert _CURRENT.get() is None and not config.runtime().spans_leave_process
+
+
+def _versus(
+    label: str, ours: Callable[[], object], base: Callable[[], object], goal: float
+) -> bool:
+    """Time both sides in alternation, each with as many calls per round as fill ~50 ms."""
+    ours_number, base_number = _calls_per_round(ours), _calls_per_round(base)
+    ours_s = base_s = float("inf")
+    for _ in range(5):
+        ours_s = min(ours_s, best_per_call(ours, ours_number, repeat=1))
+        base_s = min(base_s, best_per_call(base, base_number, repeat=1))
+    return report(label, ours_s * 1e6, base_s * 1e6, "us", goal)
+
+
+def _big_dict() -> dict[str, int]:
+    return {f"key{i}": i for i in range(200_000)}
+
+
+def bench_idle_decorated_call() -> bool:
+    from opentelemetry.trace import NoOpTracer
+
+    echo = _echo()
+    tracer = NoOpTracer()
+
+    def plain(value: object) -> object:
+        return value
+
+    def under_noop_span(value: object) -> object:
+        with tracer.start_as_current_span("echo"):
+            return plain(value)
+
+    value = "y" * 100
+    _assert_idle()
+    return _versus(
+        "idle @wrap call vs the same call in a no-op tracer span",
+        lambda: echo(value),
+        lambda: under_noop_span(value),
+        1.5,
+    )
+
+
+def bench_idle_large_string() -> bool:
+    echo = _echo()
+    big, small = "x" * (10 * MB), "y" * 100
+    _assert_idle()
+    return _versus(
+        "idle @wrap(10 MB str) vs idle @wrap(100 B str)",
+        lambda: echo(big),
+        lambda: echo(small),
+        1.5,
+    )
+
+
+def bench_idle_large_dict() -> bool:
+    echo = _echo()
+    big, small = _big_dict(), {f"key{i}": i for i in range(10)}
+    _assert_idle()
+    return _versus(
+        "idle @wrap(200k-key dict) vs idle @wrap(10-key dict)",
+        lambda: echo(big),
+        lambda: echo(small),
+        1.5,
+    )
+
+
+def _two_values_at_the_limit(value: object) -> Callable[[], object]:
+    """The floor of recording input and output at the size limit: two ``json.dumps``."""
+
+    def write() -> object:
+        return (
+            json.dumps(value, ensure_ascii=False, separators=(",", ":")),
+            json.dumps(value, ensure_ascii=False, separators=(",", ":")),
+        )
+
+    return write
+
+
+def _assert_truncated_on_the_span(handler: Any) -> None:
+    """Check that the timed calls really recorded both values, as truncation markers."""
+    attributes = handler.raw_spans[-1].attributes
+    for key in ("input.value", "output.value"):
+        assert json.loads(attributes[key])["__evaltrace_truncated__"] is True
+    handler.clear()
+
+
+def bench_captured_large_string() -> bool:
+    from evaltrace import capture_traces
+    from evaltrace.capture import config
+
+    echo = _echo()
+    limit = config.runtime().settings.max_value_bytes
+    big = "x" * (10 * MB)
+    with capture_traces() as handler:
+        ok = _versus(
+            "captured @wrap(10 MB str) vs 2 json.dumps of a limit-sized str",
+            lambda: echo(big),
+            _two_values_at_the_limit("x" * limit),
+            4.0,
+        )
+        _assert_truncated_on_the_span(handler)
+    return ok
+
+
+def bench_captured_large_dict() -> bool:
+    from evaltrace import capture_traces
+    from evaltrace.capture import config
+
+    echo = _echo()
+    limit = config.runtime().settings.max_value_bytes
+    big = _big_dict()
+    at_limit: dict[str, int] = {}
+    size = 2
+    for key, value in big.items():
+        size += len(json.dumps(key)) + len(json.dumps(value)) + 2
+        if size > limit:
+            break
+        at_limit[key] = value
+    with capture_traces() as handler:
+        ok = _versus(
+            "captured @wrap(200k-key dict) vs 2 json.dumps of a limit-sized dict",
+            lambda: echo(big),
+            _two_values_at_the_limit(at_limit),
+            4.0,
+        )
+        _assert_truncated_on_the_span(handler)
+    return ok
+
+
+def bench_encode_flat_arguments() -> bool:
+    from evaltrace.capture.serialize import Codec
+
+    codec = Codec()
+    arguments = {"question": "What is the capital of France?", "k": 3, "model": "gpt-4o"}
+
+    def dumps() -> str:
+        return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+
+    assert codec.encode_text(arguments) == dumps()
+    ours, base = interleaved_best(lambda: codec.encode_text(arguments), dumps, 20_000)
+    return report(
+        "codec text of flat arguments (redaction checks) vs json.dumps",
+        ours * 1e9,
+        base * 1e9,
+        "ns",
+        1.0,
     )
 
 
@@ -162,6 +340,12 @@ def bench_import_time() -> bool:
 def main() -> int:
     results = [
         bench_idle_wrap(),
+        bench_idle_decorated_call(),
+        bench_idle_large_string(),
+        bench_idle_large_dict(),
+        bench_captured_large_string(),
+        bench_captured_large_dict(),
+        bench_encode_flat_arguments(),
         bench_decorated_call(),
         bench_memory_per_span(),
         bench_import_time(),

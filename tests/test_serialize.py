@@ -4,9 +4,10 @@ import base64
 import dataclasses
 import enum
 import json
+import random
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
 from datetime import time as clock_time
 from decimal import Decimal
@@ -352,8 +353,8 @@ def test_unknown_object_becomes_its_repr() -> None:
     assert CODEC.to_jsonable({"o": Opaque()}) == {"o": "Opaque()"}
 
 
-def test_object_whose_repr_raises_becomes_unrepresentable_marker() -> None:
-    assert CODEC.to_jsonable([BadRepr()]) == ["<unrepresentable BadRepr>"]
+def test_object_whose_repr_raises_becomes_unprintable_marker() -> None:
+    assert CODEC.to_jsonable([BadRepr()]) == ["<unprintable BadRepr>"]
 
 
 def test_mapping_that_fails_to_iterate_becomes_its_repr() -> None:
@@ -559,7 +560,7 @@ def test_large_bytes_beside_other_data_are_truncated_with_the_marker() -> None:
 
 
 @pytest.mark.parametrize("max_bytes", [128, 129, 300, 1_000, 4_096])
-@pytest.mark.parametrize("unit", ['"', "\\", "é", "🙂", 'a"é\\🙂\n'])
+@pytest.mark.parametrize("unit", ['"', "\\", "é", "🙂", 'a"é\\🙂\n', "\x00", "ab\\"])
 def test_truncation_marker_fits_the_limit_whatever_the_text(max_bytes: int, unit: str) -> None:
     codec = Codec(max_bytes=max_bytes)
     value = [unit * 5_000]
@@ -612,7 +613,7 @@ def test_encode_never_raises_on_hostile_objects() -> None:
 
     encoded = CODEC.encode({"h": Hostile(), "s": {Hostile(), Hostile()}, "m": ExplodingMapping()})
 
-    assert json.loads(encoded.text)["h"] == "<unrepresentable Hostile>"
+    assert json.loads(encoded.text)["h"] == "<unprintable Hostile>"
 
 
 def test_small_value_is_encoded_without_truncation_or_redaction() -> None:
@@ -695,3 +696,364 @@ def test_text_of_a_flat_dict_with_a_lone_surrogate_is_valid_utf8() -> None:
 def test_text_of_a_flat_dict_over_the_limit_is_the_truncation_marker() -> None:
     text = Codec(max_bytes=200).encode_text({"long": "x" * 500})
     assert is_truncated(json.loads(text))
+
+
+# Bounded work: the walk stops past the limit
+
+
+class Watched:
+    """An object whose every conversion to text is counted."""
+
+    def __init__(self) -> None:
+        self.conversions = 0
+
+    def __repr__(self) -> str:
+        self.conversions += 1
+        return "Watched()"
+
+
+class CountingSequence(Sequence[int]):
+    """A long sequence that counts the items it hands out."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.handed_out = 0
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            raise TypeError("no slices")
+        if not 0 <= index < self.length:
+            raise IndexError(index)
+        self.handed_out += 1
+        return index
+
+
+@pytest.mark.parametrize("shape", ["list", "tuple", "dict", "set of ints", "nested"])
+def test_encoding_stops_walking_a_container_once_past_the_limit(shape: str) -> None:
+    watched = Watched()
+    n = 100_000
+    value: object = {
+        "list": [watched] * n,
+        "tuple": (watched,) * n,
+        "dict": {f"k{i}": watched for i in range(n)},
+        "set of ints": {"ints": set(range(n)), "then": [watched] * n},
+        "nested": [[[watched] * 100] for _ in range(n // 100)],
+    }[shape]
+
+    encoded = Codec(max_bytes=1_000).encode(value)
+
+    assert is_truncated(decode(encoded.text))
+    assert watched.conversions <= 1_000
+
+
+def test_encoding_a_long_sequence_takes_only_the_items_up_to_the_limit() -> None:
+    sequence = CountingSequence(1_000_000)
+
+    encoded = Codec(max_bytes=1_000).encode({"items": sequence})
+
+    assert encoded.truncated
+    assert sequence.handed_out <= 1_000
+
+
+def test_to_jsonable_still_converts_the_whole_value() -> None:
+    watched = Watched()
+
+    converted = Codec(max_bytes=1_000).to_jsonable([watched] * 5_000)
+
+    assert converted == ["Watched()"] * 5_000
+    assert watched.conversions == 5_000
+
+
+def test_marker_of_a_value_cut_while_encoding_gives_a_lower_bound_of_its_size() -> None:
+    value = ["é" * 50] * 10_000  # 100 bytes of UTF-8 per 50 characters
+
+    encoded = Codec(max_bytes=1_000).encode(value)
+
+    marker = decode(encoded.text)
+    assert isinstance(marker, dict)
+    assert marker["original_bytes_exact"] is False
+    assert encoded.original_bytes_exact is False
+    assert marker["original_bytes"] == encoded.original_bytes
+    assert 1_000 < encoded.original_bytes <= utf8_size(full_json(value))
+
+
+def test_marker_of_a_value_walked_whole_gives_its_exact_size() -> None:
+    value = {"text": "é" * 1_000}
+
+    encoded = Codec(max_bytes=1_000).encode(value)
+
+    marker = decode(encoded.text)
+    assert isinstance(marker, dict)
+    assert marker["original_bytes_exact"] is True
+    assert marker["original_bytes"] == utf8_size(full_json(value))
+
+
+def test_ten_megabyte_string_is_cut_and_its_size_still_counted() -> None:
+    encoded = CODEC.encode("a" * (10 * MB))
+
+    marker = decode(encoded.text)
+    assert isinstance(marker, dict)
+    assert marker["original_bytes_exact"] is False
+    assert marker["original_bytes"] == 10 * MB + 2
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ["x" * 300, {"a": "y" * 900}, list(range(500))],
+        {"rows": [{"id": i, "text": f"row {i}"} for i in range(200)]},
+        [[["deep" * 50] * 10] * 10],
+        "q" * 5_000,
+    ],
+)
+def test_preview_of_a_value_cut_while_encoding_is_the_start_of_its_json(value: object) -> None:
+    encoded = Codec(max_bytes=1_000).encode(value)
+
+    marker = decode(encoded.text)
+    assert isinstance(marker, dict)
+    assert utf8_size(encoded.text) <= 1_000
+    assert len(str(marker["preview"])) > 700
+    assert full_json(value).startswith(str(marker["preview"]))
+
+
+def test_value_just_within_the_limit_is_kept_whole() -> None:
+    value = ["x" * 100] * 9  # 9 * 103 - 1 + 2 = 928 bytes
+
+    encoded = Codec(max_bytes=928).encode(value)
+
+    assert encoded.text == full_json(value)
+    assert not encoded.truncated
+
+
+def test_secret_cut_at_the_end_of_the_preview_is_still_redacted() -> None:
+    codec = Codec(max_bytes=1_000)
+    url = "postgresql://admin:hunter2hunter2@db.internal/app"
+    for offset in range(850, 1_000, 7):  # the cut falls before, inside and after the URL
+        value = "a" * offset + url + "b" * 5_000
+
+        marker = decode(codec.encode(value).text)
+
+        assert isinstance(marker, dict)
+        assert "hunter" not in str(marker["preview"])
+
+
+# Keys that are not strings
+
+
+def test_int_key_and_string_key_with_the_same_text_are_both_kept() -> None:
+    assert CODEC.to_jsonable({1: "a", "1": "b"}) == {"1 (int)": "a", "1": "b"}
+
+
+def test_colliding_key_names_do_not_depend_on_the_order_of_the_entries() -> None:
+    assert CODEC.to_jsonable({"1": "b", 1: "a"}) == {"1": "b", "1 (int)": "a"}
+
+
+def test_colliding_key_takes_a_number_when_its_typed_name_is_taken_too() -> None:
+    value = {1: "a", "1": "b", "1 (int)": "c", None: "d", "None": "e"}
+
+    assert CODEC.to_jsonable(value) == {
+        "1 (int) #2": "a",
+        "1": "b",
+        "1 (int)": "c",
+        "None (NoneType)": "d",
+        "None": "e",
+    }
+
+
+def test_colliding_keys_survive_encoding() -> None:
+    assert json.loads(CODEC.encode({True: 1, "True": 2}).text) == {"True (bool)": 1, "True": 2}
+
+
+# Redaction: more names, header shapes, value patterns
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "session_id",
+        "sessionId",
+        "X-Session-Id",
+        "sessionid",
+        "auth",
+        "basic_auth",
+        "pwd",
+        "DB_PWD",
+        "jwt",
+        "id_jwt",
+        "bearer",
+        "dsn",
+        "SENTRY_DSN",
+        "api_keys",
+        "OPENAI_API_KEYS",
+        "apiKeys",
+        "tokens",
+        "access_tokens",
+        "githubTokens",
+    ],
+)
+def test_more_secret_like_keys_are_redacted(key: str) -> None:
+    assert CODEC.to_jsonable({key: "hunter2", "n": 1}) == {key: REDACTED, "n": 1}
+
+
+@pytest.mark.parametrize(
+    "key", ["max_tokens", "tokens", "num_tokens", "cached_tokens", "api_keys", "session_ids"]
+)
+def test_a_number_under_a_plural_name_is_a_count_and_is_kept(key: str) -> None:
+    assert CODEC.to_jsonable({key: 256, "temperature": 0.2}) == {key: 256, "temperature": 0.2}
+
+
+@pytest.mark.parametrize("key", ["author", "oauth_provider", "dsn_count", "authority", "pwd_hint"])
+def test_names_that_only_contain_a_secret_word_are_kept(key: str) -> None:
+    assert CODEC.to_jsonable({key: "x"}) == {key: "x"}
+
+
+def test_a_list_under_a_plural_name_is_redacted() -> None:
+    assert CODEC.to_jsonable({"tokens": ["ghp_1", "ghp_2"]}) == {"tokens": REDACTED}
+
+
+def test_header_pairs_have_their_secret_values_redacted() -> None:
+    headers = [("Authorization", "Bearer sk-1"), ("Accept", "application/json"), ["Cookie", "s=1"]]
+
+    assert CODEC.to_jsonable({"headers": headers}) == {
+        "headers": [
+            ["Authorization", REDACTED],
+            ["Accept", "application/json"],
+            ["Cookie", REDACTED],
+        ]
+    }
+
+
+def test_raw_header_pairs_in_bytes_have_their_secret_values_redacted() -> None:
+    encoded = CODEC.encode([(b"x-api-key", b"sk-live-1"), (b"host", b"example.com")])
+
+    assert encoded.redacted
+    assert base64.b64encode(b"sk-live-1").decode() not in encoded.text
+    assert base64.b64encode(b"example.com").decode() in encoded.text
+
+
+def test_header_objects_have_their_secret_values_redacted() -> None:
+    headers = [
+        {"name": "Authorization", "value": "Bearer sk-1"},
+        {"key": "X-Api-Key", "value": "sk-2"},
+        {"name": "Accept", "value": "application/json"},
+    ]
+
+    encoded = CODEC.encode(headers)
+
+    assert json.loads(encoded.text) == [
+        {"name": "Authorization", "value": REDACTED},
+        {"key": "X-Api-Key", "value": REDACTED},
+        {"name": "Accept", "value": "application/json"},
+    ]
+    assert encoded.redacted
+
+
+def test_a_flat_header_object_is_redacted_on_the_fast_path_too() -> None:
+    assert CODEC.encode_text({"name": "OPENAI_API_KEY", "value": "sk-1"}) == (
+        '{"name":"OPENAI_API_KEY","value":"[REDACTED]"}'
+    )
+
+
+@dataclasses.dataclass
+class EnvVar:
+    name: str
+    value: str
+
+
+def test_a_dataclass_header_object_is_redacted() -> None:
+    assert CODEC.to_jsonable(EnvVar(name="DB_PASSWORD", value="pw")) == {
+        "name": "DB_PASSWORD",
+        "value": REDACTED,
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Authorization: Bearer sk-abc.def_1", "Authorization: Bearer [REDACTED]"),
+        (
+            "curl -H 'authorization: bearer eyJhbGciOi.x.y=='",
+            "curl -H 'authorization: bearer [REDACTED]'",
+        ),
+        ("BEARER abc", "BEARER [REDACTED]"),
+        ("postgresql://u:secret@host/db", "postgresql://u:[REDACTED]@host/db"),
+        ("see redis://:pw@cache:6379/0 now", "see redis://:[REDACTED]@cache:6379/0 now"),
+        ("https://api.example.com:8443/v1?q=1", "https://api.example.com:8443/v1?q=1"),
+        ("mail ada@example.com", "mail ada@example.com"),
+        ("the forbearer rests", "the forbearer rests"),
+    ],
+)
+def test_secrets_inside_strings_are_redacted(text: str, expected: str) -> None:
+    assert CODEC.to_jsonable(text) == expected
+    assert CODEC.to_jsonable([text]) == [expected]
+    assert json.loads(CODEC.encode_text({"arg": text})) == {"arg": expected}
+    assert json.loads(CODEC.encode_text(text)) == expected
+
+
+def test_a_secret_inside_a_string_marks_the_value_as_redacted() -> None:
+    assert CODEC.encode(["postgresql://u:secret@host/db"]).redacted
+    assert not CODEC.encode(["https://host/db"]).redacted
+
+
+def test_redact_text_redacts_secret_name_value_pairs_in_free_text() -> None:
+    text = (
+        "connect failed: password=hunter2 api_key='sk-1' headers={'Authorization': 'Bearer x'}"
+        " max_tokens=256 url=https://h/cb?token=abc&state=ok"
+    )
+
+    assert CODEC.redact_text(text) == (
+        "connect failed: password=[REDACTED] api_key=[REDACTED] "
+        "headers={'Authorization': [REDACTED]} max_tokens=256 "
+        "url=https://h/cb?token=[REDACTED]&state=ok"
+    )
+
+
+def test_redact_text_cuts_the_text_to_the_limit() -> None:
+    assert utf8_size(Codec(max_bytes=1_000).redact_text("é" * 5_000)) <= 1_000
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> object:
+    roll = rng.random()
+    if depth > 3 or roll < 0.3:
+        return rng.choice(
+            [
+                rng.randint(-(10 ** rng.randint(0, 20)), 10 ** rng.randint(0, 20)),
+                rng.random() * 1e6,
+                "é" * rng.randint(0, 30),
+                "x" * rng.randint(0, 50),
+                'a"b\\c\n\x00',
+                None,
+                True,
+            ]
+        )
+    if roll < 0.6:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 12))]
+    return {
+        f"k{rng.randint(0, 10**6)}": _random_value(rng, depth + 1)
+        for _ in range(rng.randint(0, 12))
+    }
+
+
+def test_encoding_agrees_with_the_whole_json_text_on_random_values() -> None:
+    rng = random.Random(7)
+    codec = Codec(max_bytes=2_000)
+    for _ in range(500):
+        value = _random_value(rng)
+        whole = full_json(CODEC.to_jsonable(value))
+
+        encoded = codec.encode(value)
+
+        if utf8_size(whole) <= 2_000:
+            assert encoded.text == whole
+            continue
+        marker = decode(encoded.text)
+        assert isinstance(marker, dict)
+        assert utf8_size(encoded.text) <= 2_000
+        assert whole.startswith(str(marker["preview"]))
+        if marker["original_bytes_exact"]:
+            assert marker["original_bytes"] == utf8_size(whole)
+        else:
+            assert 2_000 < int(str(marker["original_bytes"])) <= utf8_size(whole)

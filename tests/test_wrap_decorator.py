@@ -5,9 +5,14 @@ import json
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
 from evaltrace import capture_traces, wrap
+from evaltrace.capture import config
 from evaltrace.capture import conventions as conv
+from evaltrace.capture.config import Runtime
+from evaltrace.capture.processor import ScopeSpanProcessor
 
 
 @wrap
@@ -216,3 +221,127 @@ def test_decorating_a_non_callable_without_purpose_explains_usage() -> None:
 def test_decorated_function_keeps_metadata() -> None:
     assert add.__name__ == "add"
     assert add.__wrapped__(1, 1) == 2  # type: ignore[attr-defined]
+
+
+# Exceptions: hostile ones never break the app, messages are redacted
+
+
+class Hostile(Exception):
+    """An exception whose text cannot be taken."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no str for you")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr for you")
+
+
+def _assert_failed_safely(handler: object, error: BaseException) -> None:
+    (raw,) = handler.raw_spans  # type: ignore[attr-defined]
+    (span,) = handler.spans  # type: ignore[attr-defined]
+    assert span.status == "error"
+    assert raw.status.description == "Hostile: <unprintable Hostile>"
+    (event,) = [e for e in raw.events if e.name == "exception"]
+    assert event.attributes["exception.type"].endswith("Hostile")
+    assert event.attributes["exception.message"] == "<unprintable Hostile>"
+    assert "Traceback" in event.attributes["exception.stacktrace"]
+    assert raw.end_time is not None
+    assert not otel_trace.get_current_span().get_span_context().is_valid
+
+
+def test_hostile_exception_propagates_unchanged_from_a_sync_function() -> None:
+    error = Hostile()
+
+    @wrap
+    def fail() -> None:
+        raise error
+
+    with capture_traces() as handler, pytest.raises(Hostile) as info:
+        fail()
+    assert info.value is error
+    _assert_failed_safely(handler, error)
+
+
+@pytest.mark.anyio
+async def test_hostile_exception_propagates_unchanged_from_an_async_function() -> None:
+    error = Hostile()
+
+    @wrap
+    async def fail() -> None:
+        await asyncio.sleep(0)
+        raise error
+
+    async with capture_traces() as handler:
+        with pytest.raises(Hostile) as info:
+            await fail()
+    assert info.value is error
+    _assert_failed_safely(handler, error)
+
+
+def test_hostile_exception_propagates_unchanged_from_a_generator() -> None:
+    error = Hostile()
+
+    @wrap
+    def fail() -> Iterator[int]:
+        yield 1
+        raise error
+
+    with capture_traces() as handler, pytest.raises(Hostile) as info:
+        list(fail())
+    assert info.value is error
+    _assert_failed_safely(handler, error)
+
+
+@pytest.mark.anyio
+async def test_hostile_exception_propagates_unchanged_from_an_async_generator() -> None:
+    error = Hostile()
+
+    @wrap
+    async def fail() -> AsyncIterator[int]:
+        yield 1
+        raise error
+
+    async with capture_traces() as handler:
+        with pytest.raises(Hostile) as info:
+            _ = [item async for item in fail()]
+    assert info.value is error
+    _assert_failed_safely(handler, error)
+
+
+def test_exception_message_is_redacted_on_the_span() -> None:
+    @wrap
+    def connect() -> None:  # the traceback quotes this source line, secrets included
+        raise ConnectionError("cannot reach postgresql://app:hunter2@db/x (password=hunter2)")
+
+    with capture_traces() as handler, pytest.raises(ConnectionError, match="hunter2"):
+        connect()
+    (raw,) = handler.raw_spans
+    (event,) = [e for e in raw.events if e.name == "exception"]
+    message = "cannot reach postgresql://app:[REDACTED]@db/x (password=[REDACTED])"
+    assert raw.status.description == f"ConnectionError: {message}"
+    assert event.attributes["exception.message"] == message
+    assert handler.spans[0].error.message == message
+    stacktrace = event.attributes["exception.stacktrace"]
+    assert "hunter2" not in stacktrace
+    assert "raise ConnectionError" in stacktrace
+
+
+class BrokenProcessor(SpanProcessor):
+    def on_end(self, span: ReadableSpan) -> None:
+        raise RuntimeError("processor is broken")
+
+
+def test_a_span_processor_that_fails_at_the_end_never_reaches_the_app(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    provider = TracerProvider()
+    processor = ScopeSpanProcessor()
+    provider.add_span_processor(processor)
+    provider.add_span_processor(BrokenProcessor())  # the app's own, on the app's provider
+    monkeypatch.setattr(config, "_RUNTIME", Runtime(config.settings(), provider, processor, False))
+
+    with capture_traces() as handler:
+        with pytest.raises(Boom, match="bad 3"):
+            explode(3)
+        assert add(1) == 3
+    assert [span.name for span in handler.spans] == ["explode", "add"]

@@ -63,6 +63,12 @@ GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
 GEN_AI_REQUEST_PREFIX: Final = "gen_ai.request."
 
+# OpenTelemetry: the event recording an exception on a span.
+EXCEPTION_EVENT: Final = "exception"
+EXCEPTION_TYPE: Final = "exception.type"
+EXCEPTION_MESSAGE: Final = "exception.message"
+EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
+
 # evaltrace's own span event for wrap(value, purpose=..., name=...).
 WRAP_EVENT: Final = "evaltrace.wrap"
 WRAP_NAME: Final = "evaltrace.wrap.name"

@@ -3,9 +3,34 @@
 Function arguments, return values and ``wrap(...)`` values can be anything, so the codec
 accepts anything and never raises: values it knows (pydantic models, dataclasses, enums,
 dates, bytes, numpy-like scalars and arrays, mappings, sequences, sets) become their natural
-JSON shape; anything else becomes its ``repr``. Values under secret-like keys are replaced by
-:data:`REDACTED`, and an encoded value larger than the size limit is replaced by a truncation
-marker that keeps a preview. Nothing here pickles, and :func:`decode` only ever parses JSON.
+JSON shape; anything else becomes its ``repr``. Nothing here pickles, and :func:`decode` only
+ever parses JSON.
+
+Size limit. :meth:`Codec.encode` does work bounded by ``max_bytes``, not by the value: the walk
+over a value keeps a running count of the JSON it has written and stops once past the limit (a
+long string is cut, the rest of a long list, dict or set is not visited). A value that does not
+fit becomes the truncation marker::
+
+    {"__evaltrace_truncated__": true, "original_bytes": N, "original_bytes_exact": E,
+     "preview": "..."}
+
+whose ``preview`` is the start of the value's JSON text. When the walk saw the whole value,
+``N`` is the exact UTF-8 size of that text and ``E`` is ``true``. When the walk stopped early,
+``E`` is ``false`` and ``N`` is a lower bound: what was written plus at least one character
+for each string character and two for each item left unwalked (escapes and multi-byte
+characters not counted), so the value's JSON is at least ``N`` bytes. :func:`is_truncated`
+recognises the marker either way.
+
+Redaction. The value under a secret-like key (see :data:`DEFAULT_REDACT_KEYS`) is replaced by
+:data:`REDACTED`, and so is the second item of a header pair such as
+``("Authorization", "Bearer ...")`` and the ``value`` of a header object such as
+``{"name": "Authorization", "value": "..."}``. In every string, the token after ``Bearer``
+and the password of a URL (``postgresql://user:[REDACTED]@host/db``) are redacted too.
+
+Keys. Mapping keys that are not strings become their text; when that text is already a key of
+the mapping (``{1: "a", "1": "b"}``), the key is written as ``"1 (int)"`` (text and type name),
+then ``"1 (int) #2"``, ``"1 (int) #3"``... until it is free, so no entry is lost and the names
+do not depend on the order of the entries.
 
 Example:
     >>> codec = Codec(max_bytes=1_000)
@@ -23,6 +48,7 @@ import json
 import logging
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence, ValuesView
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, fields
@@ -33,6 +59,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 from uuid import UUID
 
+from evaltrace._safe_text import exception_text, safe_repr, safe_str, type_name
 from evaltrace.capture.conventions import MIME_JSON
 from evaltrace.errors import ConfigurationError
 
@@ -46,31 +73,48 @@ _logger = logging.getLogger(__name__)
 DEFAULT_REDACT_KEYS: frozenset[str] = frozenset(
     {
         "access_key",
+        "access_keys",
         "api_key",
+        "api_keys",
         "apikey",
+        "apikeys",
+        "auth",
         "authorization",
+        "bearer",
         "client_secret",
         "cookie",
         "cookies",
         "credential",
         "credentials",
+        "dsn",
+        "jwt",
         "passphrase",
         "passwd",
         "password",
         "passwords",
         "private_key",
+        "private_keys",
+        "pwd",
         "secret",
         "secret_key",
+        "secret_keys",
         "secrets",
+        "session_id",
+        "session_ids",
+        "sessionid",
         "set-cookie",
         "token",
+        "tokens",
         "x-api-key",
     }
 )
 """Key names whose values are redacted unless the codec is given its own set.
 
-A key matches a name when the key's last words are the name's words, so ``OpenAI-Api-Key``,
-``refresh_token`` and ``db_password`` match, while ``token_count`` and ``max_tokens`` do not.
+A key matches a name when the key's last words are the name's words, ignoring case and
+separators, so ``OpenAI-Api-Key``, ``refresh_token``, ``userSessionId`` and ``db_password``
+match, while ``token_count`` and ``tokens_used`` do not. Under a name whose last word is a
+plural noun (``tokens``, ``api_keys``, ``secrets``...), a number is a count, not a secret,
+and is kept: ``{"max_tokens": 256}`` stays as it is, ``{"tokens": ["t-1"]}`` is redacted.
 """
 
 REDACTED: Final = "[REDACTED]"
@@ -80,7 +124,7 @@ _CYCLE: Final = "<cycle>"
 _MAX_DEPTH: Final = "<max depth>"
 _TRUNCATED_KEY: Final = "__evaltrace_truncated__"
 _BYTES_KEY: Final = "__bytes__"
-# A marker with an empty preview and a 20-digit size takes about 80 bytes.
+# A marker with an empty preview and a 20-digit size takes 112 bytes.
 _MIN_MAX_BYTES: Final = 128
 # Ints below this magnitude always have fewer decimal digits than Python's default
 # int-to-str limit (4300), so json can write them.
@@ -88,10 +132,43 @@ _INT_MAX: Final = 10**4000
 _INT_MIN: Final = -_INT_MAX
 _VERDICT_CACHE_SIZE: Final = 4096
 _VERDICT_CACHE_KEY_LENGTH: Final = 100
+_NO_LIMIT: Final = sys.maxsize
+
+# Key verdicts: not secret, secret, secret unless the value is a number (a plural name).
+_PLAIN: Final = 0
+_SECRET: Final = 1
+_PLURAL: Final = 2
+_COUNT_NOUNS: Final = frozenset(
+    {"apikeys", "cookies", "credentials", "ids", "keys", "passwords", "secrets", "tokens"}
+)
+# Header objects: {"name": "Authorization", "value": "..."} (HAR, Kubernetes env) or
+# {"key": ..., "value": ...} (Postman).
+_HEADER_LABELS: Final = ("name", "key")
+_HEADER_VALUE: Final = "value"
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NON_WORD = re.compile(r"[^a-z0-9]+")
+# The patterns start with a literal so that re can search long text quickly; the letter
+# before "earer" is checked by the replacement.
+_BEARER_TAILS = (
+    re.compile(r"earer(\s+)[A-Za-z0-9\-._~+/]+=*"),
+    re.compile(r"EARER(\s+)[A-Za-z0-9\-._~+/]+=*"),
+)
+# Bounded repeats keep the search linear on hostile text.
+_URL_PASSWORD = re.compile(r"://([^\s/?#@:]{0,256}):[^\s/?#@]{1,1024}@")
+# name=value and name: value in free text (exception messages and tracebacks only: too slow
+# for every value). The lookbehind and the bounded name keep it linear on long words.
+_TEXT_PAIR = re.compile(
+    r"(?<![A-Za-z0-9_\-])([A-Za-z_][A-Za-z0-9_\-]{0,63})([\"']?\s*[=:]\s*)"
+    r"((?:(?:[Bb]earer|BEARER|[Bb]asic|BASIC)\s+)?(?:\"[^\"]*\"|'[^']*'|[^\s\"',;&)}\]]+))"
+)
+# Characters past a cut that are still scrubbed, so that a secret cut in half is recognised.
+_SCRUB_MARGIN: Final = 1024
+_REDACTED_SIZE: Final = len(REDACTED) + 2
+# {"__bytes__":true,"base64":"","length":,"truncated":true} without the base64 and length.
+_BYTES_OVERHEAD: Final = 57
 
+_ASCII_WORD_CHARS: Final = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _JSON_TEXT = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
 )
@@ -118,9 +195,11 @@ class Encoded(NamedTuple):
     truncated: bool
     """Whether anything was cut: the whole value (a marker), a bytes preview or an array."""
     redacted: bool
-    """Whether the value of any secret-like key was replaced by :data:`REDACTED`."""
+    """Whether anything secret-like was replaced by :data:`REDACTED`."""
     original_bytes: int
-    """The UTF-8 size of the JSON text before the size limit was applied."""
+    """The UTF-8 size of the value's JSON text; a lower bound when not ``original_bytes_exact``."""
+    original_bytes_exact: bool = True
+    """Whether the whole value was walked, so ``original_bytes`` is its exact size."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -144,7 +223,9 @@ class Codec:
     """How many levels of nested containers are expanded; deeper ones become a marker."""
     _patterns: frozenset[tuple[str, ...]] = field(init=False, repr=False, compare=False)
     _pattern_lengths: tuple[int, ...] = field(init=False, repr=False, compare=False)
-    _verdicts: dict[str, bool] = field(init=False, repr=False, compare=False, default_factory=dict)
+    _last_words: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _plain_ends: frozenset[str] = field(init=False, repr=False, compare=False)
+    _verdicts: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.max_bytes < _MIN_MAX_BYTES:
@@ -160,14 +241,20 @@ class Codec:
         patterns = frozenset(words for words in map(_key_words, self.redact_keys) if words)
         object.__setattr__(self, "_patterns", patterns)
         object.__setattr__(self, "_pattern_lengths", tuple(sorted({len(p) for p in patterns})))
+        object.__setattr__(self, "_last_words", tuple(sorted({p[-1] for p in patterns})))
+        # An ASCII letter or digit that ends no name: a key ending with one is not secret.
+        last_letters = {p[-1][-1] for p in patterns}
+        plain_ends = {c for c in _ASCII_WORD_CHARS if c.lower() not in last_letters}
+        object.__setattr__(self, "_plain_ends", frozenset(plain_ends))
 
     def to_jsonable(self, value: object) -> JsonValue:
-        """Convert any value to JSON-compatible data, redacting secret-like keys.
+        """Convert any value to JSON-compatible data, redacting secrets.
 
         Never raises: a value that cannot be converted becomes a descriptive string. The
-        result is not size-limited, except that bytes keep a base64 preview of at most
-        ``max_bytes // 2`` bytes (with their full ``length``) and a numpy-like array with more
-        than ``max_bytes // 2`` elements becomes its summarising ``repr``.
+        result is not size-limited (it is what in-memory captures keep for evaluation),
+        except that bytes keep a base64 preview of at most ``max_bytes // 2`` bytes (with
+        their full ``length``) and a numpy-like array with more than ``max_bytes // 2``
+        elements becomes its summarising ``repr``.
 
         Args:
             value: Any Python value.
@@ -180,18 +267,19 @@ class Codec:
             >>> Codec().to_jsonable({"when": date(2024, 5, 1), "scores": {0.5, 0.25}})
             {'when': '2024-05-01', 'scores': [0.25, 0.5]}
         """
-        if type(value) is str or value is None or type(value) is bool:
-            return value
-        if self._is_flat_plain(value):
+        kind = type(value)
+        if isinstance(value, str) and kind is str:
+            return _scrub(value) if _may_hold_secret(value) else value
+        if value is None or kind is bool or self._is_flat_plain(value, _NO_LIMIT):
             return value  # type: ignore[return-value]
-        return _Walk(self).root(value)
+        return _Walk(self, _NO_LIMIT).root(value)
 
     def encode(self, value: object) -> Encoded:
         """Encode any value as compact JSON text no larger than ``max_bytes``.
 
-        Never raises. A value whose JSON is too large is replaced by a marker object
-        ``{"__evaltrace_truncated__": true, "original_bytes": N, "preview": "..."}`` whose
-        preview is the start of the full JSON text; :func:`is_truncated` recognises it.
+        Never raises, and stops walking ``value`` once past the limit. A value whose JSON is
+        too large is replaced by the truncation marker described in this module's docstring;
+        :func:`is_truncated` recognises it.
 
         Args:
             value: Any Python value.
@@ -203,12 +291,30 @@ class Codec:
             >>> Codec().encode({"question": "What is 2+2?", "k": 3}).text
             '{"question":"What is 2+2?","k":3}'
         """
-        if type(value) is str or value is None or type(value) is bool:
-            return self._fit(value, truncated=False, redacted=False)
-        if self._is_flat_plain(value):
-            return self._fit(value, truncated=False, redacted=False)  # type: ignore[arg-type]
-        walk = _Walk(self)
-        return self._fit(walk.root(value), walk.clipped, walk.redacted)
+        kind = type(value)
+        if (
+            (kind is str and len(value) + 2 <= self.max_bytes and not _may_hold_secret(value))  # type: ignore[arg-type]
+            or value is None
+            or kind is bool
+            or (kind is not str and self._is_flat_plain(value, self.max_bytes))
+        ):
+            return self._fit(value)  # type: ignore[arg-type]
+        walk = _Walk(self, self.max_bytes)
+        data = walk.root(value)
+        text, size = _json_text(data)
+        exact = not walk.skipped
+        if not exact:
+            size = walk.size + walk.skipped
+        elif size <= self.max_bytes:
+            return Encoded(text, MIME_JSON, walk.clipped, walk.redacted, size)
+        return Encoded(
+            text=_truncation_marker(text, size, exact, self.max_bytes),
+            mime_type=MIME_JSON,
+            truncated=True,
+            redacted=walk.redacted,
+            original_bytes=size,
+            original_bytes_exact=exact,
+        )
 
     def encode_text(self, value: object) -> str:
         """The JSON text of :meth:`encode`, for callers that need nothing else.
@@ -217,8 +323,20 @@ class Codec:
             >>> Codec().encode_text("Paris")
             '"Paris"'
         """
-        if type(value) is dict and self._is_flat_plain(value):
-            text = _flat_json(value)
+        kind = type(value)
+        text: str | None = None
+        if kind is dict:
+            if self._is_flat_plain(value, self.max_bytes):
+                text = _flat_json(value)  # type: ignore[arg-type]
+        elif isinstance(value, str) and kind is str:
+            if len(value) + 2 <= self.max_bytes and not (
+                "earer" in value or "EARER" in value or ("://" in value and "@" in value)
+            ):
+                text = _encode_string(value)
+        elif value is None or kind is bool or self._is_flat_plain(value, self.max_bytes):
+            return _json_text(value)[0]  # type: ignore[arg-type]
+        if text is not None:
+            # Escapes can make the text longer than the strings it was checked on.
             if text.isascii():
                 if len(text) <= self.max_bytes:
                     return text
@@ -228,42 +346,75 @@ class Codec:
                         return text
                 except UnicodeEncodeError:  # lone surrogates: the general path escapes them
                     pass
-        elif (
-            type(value) is str or value is None or type(value) is bool or self._is_flat_plain(value)
-        ):
-            text, size = _json_text(value)  # type: ignore[arg-type]
-            if size <= self.max_bytes:
-                return text
         return self.encode(value).text
 
     def encode_converted(self, data: JsonValue) -> str:
-        """The JSON text of data that :meth:`to_jsonable` already produced (no second walk).
+        """The JSON text of data that :meth:`to_jsonable` already produced.
+
+        The walk over ``data`` is cheap (nothing left to convert) and bounded by the limit.
 
         Example:
             >>> codec = Codec()
             >>> codec.encode_converted(codec.to_jsonable({"when": date(2024, 5, 1)}))
             '{"when":"2024-05-01"}'
         """
-        return self._fit(data, truncated=False, redacted=False).text
+        return self.encode_text(data)
 
-    def _fit(self, data: JsonValue, truncated: bool, redacted: bool) -> Encoded:
+    def redact_text(self, text: str) -> str:
+        """Free text (an exception message, a traceback) with its secrets redacted.
+
+        Besides the ``Bearer`` tokens and URL passwords redacted in every value, free text
+        gets its ``name=value`` and ``name: value`` pairs redacted when the name is
+        secret-like (``password=hunter2``, ``api_key: "sk-1"``). The text is cut to at most
+        ``max_bytes`` UTF-8 bytes first.
+
+        Args:
+            text: The text to clean.
+
+        Returns:
+            The text, redacted and cut to the size limit.
+
+        Example:
+            >>> Codec().redact_text("login failed: password=hunter2 for postgresql://u:pw@db/x")
+            'login failed: password=[REDACTED] for postgresql://u:[REDACTED]@db/x'
+        """
+        text = _cut_utf8(text, self.max_bytes)
+        if "=" in text or ":" in text:
+            text = self._redact_pairs(text)
+        return _scrub(text) if _may_hold_secret(text) else text
+
+    def _redact_pairs(self, text: str) -> str:
+        parts: list[str] = []
+        done = position = 0
+        while (match := _TEXT_PAIR.search(text, position)) is not None:
+            name, value = match.group(1), match.group(3)
+            verdict = self._verdict(name)
+            if verdict == _SECRET or (verdict == _PLURAL and not value.strip("\"'").isdigit()):
+                parts += (text[done : match.start(3)], REDACTED)
+                done = position = match.end()
+            else:  # the value may itself start a pair: "failed: password=..."
+                position = match.end(2)
+        parts.append(text[done:])
+        return "".join(parts)
+
+    def _fit(self, data: JsonValue) -> Encoded:
         text, size = _json_text(data)
-        if size > self.max_bytes:
-            text = _truncation_marker(text, size, self.max_bytes)
-            truncated = True
+        if size <= self.max_bytes:
+            return Encoded(text, MIME_JSON, False, False, size)
         return Encoded(
-            text=text,
+            text=_truncation_marker(text, size, True, self.max_bytes),
             mime_type=MIME_JSON,
-            truncated=truncated,
-            redacted=redacted,
+            truncated=True,
+            redacted=False,
             original_bytes=size,
         )
 
-    def _is_flat_plain(self, value: object) -> bool:
+    def _is_flat_plain(self, value: object, room: int) -> bool:
         """Whether ``value`` is JSON as it is, so the general walk can be skipped.
 
         That is: an int, a finite float, or a small flat dict of such values, strings, bools
-        and ``None`` under string keys, none of them secret (the common shape of arguments).
+        and ``None`` under string keys, nothing in it secret, and its strings no longer than
+        ``room`` characters in all (the common shape of arguments).
         """
         kind = type(value)
         if kind is int:
@@ -272,28 +423,64 @@ class Codec:
             return math.isfinite(value)  # type: ignore[arg-type]
         if kind is not dict or len(value) > _FLAT_DICT_ITEMS:  # type: ignore[arg-type]
             return False
+        verdicts = self._verdicts
         for key, item in value.items():  # type: ignore[attr-defined]
-            if type(key) is not str or self._is_secret(key):
+            if type(key) is not str:
                 return False
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = self._verdict(key)
             item_kind = type(item)
-            if item_kind is str or item is None or item_kind is bool:
+            if verdict and (
+                verdict == _SECRET or (item_kind is not int and item_kind is not float)
+            ):
+                return False
+            if item_kind is str:
+                room -= len(item)
+                if (
+                    room < 0
+                    or "earer" in item
+                    or "EARER" in item
+                    or ("://" in item and "@" in item)
+                ):
+                    return False
+            elif item is None or item_kind is bool:
                 continue
-            if item_kind is int and -_INT_PLAIN_LIMIT < item < _INT_PLAIN_LIMIT:
-                continue
-            if item_kind is float and math.isfinite(item):
-                continue
-            return False
-        return True
+            elif item_kind is int:
+                if not -_INT_PLAIN_LIMIT < item < _INT_PLAIN_LIMIT:
+                    return False
+            elif item_kind is not float or not math.isfinite(item):
+                return False
+        return _HEADER_VALUE not in value or _hidden_header_value(self, value) is None  # type: ignore[operator, arg-type]
 
-    def _is_secret(self, key: str) -> bool:
+    def _verdict(self, key: str) -> int:
+        """Whether ``key`` names a secret: ``_PLAIN``, ``_SECRET`` or ``_PLURAL``."""
         verdict = self._verdicts.get(key)
         if verdict is None:
-            words = _key_words(key)
-            verdict = any(words[-n:] in self._patterns for n in self._pattern_lengths)
+            if key[-1:] in self._plain_ends:
+                return _PLAIN
+            verdict = self._classify(key)
             if len(key) <= _VERDICT_CACHE_KEY_LENGTH:
                 if len(self._verdicts) >= _VERDICT_CACHE_SIZE:
                     self._verdicts.clear()
                 self._verdicts[key] = verdict
+        return verdict
+
+    def _classify(self, key: str) -> int:
+        lowered = key.lower()
+        last = lowered[-1:]
+        # A key whose last word is no name's last word matches nothing: most keys end here,
+        # without being split into words.
+        if ("a" <= last <= "z" or "0" <= last <= "9") and not lowered.endswith(self._last_words):
+            return _PLAIN
+        words = _key_words(key)
+        verdict = _PLAIN
+        for n in self._pattern_lengths:
+            tail = words[-n:]
+            if tail in self._patterns:
+                if tail[-1] not in _COUNT_NOUNS:
+                    return _SECRET
+                verdict = _PLURAL
         return verdict
 
 
@@ -345,46 +532,81 @@ _Converter = Callable[["_Walk", Any, int], "JsonValue"]
 
 
 class _Walk:
-    """One conversion: the containers on the current path and what happened on the way."""
+    """One conversion: the containers on the current path, the size budget, what happened.
 
-    __slots__ = ("clipped", "codec", "max_depth", "path", "redacted")
+    ``size`` counts the JSON characters written so far, never more than the JSON text of the
+    result will hold (brackets, quotes and separators included, escapes not). Once it passes
+    ``limit`` the walk stops: ``stopped`` is set, the string being written is cut, and every
+    container on the path returns what it has. ``skipped`` counts, the same way, at least
+    the characters of what was left out.
+    """
 
-    def __init__(self, codec: Codec) -> None:
+    __slots__ = (
+        "clipped",
+        "codec",
+        "limit",
+        "max_depth",
+        "path",
+        "redacted",
+        "size",
+        "skipped",
+        "stopped",
+    )
+
+    def __init__(self, codec: Codec, limit: int) -> None:
         self.codec = codec
+        self.limit = limit
         self.max_depth = codec.max_depth
         self.path: set[int] = set()
         self.redacted = False
         self.clipped = False
+        self.size = 0
+        self.skipped = 0
+        self.stopped = False
 
     def root(self, value: object) -> JsonValue:
         try:
             return self.convert(value, 0)
         except Exception as exc:  # only if even the fallback failed; the app must go on
-            _warn_once(f"a {_type_name(value)} value", exc)
-            return f"<unrepresentable {_type_name(value)}>"
+            _warn_once(f"a {type_name(value)} value", exc)
+            return f"<unrepresentable {type_name(value)}>"
 
     def convert(self, value: object, depth: int) -> JsonValue:
-        if type(value) is str or value is None or type(value) is bool:
-            return value
-        if type(value) is int:
-            return value if _INT_MIN < value < _INT_MAX else _huge_int(value)
-        if type(value) is float:
-            return value if math.isfinite(value) else _nonfinite(value)
+        kind = type(value)
+        if kind is str:
+            return self.text(value)  # type: ignore[arg-type]
+        if value is None or kind is bool:
+            self.size += 4
+            return value  # type: ignore[return-value]
+        if kind is int:
+            if _INT_MIN < value < _INT_MAX:  # type: ignore[operator]
+                self.size += 1
+                return value  # type: ignore[return-value]
+            return self.text(_huge_int(value))  # type: ignore[arg-type]
+        if kind is float:
+            if math.isfinite(value):  # type: ignore[arg-type]
+                self.size += 3
+                return value  # type: ignore[return-value]
+            return self.text(_nonfinite(value))  # type: ignore[arg-type]
+        size, skipped = self.size, self.skipped
         try:
-            converter = _EXACT_TYPES.get(type(value))
+            converter = _EXACT_TYPES.get(kind)
             if converter is not None:
                 return converter(self, value, depth)
             return self._convert_other(value, depth)
         except Exception as exc:  # a broken user object must not break the app
-            _logger.debug("evaltrace used repr() for a %s value: %r", _type_name(value), exc)
-            return _safe_repr(value)
+            _logger.debug(
+                "evaltrace used repr() for a %s value: %s", type_name(value), exception_text(exc)
+            )
+            self.size, self.skipped, self.stopped = size, skipped, False
+            return self.text(safe_repr(value))
 
     def _convert_other(self, value: object, depth: int) -> JsonValue:
         kind = type(value)
         if isinstance(value, Enum):
             return self.convert(value.value, depth)
         if isinstance(value, str):
-            return str.__str__(value)
+            return self.text(str.__str__(value))
         if isinstance(value, int):
             return self.convert(int.__int__(value), depth)
         if isinstance(value, float):
@@ -394,11 +616,11 @@ class _Walk:
         if hasattr(kind, "__dataclass_fields__"):
             return _convert_dataclass(self, value, depth)
         if isinstance(value, (datetime, date, time)):
-            return value.isoformat()
+            return self.text(value.isoformat())
         if isinstance(value, timedelta):
-            return value.total_seconds()
+            return self.convert(value.total_seconds(), depth)
         if isinstance(value, (UUID, Decimal, PurePath)):
-            return str(value)
+            return self.text(str(value))
         if isinstance(value, (bytes, bytearray, memoryview)):
             return _convert_bytes(self, value, depth)
         if isinstance(value, Mapping):
@@ -406,12 +628,47 @@ class _Walk:
         if hasattr(kind, "dtype"):
             return _convert_array_like(self, value, depth)
         if isinstance(value, range):
-            return repr(value)
+            return self.text(repr(value))
         if isinstance(value, AbstractSet):
             return _convert_set(self, value, depth)
         if isinstance(value, (Sequence, ValuesView)):
             return _convert_sequence(self, value, depth)
-        return _safe_repr(value)
+        return self.text(safe_repr(value))
+
+    def text(self, text: str) -> str:
+        """Write a string: scrubbed of secrets, and cut when it takes the size past the limit."""
+        size = self.size + len(text) + 2
+        if size > self.limit:
+            return self._cut(text)
+        if "earer" in text or "EARER" in text or ("://" in text and "@" in text):
+            clean = _scrub(text)
+            if clean != text:
+                self.redacted = True
+                size += len(clean) - len(text)
+                text = clean
+        self.size = size
+        return text
+
+    def _cut(self, text: str) -> str:
+        room = self.limit - self.size  # characters after the opening quote that pass the limit
+        length = len(text)
+        end = room + _SCRUB_MARGIN
+        while True:
+            window = text[:end]
+            clean = _scrub(window) if _may_hold_secret(window) else window
+            if len(clean) > room or end >= length:
+                break
+            end *= 2  # redaction shortened the window below the cut: scrub a longer one
+        if clean != window:
+            self.redacted = True
+        if len(clean) <= room:  # the whole (redacted) string, and the limit is reached with it
+            self.size += len(clean) + 2
+            self.stopped = self.size > self.limit
+            return clean
+        self.size += 1 + room
+        self.skipped += len(clean) - room + max(length - end, 0) + 1
+        self.stopped = True
+        return clean[:room]
 
     def enter(self, container: object, depth: int) -> str | None:
         """Start expanding a container; a marker string means it must not be expanded."""
@@ -427,61 +684,165 @@ class _Walk:
 def _convert_mapping(walk: _Walk, value: Mapping[object, object], depth: int) -> JsonValue:
     marker = walk.enter(value, depth)
     if marker is not None:
-        return marker
+        return walk.text(marker)
     try:
-        return _convert_items(walk, value.items(), depth)
+        return _convert_items(walk, value.items(), depth, value, _length(value))
     finally:
         walk.path.discard(id(value))
 
 
 def _convert_items(
-    walk: _Walk, items: Iterable[tuple[object, object]], depth: int
+    walk: _Walk,
+    items: Iterable[tuple[Any, Any]],
+    depth: int,
+    mapping: Mapping[Any, object] | None,
+    total: int | None,
 ) -> dict[str, JsonValue]:
-    is_secret = walk.codec._is_secret
+    codec = walk.codec
+    verdicts = codec._verdicts
+    plain_ends = codec._plain_ends
+    hidden = _hidden_header_value(codec, mapping) if mapping is not None else None
+    limit = walk.limit
+    size = walk.size + 1  # the opening brace
     out: dict[str, JsonValue] = {}
     for key, item in items:
-        name = key if type(key) is str else _key_text(key)
-        if is_secret(name):
+        name = key if type(key) is str else _key_name(key, mapping, out)
+        size += len(name) + 3  # quotes and colon
+        if size > limit:  # a key long enough to pass the limit on its own
+            walk.size = size - len(name) - 3
+            out[walk.text(name)] = None
+            size = walk.size
+            walk.stopped = True
+            break
+        verdict = verdicts.get(name)
+        if verdict is None:
+            verdict = _PLAIN if name[-1:] in plain_ends else codec._verdict(name)
+        item_kind = type(item)
+        if (
+            verdict and (verdict == _SECRET or (item_kind is not int and item_kind is not float))
+        ) or name == hidden:
             out[name] = REDACTED
             walk.redacted = True
-        elif type(item) is str or (type(item) is int and _INT_MIN < item < _INT_MAX):
+            size += _REDACTED_SIZE + 1
+        elif (
+            item_kind is str
+            and size + len(item) + 3 <= limit
+            and not ("earer" in item or "EARER" in item or ("://" in item and "@" in item))
+        ):
             out[name] = item
+            size += len(item) + 3
+            continue
+        elif item_kind is int and _INT_MIN < item < _INT_MAX:
+            out[name] = item
+            size += 2 + ((item.bit_length() - 1) >> 2)  # at least its digits, and a comma
         else:
+            walk.size = size
             out[name] = walk.convert(item, depth + 1)
+            size = walk.size + 1  # the comma or the closing brace
+        if size > limit:
+            walk.stopped = True
+            break
+    else:
+        walk.size = size
+        return out
+    walk.size = size
+    if total is not None:
+        walk.skipped += 2 * max(total - len(out), 0)
     return out
+
+
+def _hidden_header_value(codec: Codec, mapping: Mapping[Any, object]) -> str | None:
+    """``"value"`` when ``mapping`` is a header object naming a secret, else ``None``."""
+    if not isinstance(mapping, dict) or _HEADER_VALUE not in mapping:
+        return None
+    for label_key in _HEADER_LABELS:
+        label = mapping.get(label_key)
+        if type(label) is str:
+            verdict = codec._verdict(label)
+            if verdict == _SECRET or (verdict == _PLURAL and not _is_count(mapping[_HEADER_VALUE])):
+                return _HEADER_VALUE
+            return None
+    return None
 
 
 def _convert_sequence(walk: _Walk, value: Iterable[object], depth: int) -> JsonValue:
     marker = walk.enter(value, depth)
     if marker is not None:
-        return marker
+        return walk.text(marker)
     try:
-        return _convert_each(walk, value, depth + 1)
+        if isinstance(value, (tuple, list)) and len(value) == 2 and _is_secret_pair(walk, value):
+            walk.redacted = True
+            return _convert_each(walk, (value[0], REDACTED), depth + 1, 2)
+        return _convert_each(walk, value, depth + 1, _length(value))
     finally:
         walk.path.discard(id(value))
 
 
-def _convert_each(walk: _Walk, items: Iterable[object], depth: int) -> list[JsonValue]:
+def _is_secret_pair(walk: _Walk, pair: tuple[object, ...] | list[object]) -> bool:
+    """Whether ``pair`` is a header pair such as ``("Authorization", "Bearer ...")``."""
+    name = pair[0]
+    if isinstance(name, (bytes, bytearray)):  # raw HTTP headers, e.g. httpx's Headers.raw
+        name = bytes(name[:_VERDICT_CACHE_KEY_LENGTH]).decode("latin-1")
+    if type(name) is not str:
+        return False
+    verdict = walk.codec._verdict(name)
+    return verdict == _SECRET or (verdict == _PLURAL and not _is_count(pair[1]))
+
+
+def _convert_each(
+    walk: _Walk, items: Iterable[Any], depth: int, total: int | None
+) -> list[JsonValue]:
     convert = walk.convert
-    # Strings and ints, the bulk of long lists, skip the call: a few times faster.
-    return [
-        item
-        if type(item) is str or (type(item) is int and _INT_MIN < item < _INT_MAX)
-        else convert(item, depth)
-        for item in items
-    ]
+    limit = walk.limit
+    size = walk.size + 1  # the opening bracket
+    out: list[JsonValue] = []
+    append = out.append
+    for item in items:
+        kind = type(item)
+        # Strings and ints, the bulk of long lists, are written inline: a few times faster.
+        if kind is str:
+            end = size + len(item) + 3
+            if end <= limit and not (
+                "earer" in item or "EARER" in item or ("://" in item and "@" in item)
+            ):
+                append(item)
+                size = end
+                continue
+            walk.size = size
+            append(walk.text(item))
+            size = walk.size + 1
+        elif kind is int and _INT_MIN < item < _INT_MAX:
+            append(item)
+            size += 2 + ((item.bit_length() - 1) >> 2)
+        else:
+            walk.size = size
+            append(convert(item, depth))
+            size = walk.size + 1  # the comma or the closing bracket
+        if size > limit:
+            walk.stopped = True
+            break
+    else:
+        walk.size = size
+        return out
+    walk.size = size
+    if total is not None:
+        walk.skipped += 2 * max(total - len(out), 0)
+    return out
 
 
 def _convert_set(walk: _Walk, value: AbstractSet[Any], depth: int) -> JsonValue:
     marker = walk.enter(value, depth)
     if marker is not None:
-        return marker
+        return walk.text(marker)
     try:
+        total = len(value)
+        if 2 * total > walk.limit:  # cannot fit: not worth sorting, written in its own order
+            return _convert_each(walk, value, depth + 1, total)
         try:
             members: list[Any] = sorted(value)
         except Exception:  # unorderable members: ordered by their JSON text instead
-            return sorted(_convert_each(walk, value, depth + 1), key=_JSON_TEXT.encode)
-        return _convert_each(walk, members, depth + 1)
+            return sorted(_convert_each(walk, value, depth + 1, total), key=_JSON_TEXT.encode)
+        return _convert_each(walk, members, depth + 1, total)
     finally:
         walk.path.discard(id(value))
 
@@ -489,9 +850,10 @@ def _convert_set(walk: _Walk, value: AbstractSet[Any], depth: int) -> JsonValue:
 def _convert_dataclass(walk: _Walk, value: Any, depth: int) -> JsonValue:
     marker = walk.enter(value, depth)
     if marker is not None:
-        return marker
+        return walk.text(marker)
     try:
-        return _convert_items(walk, _dataclass_items(value), depth)
+        data = dict(_dataclass_items(value))
+        return _convert_items(walk, data.items(), depth, data, len(data))
     finally:
         walk.path.discard(id(value))
 
@@ -508,7 +870,7 @@ def _dataclass_items(value: Any) -> Iterable[tuple[str, object]]:
 def _convert_model(walk: _Walk, value: Any, depth: int) -> JsonValue:
     marker = walk.enter(value, depth)
     if marker is not None:
-        return marker
+        return walk.text(marker)
     try:
         try:
             dumped = value.model_dump(mode="json")
@@ -516,9 +878,9 @@ def _convert_model(walk: _Walk, value: Any, depth: int) -> JsonValue:
             try:  # e.g. a field of an arbitrary type that has no JSON serializer
                 dumped = value.model_dump()
             except Exception:
-                return _safe_repr(value)
+                return walk.text(safe_repr(value))
         if type(dumped) is dict:
-            return _convert_items(walk, dumped.items(), depth)
+            return _convert_items(walk, dumped.items(), depth, dumped, len(dumped))
         return walk.convert(dumped, depth)
     finally:
         walk.path.discard(id(value))
@@ -535,12 +897,9 @@ def _convert_bytes(walk: _Walk, value: bytes | bytearray | memoryview, depth: in
     clipped = length > limit
     walk.clipped = walk.clipped or clipped
     preview = view[:limit] if clipped else view
-    return {
-        _BYTES_KEY: True,
-        "base64": binascii.b2a_base64(preview, newline=False).decode("ascii"),
-        "length": length,
-        "truncated": clipped,
-    }
+    encoded = binascii.b2a_base64(preview, newline=False).decode("ascii")
+    walk.size += _BYTES_OVERHEAD + len(encoded) + len(str(length))
+    return {_BYTES_KEY: True, "base64": encoded, "length": length, "truncated": clipped}
 
 
 def _convert_array_like(walk: _Walk, value: Any, depth: int) -> JsonValue:
@@ -550,11 +909,23 @@ def _convert_array_like(walk: _Walk, value: Any, depth: int) -> JsonValue:
         if isinstance(size, int) and size > walk.codec.max_bytes // 2:
             # Its JSON cannot fit anyway; numpy-like reprs summarise large arrays.
             walk.clipped = True
-            return _safe_repr(value)
+            return walk.text(safe_repr(value))
         return walk.convert(value.tolist(), depth)
     if hasattr(kind, "item"):
         return walk.convert(value.item(), depth)
-    return _safe_repr(value)
+    return walk.text(safe_repr(value))
+
+
+def _isoformat(walk: _Walk, value: Any, depth: int) -> JsonValue:
+    return walk.text(value.isoformat())
+
+
+def _text_of(walk: _Walk, value: Any, depth: int) -> JsonValue:
+    return walk.text(str(value))
+
+
+def _seconds(walk: _Walk, value: Any, depth: int) -> JsonValue:
+    return walk.convert(value.total_seconds(), depth)
 
 
 _EXACT_TYPES: dict[type, _Converter] = {
@@ -566,13 +937,25 @@ _EXACT_TYPES: dict[type, _Converter] = {
     bytes: _convert_bytes,
     bytearray: _convert_bytes,
     memoryview: _convert_bytes,
-    datetime: lambda _walk, value, _depth: value.isoformat(),
-    date: lambda _walk, value, _depth: value.isoformat(),
-    time: lambda _walk, value, _depth: value.isoformat(),
-    timedelta: lambda _walk, value, _depth: value.total_seconds(),
-    UUID: lambda _walk, value, _depth: str(value),
-    Decimal: lambda _walk, value, _depth: str(value),
+    datetime: _isoformat,
+    date: _isoformat,
+    time: _isoformat,
+    timedelta: _seconds,
+    UUID: _text_of,
+    Decimal: _text_of,
 }
+
+
+def _length(value: object) -> int | None:
+    try:
+        return len(value)  # type: ignore[arg-type]
+    except Exception:  # not sized, or a broken __len__: the lower bound just counts less
+        return None
+
+
+def _is_count(value: object) -> bool:
+    kind = type(value)
+    return kind is int or kind is float
 
 
 def _flat_json(data: dict[str, Any]) -> str:
@@ -602,7 +985,7 @@ def _json_text(data: JsonValue) -> tuple[str, int]:
         text = _JSON_TEXT.encode(data)
     except ValueError as exc:  # e.g. an int over a lowered sys.set_int_max_str_digits
         _warn_once("converted data as JSON", exc)
-        text = _JSON_TEXT.encode(f"<unencodable {_type_name(data)}>")
+        text = _JSON_TEXT.encode(f"<unencodable {type_name(data)}>")
     if text.isascii():
         return text, len(text)
     try:
@@ -612,26 +995,77 @@ def _json_text(data: JsonValue) -> tuple[str, int]:
         return text, len(text)
 
 
-def _truncation_marker(text: str, size: int, max_bytes: int) -> str:
-    empty = _JSON_TEXT.encode({_TRUNCATED_KEY: True, "original_bytes": size, "preview": ""})
-    budget = max(max_bytes - len(empty), 0)
-    # At most `budget` UTF-8 bytes of the text; a character cut in half is dropped.
-    head = text[:budget].encode("utf-8")[:budget].decode("utf-8", "ignore")
-    # The preview's quotes and backslashes are escaped once more inside the marker, so the
-    # head is shortened in proportion, then by the bytes still over: every character dropped
-    # shrinks the escaped preview by at least one byte, so that always fits.
-    escaped = _escaped_size(head)
-    if escaped > budget:
-        head = head[: len(head) * budget // escaped]
-        escaped = _escaped_size(head)
-    if escaped > budget:
-        head = head[: max(len(head) - (escaped - budget), 0)]
-    return _JSON_TEXT.encode({_TRUNCATED_KEY: True, "original_bytes": size, "preview": head})
+def _truncation_marker(text: str, size: int, exact: bool, max_bytes: int) -> str:
+    budget = max(max_bytes - len(_marker_text(size, exact, '""')), 0)
+    # The preview is the start of `text`, written as a JSON string: escaped once more, so
+    # `text` is cut to the budget first, then the escaped preview is cut to it too.
+    preview = _encode_string(text[:budget])
+    if preview.isascii():
+        if len(preview) - 2 <= budget:
+            return _marker_text(size, exact, preview)
+        cut = preview[: budget + 1]
+    else:
+        data = preview.encode("utf-8")
+        if len(data) - 2 <= budget:
+            return _marker_text(size, exact, preview)
+        cut = data[: budget + 1].decode("utf-8", "ignore")  # a character cut in half is dropped
+    return _marker_text(size, exact, _without_cut_escape(cut) + '"')
 
 
-def _escaped_size(text: str) -> int:
-    """UTF-8 size of ``text`` as a JSON string, without its quotes."""
-    return len(_JSON_TEXT.encode(text).encode("utf-8")) - 2
+def _without_cut_escape(cut: str) -> str:
+    """``cut`` (an opening quote and escaped text) without an escape sequence cut in half."""
+    start = cut.rfind("\\", max(len(cut) - 6, 1))  # no escape is longer than \uXXXX
+    if start == -1:
+        return cut
+    first = start
+    while cut[first - 1] == "\\":  # cut[0] is the opening quote
+        first -= 1
+    if (start - first) % 2:  # the second half of an escaped backslash
+        return cut
+    length = 6 if cut[start + 1 : start + 2] == "u" else 2
+    return cut[:start] if start + length > len(cut) else cut
+
+
+def _marker_text(size: int, exact: bool, preview: str) -> str:
+    """The truncation marker's JSON text, ``preview`` being already a JSON string."""
+    return (
+        f'{{"{_TRUNCATED_KEY}":true,"original_bytes":{size},'
+        f'"original_bytes_exact":{"true" if exact else "false"},"preview":{preview}}}'
+    )
+
+
+def _cut_utf8(text: str, max_bytes: int) -> str:
+    """``text`` cut to at most ``max_bytes`` UTF-8 bytes (a character cut in half is dropped)."""
+    if len(text) <= max_bytes // 4:  # even four bytes per character fit
+        return text
+    return text[:max_bytes].encode("utf-8", "surrogatepass")[:max_bytes].decode("utf-8", "ignore")
+
+
+def _may_hold_secret(text: str) -> bool:
+    """Whether ``text`` may hold a ``Bearer`` token or a URL password (a quick pre-check)."""
+    return "earer" in text or "EARER" in text or ("://" in text and "@" in text)
+
+
+def _scrub(text: str) -> str:
+    """``text`` with ``Bearer`` tokens and URL passwords replaced by :data:`REDACTED`."""
+    if "://" in text and "@" in text:
+        text = _URL_PASSWORD.sub(_redact_url_password, text)
+    if "earer" in text or "EARER" in text:
+        for pattern in _BEARER_TAILS:
+            text = pattern.sub(_redact_bearer, text)
+    return text
+
+
+def _redact_url_password(match: re.Match[str]) -> str:
+    return f"://{match.group(1)}:{REDACTED}@"
+
+
+def _redact_bearer(match: re.Match[str]) -> str:
+    text, start = match.string, match.start()
+    # "earer" must be the end of the word "Bearer" (any case) that starts a word.
+    if start == 0 or text[start - 1] not in "Bb" or (start >= 2 and text[start - 2].isalnum()):
+        return match.group(0)
+    return f"{match.group(0)[:5]}{match.group(1)}{REDACTED}"
 
 
 def _key_words(key: str) -> tuple[str, ...]:
@@ -644,10 +1078,29 @@ def _key_text(key: object) -> str:
         return str.__str__(key)
     if isinstance(key, Enum):
         return _key_text(key.value)
+    return safe_str(key)
+
+
+def _key_name(key: object, mapping: Mapping[Any, object] | None, taken: dict[str, Any]) -> str:
+    """The JSON name of a key that is not a string, distinct from every other key's name."""
+    text = _key_text(key)
+    if text not in taken and not _holds(mapping, text):
+        return text
+    base = f"{text} ({type_name(key)})"
+    name, number = base, 2
+    while name in taken or _holds(mapping, name):
+        name = f"{base} #{number}"
+        number += 1
+    return name
+
+
+def _holds(mapping: Mapping[Any, object] | None, key: str) -> bool:
+    if mapping is None:
+        return False
     try:
-        return str(key)
-    except Exception:
-        return _safe_repr(key)
+        return key in mapping
+    except Exception:  # a mapping whose lookup fails: no collision can be seen
+        return False
 
 
 def _nonfinite(value: float) -> str:
@@ -659,18 +1112,9 @@ def _huge_int(value: int) -> str:
 
 
 def _warn_once(what: str, exc: Exception) -> None:
-    key = (what, type(exc).__qualname__)
+    key = (what, type_name(exc))
     if key not in _WARNED and len(_WARNED) < _WARNED_LIMIT:
         _WARNED.add(key)
-        _logger.warning("evaltrace could not encode %s (%r); recorded a placeholder", what, exc)
-
-
-def _safe_repr(value: object) -> str:
-    try:
-        return repr(value)
-    except Exception:  # the marker names the type instead
-        return f"<unrepresentable {_type_name(value)}>"
-
-
-def _type_name(value: object) -> str:
-    return type(value).__name__
+        _logger.warning(
+            "evaltrace could not encode %s (%s); recorded a placeholder", what, exception_text(exc)
+        )

@@ -6,18 +6,22 @@ import functools
 import inspect
 import logging
 import time
+import traceback
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping
 from typing import Any, Final, Literal, NoReturn, TypeVar, cast, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
 
+from evaltrace._safe_text import exception_message, exception_text, safe_repr, type_name
 from evaltrace.capture import config as _config
 from evaltrace.capture import context as _context
 from evaltrace.capture import conventions as conv
+from evaltrace.capture import handlers as _handlers
 from evaltrace.capture.context import _CURRENT, RunScope
 from evaltrace.capture.handlers import dispatch_value
+from evaltrace.capture.serialize import Codec
 from evaltrace.capture.values import Purpose, WrapRecord
 
 __all__ = ["SPAN_KINDS", "wrap"]
@@ -51,10 +55,10 @@ _warned: set[str] = set()
 
 def _warn_once(key: str, message: str, exc: BaseException) -> None:
     if key in _warned:
-        logger.debug("evaltrace: %s (again): %r", message, exc)
+        logger.debug("evaltrace: %s (again): %s", message, exception_text(exc))
         return
     _warned.add(key)
-    logger.warning("evaltrace: %s: %s: %s; the app is unaffected", message, type(exc).__name__, exc)
+    logger.warning("evaltrace: %s: %s; the app is unaffected", message, exception_text(exc))
 
 
 # The value hook --------------------------------------------------------------------------
@@ -95,7 +99,9 @@ def wrap(
     function, with the bound arguments as ``input.value`` (``self``/``cls`` left out), the
     return value or the yielded items as ``output.value``, and ``openinference.span.kind``
     set from ``kind`` (``"chain"`` by default). Exceptions are recorded on the span (status
-    ERROR) and re-raised unchanged.
+    ERROR, message redacted) and re-raised unchanged. When nothing would record the span (no
+    capture current, no exporter, handler or app-owned provider), no span is made and nothing
+    is encoded: the call costs about a plain call, whatever its arguments.
 
     As a value hook (``wrap(data, purpose=..., name=...)``): records ``data`` on the current
     span (a span event ``evaltrace.wrap``) and in the current capture, and returns ``data``
@@ -135,7 +141,7 @@ def wrap(
         if callable(data):
             return _decorate(data, name=name, kind=kind, description=description)
         raise TypeError(
-            f"wrap({type(data).__name__}) needs purpose= and name= to record a value, e.g. "
+            f"wrap({type_name(data)}) needs purpose= and name= to record a value, e.g. "
             "wrap(answer, purpose='output', name='answer'); to trace a function use @wrap"
         )
     if purpose not in _PURPOSES or type(name) is not str or not name or kind is not None:
@@ -147,11 +153,11 @@ def wrap(
     if not _context.armed:
         return data
     scope = _CURRENT.get()
-    rt = _config._RUNTIME
-    if scope is None and (rt is None or not rt.spans_leave_process):
-        return data
-    if purpose == "input" and scope is not None and scope.injected_inputs() is not None:
+    if scope is not None and purpose == "input" and scope.injected_inputs() is not None:
         data = scope.input_value(name)
+    rt = _config._RUNTIME
+    if (scope is None or not scope.chain) and (rt is None or not rt.spans_leave_process):
+        return data  # nobody records it: no capture, and spans stay in the process
     _record_value(data, purpose, name, description, many, scope)
     return data
 
@@ -159,7 +165,7 @@ def wrap(
 def _reject_value_call(purpose: object, name: object, kind: object) -> NoReturn:
     """Raise the error that explains what is wrong with a ``wrap(value, ...)`` call."""
     if purpose not in _PURPOSES:
-        raise ValueError(f"purpose must be 'input', 'output' or 'state', got {purpose!r}")
+        raise ValueError(f"purpose must be 'input', 'output' or 'state', got {safe_repr(purpose)}")
     if not isinstance(name, str) or not name:
         raise ValueError("wrap(value, purpose=...) needs a non-empty name=, e.g. name='answer'")
     raise TypeError("kind= applies to @wrap on functions, not to wrap(value, purpose=...)")
@@ -179,28 +185,33 @@ def _record_value(
     try:
         span = otel_trace.get_current_span()
         recording = span.is_recording()
-        if scope is None and not recording:
+        chain = scope.chain if scope is not None else ()
+        kept = bool(chain or _handlers._HANDLERS)
+        if not kept and not recording:
             return
-        value = rt.codec.to_jsonable(data)
-        span_context = span.get_span_context()
-        record = WrapRecord(
-            name=name,
-            purpose=purpose,
-            value=value,
-            description=description,
-            many=many,
-            span_id=span_context.span_id if span_context.is_valid else None,
-            trace_id=span_context.trace_id if span_context.is_valid else None,
-            timestamp_ns=time.time_ns(),
-        )
-        if scope is not None:
-            for handler in scope.chain:
+        value: Any = None
+        if kept:  # captures and handlers keep the whole converted value
+            value = rt.codec.to_jsonable(data)
+            span_context = span.get_span_context()
+            record = WrapRecord(
+                name=name,
+                purpose=purpose,
+                value=value,
+                description=description,
+                many=many,
+                span_id=span_context.span_id if span_context.is_valid else None,
+                trace_id=span_context.trace_id if span_context.is_valid else None,
+                timestamp_ns=time.time_ns(),
+            )
+            for handler in chain:
                 handler.on_value(record)
-        dispatch_value(record)
+            dispatch_value(record)
         if recording:
             attributes: dict[str, Any] = {conv.WRAP_NAME: name, conv.WRAP_PURPOSE: purpose}
             if rt.settings.capture_content:
-                attributes[conv.WRAP_VALUE] = rt.codec.encode_converted(value)
+                attributes[conv.WRAP_VALUE] = (
+                    rt.codec.encode_converted(value) if kept else rt.codec.encode_text(data)
+                )
             if description is not None:
                 attributes[conv.WRAP_DESCRIPTION] = description
             if many:
@@ -252,10 +263,16 @@ def _wrap_callable(
 # The decorator ---------------------------------------------------------------------------
 
 
+def _function_name(fn: Callable[..., Any]) -> str:
+    """``fn.__name__``, or its type's name for callables without a usable one."""
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) and name else type_name(fn)
+
+
 def _check_kind(kind: str) -> str:
     if not isinstance(kind, str) or kind.lower() not in SPAN_KINDS:
         known = ", ".join(sorted(SPAN_KINDS))
-        raise ValueError(f"unknown span kind {kind!r}; use one of: {known}")
+        raise ValueError(f"unknown span kind {safe_repr(kind)}; use one of: {known}")
     return kind.upper()
 
 
@@ -325,6 +342,90 @@ def _keep_private(rt: _config.Runtime, span: Span, key: str, value: Any) -> None
         handler._collect_content(span_id, key, converted)
 
 
+# Who sees a span started here and now (see _audience).
+_NOBODY: Final = 0
+_COUNTED: Final = 1
+_RECORDED: Final = 2
+
+
+def _audience(rt: _config.Runtime) -> int:
+    """Who sees a span started here and now: ``_NOBODY``, ``_COUNTED`` or ``_RECORDED``.
+
+    ``_RECORDED``: its content reaches someone, because spans leave the process (exporters,
+    handlers, the app's own provider), or a capture is current, or no run scope is current
+    but the current span's trace was started inside a capture (a thread that carried only
+    the OpenTelemetry context), which the scope processor files under that capture.
+
+    ``_COUNTED``: a capture is open elsewhere, so the scope processor counts the span as
+    unattributed (a thread started without the context), but nobody receives it: the span
+    is started without its input and output being encoded.
+
+    ``_NOBODY``: the span would reach no processor that does anything with it, so none is
+    started at all and a decorated call costs about what a call under a no-op tracer does,
+    whatever its arguments.
+    """
+    if rt.spans_leave_process:
+        return _RECORDED
+    scope = _CURRENT.get()
+    if scope is not None:
+        return _RECORDED if scope.chain else _NOBODY
+    captured = rt.processor._by_trace
+    if not captured:
+        return _NOBODY
+    if otel_trace.get_current_span().get_span_context().trace_id in captured:
+        return _RECORDED
+    return _COUNTED
+
+
+def _record_failure(span: Span, codec: Codec, exc: BaseException) -> None:
+    """Set ``span``'s status to ERROR and add the ``exception`` event; never raises.
+
+    Written here rather than with ``span.record_exception``, which calls ``str(exc)`` (an
+    app's exception may raise there) and records the message unredacted. The event keeps the
+    standard attributes: ``exception.type``, ``exception.message``, ``exception.stacktrace``.
+    """
+    try:
+        if not span.is_recording():
+            return
+        message = codec.redact_text(exception_message(exc))
+        span.set_status(Status(StatusCode.ERROR, f"{type_name(exc)}: {message}"))
+        span.add_event(
+            conv.EXCEPTION_EVENT,
+            {
+                conv.EXCEPTION_TYPE: _exception_type(exc),
+                conv.EXCEPTION_MESSAGE: message,
+                conv.EXCEPTION_STACKTRACE: codec.redact_text(_stacktrace(exc)),
+            },
+        )
+    except Exception as error:  # recording never breaks the app
+        _warn_once("failure", "could not record an exception on a span", error)
+
+
+def _exception_type(exc: BaseException) -> str:
+    """``module.QualName`` of the exception's class (builtins without a module), as OTel does."""
+    kind = type(exc)
+    qualname = getattr(kind, "__qualname__", None)
+    if not isinstance(qualname, str):
+        return type_name(exc)
+    module = getattr(kind, "__module__", None)
+    return f"{module}.{qualname}" if isinstance(module, str) and module != "builtins" else qualname
+
+
+def _stacktrace(exc: BaseException) -> str:
+    try:
+        return "".join(traceback.format_exception(exc))
+    except Exception:  # a hostile exception can break the formatting itself
+        return exception_text(exc)
+
+
+def _end(span: Span) -> None:
+    """End ``span``; a span processor that raises never reaches the app."""
+    try:
+        span.end()
+    except Exception as exc:  # recording never breaks the app
+        _warn_once("end", "a span processor failed while a span ended", exc)
+
+
 class _FixedInput:
     """A binder that records one given value as the input (for spans the runner opens)."""
 
@@ -347,7 +448,7 @@ def start_span_call(
 class _SpanCall:
     """One call of a decorated function: its span, input and output recording."""
 
-    __slots__ = ("_codec", "_content", "_rt", "span", "token")
+    __slots__ = ("_codec", "_content", "_private", "_rt", "keeps_output", "live", "span", "token")
 
     def __init__(
         self,
@@ -361,8 +462,18 @@ class _SpanCall:
         rt = _config._RUNTIME or _config.runtime()
         self._rt = rt
         self._codec = rt.codec
-        self._content = rt.settings.capture_content
+        audience = _audience(rt)
+        recorded = audience == _RECORDED
+        self._content = recorded and rt.settings.capture_content
+        self._private = recorded and not rt.settings.capture_content
         self.token: object | None = None
+        self.live = audience != _NOBODY
+        """Whether a span was started (none is when nobody would see it)."""
+        self.keeps_output = recorded
+        """Whether the output is recorded (generators then keep their items)."""
+        if not self.live:
+            self.span: Span = INVALID_SPAN
+            return
         # The attributes go in when the span is created: one pass over them, not two.
         attributes: dict[str, Any] = {conv.SPAN_KIND: kind}
         if extra:
@@ -373,12 +484,13 @@ class _SpanCall:
                 attributes[conv.INPUT_MIME_TYPE] = conv.MIME_JSON
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
-        self.span: Span = rt.tracer.start_span(span_name, attributes=attributes)
-        if not self._content:
+        self.span = rt.tracer.start_span(span_name, attributes=attributes)
+        if self._private:
             _keep_private(rt, self.span, "input", binder.bind(args, kwargs))
 
     def attach(self) -> None:
-        self.token = otel_context.attach(otel_trace.set_span_in_context(self.span))
+        if self.live:
+            self.token = otel_context.attach(otel_trace.set_span_in_context(self.span))
 
     def detach(self) -> None:
         if self.token is not None:
@@ -386,24 +498,23 @@ class _SpanCall:
             self.token = None
 
     def output(self, value: Any) -> None:
-        if not self._content:
+        if self._private:
             _keep_private(self._rt, self.span, "output", value)
-        elif self.span.is_recording():
+        elif self._content and self.span.is_recording():
             try:
                 text = self._codec.encode_text(value)
                 self.span.set_attributes(
                     {conv.OUTPUT_VALUE: text, conv.OUTPUT_MIME_TYPE: conv.MIME_JSON}
                 )
             except Exception as exc:  # recording never breaks the app
-                _warn_once(f"output:{self.span}", "could not record an output", exc)
+                _warn_once("output", "could not record an output", exc)
 
     def fail(self, exc: BaseException) -> None:
-        if self.span.is_recording():
-            self.span.record_exception(exc)
-            self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        _record_failure(self.span, self._codec, exc)
 
     def end(self) -> None:
-        self.span.end()
+        if self.live:
+            _end(self.span)
 
 
 def _items_output(items: list[Any], dropped: int) -> Any:
@@ -417,11 +528,11 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         inner = _decorate(fn.__func__, name=name, kind=kind, description=description)
         return cast(F, type(fn)(inner))
     if not callable(fn):
-        raise TypeError(f"@wrap decorates functions, got {type(fn).__name__}")
+        raise TypeError(f"@wrap decorates functions, got {type_name(fn)}")
     if _config.settings().disabled:
         return fn
     span_kind = _check_kind(kind or "chain")
-    span_name = name or getattr(fn, "__name__", None) or type(fn).__name__
+    span_name = name or _function_name(fn)
     binder = _Binder(fn)
     item_limit = _config.settings().max_generator_items
 
@@ -430,6 +541,7 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         @functools.wraps(fn)
         async def async_gen_wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
             call = _SpanCall(span_name, span_kind, binder, args, kwargs)
+            kept_items = item_limit if call.keeps_output else 0
             items: list[Any] = []
             dropped = 0
             inner = fn(*args, **kwargs)
@@ -449,7 +561,7 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
                     finally:
                         call.detach()
                     thrown = None
-                    if len(items) < item_limit:
+                    if len(items) < kept_items:
                         items.append(item)
                     else:
                         dropped += 1
@@ -475,6 +587,9 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         @functools.wraps(fn)
         def gen_wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
             call = _SpanCall(span_name, span_kind, binder, args, kwargs)
+            if not call.live:
+                return (yield from fn(*args, **kwargs))
+            kept_items = item_limit if call.keeps_output else 0
             items: list[Any] = []
             dropped = 0
             inner = fn(*args, **kwargs)
@@ -494,7 +609,7 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
                     finally:
                         call.detach()
                     thrown = None
-                    if len(items) < item_limit:
+                    if len(items) < kept_items:
                         items.append(item)
                     else:
                         dropped += 1
@@ -520,6 +635,8 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             call = _SpanCall(span_name, span_kind, binder, args, kwargs)
+            if not call.live:
+                return await fn(*args, **kwargs)
             call.attach()
             try:
                 result = await fn(*args, **kwargs)
@@ -539,8 +656,13 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
     def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
         # The most common case, written out in full: it runs on every call of the app.
         rt = _config._RUNTIME or _config.runtime()
+        audience = _audience(rt)
+        if audience == _NOBODY:
+            return fn(*args, **kwargs)
         attributes: dict[str, Any] = {conv.SPAN_KIND: span_kind}
-        content = rt.settings.capture_content
+        # Nothing is encoded for a span whose content reaches nobody.
+        recorded = audience == _RECORDED
+        content = recorded and rt.settings.capture_content
         if content:
             try:
                 attributes[conv.INPUT_VALUE] = rt.codec.encode_text(binder.bind(args, kwargs))
@@ -548,32 +670,31 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
         span = rt.tracer.start_span(span_name, attributes=attributes)
-        if not content:
+        if recorded and not content:
             _keep_private(rt, span, "input", binder.bind(args, kwargs))
         token = otel_context.attach(otel_trace.set_span_in_context(span))
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:
             otel_context.detach(token)
-            if span.is_recording():
-                span.record_exception(exc)
-                span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-            span.end()
+            _record_failure(span, rt.codec, exc)
+            _end(span)
             raise
         otel_context.detach(token)
-        if not content:
+        if content:
+            if span.is_recording():
+                try:
+                    text = rt.codec.encode_text(result)
+                    span.set_attributes(
+                        {conv.OUTPUT_VALUE: text, conv.OUTPUT_MIME_TYPE: conv.MIME_JSON}
+                    )
+                except Exception as exc:  # recording never breaks the app
+                    _warn_once(
+                        f"output:{span_name}", f"could not record the output of {span_name}", exc
+                    )
+        elif recorded:
             _keep_private(rt, span, "output", result)
-        elif span.is_recording():
-            try:
-                text = rt.codec.encode_text(result)
-                span.set_attributes(
-                    {conv.OUTPUT_VALUE: text, conv.OUTPUT_MIME_TYPE: conv.MIME_JSON}
-                )
-            except Exception as exc:  # recording never breaks the app
-                _warn_once(
-                    f"output:{span_name}", f"could not record the output of {span_name}", exc
-                )
-        span.end()
+        _end(span)
         return result
 
     return cast(F, sync_wrapper)

@@ -1,0 +1,189 @@
+"""Bounded work when nothing records: @wrap and wrap(value) encode only what someone sees."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.trace import TracerProvider
+
+from evaltrace import capture_traces, eval_inputs, wrap
+from evaltrace.capture import config, handlers
+from evaltrace.capture.config import Runtime, Settings
+from evaltrace.capture.processor import ScopeSpanProcessor
+from evaltrace.trace import ObserveSpan
+
+
+class Watched:
+    """An argument whose every conversion to text is counted."""
+
+    def __init__(self) -> None:
+        self.conversions = 0
+
+    def __repr__(self) -> str:
+        self.conversions += 1
+        return "Watched()"
+
+
+@wrap
+def echo(value: object) -> object:
+    return value
+
+
+@wrap
+def numbers(value: object) -> Iterator[object]:
+    yield value
+    yield value
+
+
+@wrap
+async def echo_async(value: object) -> object:
+    return value
+
+
+def _runtime(settings: Settings) -> Runtime:
+    """A runtime as evaltrace builds it in an app that configured nothing."""
+    provider = TracerProvider()
+    processor = ScopeSpanProcessor()
+    provider.add_span_processor(processor)
+    return Runtime(settings, provider, processor, owns_provider=True)
+
+
+@pytest.fixture
+def idle_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+    """No exporter and no handler: spans leave nowhere; captures are opened by the test."""
+    rt = _runtime(config.settings())
+    monkeypatch.setattr(config, "_RUNTIME", rt)
+    monkeypatch.setattr(handlers, "_HANDLERS", ())
+    yield rt
+    rt.provider.shutdown()
+
+
+@pytest.mark.usefixtures("idle_process")
+def test_idle_decorated_call_never_encodes_its_arguments_or_result() -> None:
+    watched = Watched()
+
+    assert echo(watched) is watched
+    assert list(numbers(watched)) == [watched, watched]
+
+    assert watched.conversions == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("idle_process")
+async def test_idle_async_decorated_call_never_encodes_its_arguments_or_result() -> None:
+    watched = Watched()
+
+    assert await echo_async(watched) is watched
+
+    assert watched.conversions == 0
+
+
+@pytest.mark.usefixtures("idle_process")
+def test_idle_decorated_call_opens_no_span_that_nobody_would_see() -> None:
+    @wrap
+    def current_span() -> otel_trace.Span:
+        return otel_trace.get_current_span()
+
+    assert not current_span().get_span_context().is_valid
+
+
+@pytest.mark.usefixtures("idle_process")
+def test_decorated_call_under_a_capture_records_its_arguments() -> None:
+    watched = Watched()
+
+    with capture_traces() as handler:
+        echo(watched)
+
+    assert watched.conversions == 2  # input and output
+    (span,) = handler.spans
+    assert span.input == {"value": "Watched()"}
+
+
+@pytest.mark.usefixtures("idle_process")
+def test_capture_opened_inside_an_idle_decorated_call_captures_the_calls_it_makes() -> None:
+    @wrap
+    def main() -> list[ObserveSpan]:
+        with capture_traces() as handler:
+            echo(1)
+        return handler.spans  # type: ignore[return-value]
+
+    (span,) = main()
+    assert (span.name, span.input, span.parent_span_id) == ("echo", {"value": 1}, None)
+
+
+def test_thread_without_the_context_is_counted_but_not_encoded_while_a_capture_is_open(
+    idle_process: Runtime,
+) -> None:
+    watched = Watched()
+    counted_before = idle_process.processor.unattributed_spans
+    with capture_traces() as handler:
+        echo("inside")
+        thread = threading.Thread(target=echo, args=(watched,))
+        thread.start()
+        thread.join()
+
+    assert [span.input for span in handler.spans] == [{"value": "inside"}]
+    assert idle_process.processor.unattributed_spans - counted_before == 1
+    assert watched.conversions == 0
+
+
+@pytest.mark.usefixtures("idle_process")
+def test_thread_carrying_only_the_otel_context_is_captured_with_its_input() -> None:
+    @wrap
+    def fan_out() -> None:
+        context = otel_context.get_current()
+
+        def work() -> None:
+            token = otel_context.attach(context)
+            try:
+                echo({"q": 1})
+            finally:
+                otel_context.detach(token)
+
+        thread = threading.Thread(target=work)  # no evaltrace.propagate: the scope is not carried
+        thread.start()
+        thread.join()
+
+    with capture_traces() as handler:
+        fan_out()
+
+    by_name = {span.name: span for span in handler.spans}
+    assert by_name["echo"].input == {"value": {"q": 1}}
+    assert by_name["echo"].parent_span_id == by_name["fan_out"].span_id
+
+
+@pytest.mark.usefixtures("idle_process")
+def test_wrap_value_in_an_inputs_scope_without_a_capture_is_not_encoded() -> None:
+    watched = Watched()
+
+    with eval_inputs({"question": "injected"}):
+        assert wrap("live", purpose="input", name="question") == "injected"
+        assert wrap(watched, purpose="output", name="answer") is watched
+
+    assert watched.conversions == 0
+
+
+@pytest.fixture
+def small_limit(monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+    """A process whose values are limited to 1,000 bytes on spans."""
+    rt = _runtime(Settings(max_value_bytes=1_000))
+    monkeypatch.setattr(config, "_RUNTIME", rt)
+    yield rt
+    rt.provider.shutdown()
+
+
+@pytest.mark.usefixtures("small_limit")
+def test_large_argument_under_a_capture_is_encoded_only_up_to_the_limit() -> None:
+    watched = Watched()
+    items = [watched] * 100_000
+
+    with capture_traces() as handler:
+        assert echo(items) is items
+
+    (span,) = handler.spans
+    assert span.input["__evaltrace_truncated__"] is True  # type: ignore[index]
+    assert watched.conversions <= 2 * 1_000
