@@ -47,7 +47,7 @@ async def echo_async(value: object) -> object:
 def _runtime(settings: Settings) -> Runtime:
     """A runtime as evaltrace builds it in an app that configured nothing."""
     provider = TracerProvider()
-    processor = ScopeSpanProcessor()
+    processor = ScopeSpanProcessor(config.settings().shutdown_timeout_millis)
     provider.add_span_processor(processor)
     return Runtime(settings, provider, processor, owns_provider=True)
 
