@@ -315,37 +315,6 @@ def test_importing_evaltrace_does_not_import_datasets_or_yaml() -> None:
     assert result.stdout.strip() == "[]"
 
 
-def test_datasets_import_only_from_the_floors_below() -> None:
-    import ast
-
-    allowed = {"_safe_text", "errors", "capture", "trace", "evals", "judges", "metrics", "datasets"}
-    package = Path(__file__).parent.parent / "src" / "evaltrace"
-    wrong = []
-    for module in sorted((package / "datasets").glob("*.py")):
-        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
-            names = (
-                [node.module or ""] if isinstance(node, ast.ImportFrom)
-                else [alias.name for alias in node.names] if isinstance(node, ast.Import)
-                else []
-            )  # fmt: skip
-            for name in names:
-                parts = name.split(".")
-                if parts[0] == "evaltrace" and len(parts) > 1 and parts[1] not in allowed:
-                    wrong.append(f"{module.name}: {name}")
-    floors_below = ["_safe_text.py", "errors.py", "capture", "trace", "evals", "llm", "judges"]
-    floors_below.append("metrics")
-    below = [
-        str(path.relative_to(package))
-        for floor in floors_below
-        for path in (
-            [package / floor] if floor.endswith(".py") else package.glob(f"{floor}/**/*.py")
-        )
-        if "evaltrace.datasets" in path.read_text("utf-8")
-    ]
-    assert wrong == []
-    assert below == []
-
-
 def test_the_datasets_guide_examples_print_what_it_shows(tmp_path: Path) -> None:
     import re
 

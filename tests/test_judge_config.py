@@ -19,7 +19,6 @@ from evaltrace import capture_traces, wrap
 from evaltrace.errors import ConfigurationError
 from evaltrace.evals.evaluable import Evaluable, NamedData
 from evaltrace.evals.evaluator import evaluate
-from evaltrace.evals.limits import RateLimiter
 from evaltrace.judges import (
     EmbeddingSimilarity,
     Factuality,
@@ -29,7 +28,8 @@ from evaltrace.judges import (
     judge_config,
     reset_judge_config,
 )
-from evaltrace.judges.config import judge_client
+from evaltrace.llm.config import judge_client
+from evaltrace.llm.rate_limit import RateLimiter
 from evaltrace.testing.fake_judge import FakeJudgeServer, serve_fake_judge
 
 JUDGE_ENV = (
@@ -356,7 +356,7 @@ def test_rate_limiter_must_be_a_rate_limiter() -> None:
 
 
 def test_a_judge_request_has_a_default_timeout(judge_server: FakeJudgeServer) -> None:
-    from evaltrace.judges.config import DEFAULT_JUDGE_TIMEOUT
+    from evaltrace.llm.config import DEFAULT_JUDGE_TIMEOUT
 
     configure_judge(base_url=judge_server.base_url, api_key="k")
     assert DEFAULT_JUDGE_TIMEOUT == 60.0

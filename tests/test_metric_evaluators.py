@@ -14,11 +14,11 @@ from opentelemetry import trace as otel_trace
 
 from evaltrace import wrap
 from evaltrace.errors import ConfigurationError
-from evaltrace.evals import Evaluable, NamedData, evaluate, run_and_evaluate
+from evaltrace.evals import Evaluable, NamedData, evaluate, last_llm_call, root, run_and_evaluate
 from evaltrace.evals.runner import run_captured
-from evaltrace.judges.config import configure_judge, judge_config
+from evaltrace.llm.config import configure_judge, judge_config
+from evaltrace.llm.embeddings import openai_embedder
 from evaltrace.metrics import EmptyGroundTruthWarning, recall
-from evaltrace.metrics.embeddings import openai_embedder
 from evaltrace.metrics.evaluators import (
     AnswerExactMatch,
     AnswerF1,
@@ -30,7 +30,7 @@ from evaltrace.metrics.evaluators import (
     SemanticAnswerSimilarity,
 )
 from evaltrace.testing.fake_judge import FakeJudgeServer
-from evaltrace.trace import ObservationNode, last_llm_call, root
+from evaltrace.trace import ObservationNode
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ import pytest
 
 from evaltrace import wrap
 from evaltrace.errors import ConfigurationError
-from evaltrace.metrics.embeddings import openai_embedder
+from evaltrace.llm.embeddings import openai_embedder
 from evaltrace.pipeline import (
     AmbiguousInputError,
     EvaluationResult,

@@ -7,7 +7,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from evaltrace.evals.limits import RateLimiter
+from evaltrace.llm.rate_limit import RateLimiter
 
 
 class FakeClock:

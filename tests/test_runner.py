@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -16,7 +14,6 @@ from evaltrace import Evaluable, Evaluation, NamedData, capture_traces, wrap
 from evaltrace.evals import ScoreThreshold
 from evaltrace.evals.runner import (
     EvalAssertionError,
-    assert_dataset_pass,
     assert_pass,
     evaluate_inputs,
     run_and_evaluate,
@@ -337,47 +334,6 @@ async def test_custom_pass_criteria_receive_the_matrix() -> None:
 
 
 @pytest.mark.anyio
-async def test_entry_inputs_are_injected_and_the_provider_is_not_called(tmp_path: Path) -> None:
-    calls = {"fetch": 0}
-
-    def fetch_profile(user_id: str) -> dict[str, str]:
-        calls["fetch"] += 1
-        return {"name": "live user"}
-
-    get_profile = wrap(fetch_profile, purpose="input", name="profile")
-
-    @wrap
-    def greet(kwargs: dict[str, str]) -> str:
-        profile = get_profile(kwargs["user_id"])
-        return wrap(f"Hello {profile['name']}", purpose="output", name="greeting")
-
-    dataset = tmp_path / "greetings.json"
-    dataset.write_text(
-        json.dumps(
-            {
-                "name": "greetings",
-                "entries": [
-                    {
-                        "entry_kwargs": {"user_id": "u1"},
-                        "description": "greets by name",
-                        "eval_input": [{"name": "profile", "value": {"name": "Ada"}}],
-                        "expectation": "Hello Ada",
-                    }
-                ],
-            }
-        )
-    )
-
-    def greeting_ok(evaluable: Evaluable) -> bool:
-        return evaluable.output_value("greeting") == evaluable.expected_output
-
-    outcome = await assert_dataset_pass(greet, dataset, [greeting_ok])
-    assert outcome.results[0][0].score == 1.0
-    assert outcome.dataset_results == {}
-    assert calls["fetch"] == 0
-
-
-@pytest.mark.anyio
 async def test_missing_injected_input_is_reported_with_the_entry_and_names() -> None:
     @wrap
     def app(question: str) -> str:
@@ -393,112 +349,10 @@ async def test_missing_injected_input_is_reported_with_the_entry_and_names() -> 
 
 
 @pytest.mark.anyio
-async def test_dataset_file_errors_name_the_file_and_entry(tmp_path: Path) -> None:
-    from evaltrace.evals._dataset_file import DatasetFileError
-
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"entries": [{"entry_kwargs": {}, "description": "x"}]}))
-    with pytest.raises(
-        DatasetFileError, match=r"bad.json: entries\[0\]: eval_input: Field required"
-    ):
-        await assert_dataset_pass(str.upper, bad, [upper_ok])
-    with pytest.raises(DatasetFileError, match="does not exist"):
-        await assert_dataset_pass(str.upper, tmp_path / "missing.json", [upper_ok])
-
-
-@pytest.mark.anyio
 async def test_runs_inside_an_outer_capture_are_also_seen_by_it() -> None:
     async with capture_traces() as outer:
         await assert_pass(str.upper, ["a", "b"], [upper_ok])
     assert sorted(span.input for span in outer.spans) == ["a", "b"]
-
-
-def intent_dataset(tmp_path: Path, aggregators: list[dict[str, Any]], name: str) -> Path:
-    # expected -> predicted by the app below: book->book, book->cancel, cancel->cancel,
-    # cancel->cancel, reschedule->book
-    rows = [("book a table", "book"), ("cancel it, no book", "book"), ("cancel", "cancel"),
-            ("please cancel", "cancel"), ("move to friday", "reschedule")]  # fmt: skip
-    dataset = tmp_path / "intents.json"
-    dataset.write_text(
-        json.dumps(
-            {
-                "evaluators": [{"name": name, "aggregators": aggregators}],
-                "entries": [
-                    {
-                        "entry_kwargs": {"text": text},
-                        "description": text,
-                        "eval_input": [{"name": "text", "value": text}],
-                        "expectation": intent,
-                    }
-                    for text, intent in rows
-                ],
-            }
-        )
-    )
-    return dataset
-
-
-@wrap
-def classify(kwargs: dict[str, str]) -> str:
-    text = kwargs["text"]
-    intent = "cancel" if "cancel" in text else "book"
-    return wrap(intent, purpose="output", name="intent")
-
-
-def intent_match(evaluable: Evaluable) -> Evaluation:
-    actual, expected = evaluable.output_value("intent"), evaluable.expected_output
-    return Evaluation(
-        score=1.0 if actual == expected else 0.0,
-        details={"expected": expected, "actual": actual},
-    )
-
-
-@pytest.mark.anyio
-async def test_dataset_file_aggregators_are_reported_at_run_level(tmp_path: Path) -> None:
-    classes = ["book", "cancel", "reschedule"]
-    dataset = intent_dataset(
-        tmp_path,
-        [
-            {"type": "precision", "classes": classes, "averaging": "macro"},
-            {"type": "fscore", "classes": classes, "averaging": "micro", "fValue": 2.0},
-        ],
-        "intent_match",
-    )
-    with pytest.raises(EvalAssertionError) as info:
-        await assert_dataset_pass(classify, dataset, [intent_match])
-    results = info.value.dataset_results
-    # per class: book tp=1 fp=1 (reschedule->book) fn=1 (book->cancel): P=1/2
-    #            cancel tp=2 fp=1 (book->cancel) fn=0: P=2/3; reschedule tp=0 fp=0: P=0
-    # macro precision = (1/2 + 2/3 + 0) / 3 = 7/18
-    assert results["intent_match::precision"].score == pytest.approx(7 / 18)
-    # micro: tp=3, fp=2, fn=2 -> P=R=3/5, F2 = 3/5
-    assert results["intent_match::fscore"].score == pytest.approx(3 / 5)
-    assert "dataset-level results:" in str(info.value)
-    assert "intent_match::precision: 0.3889" in str(info.value)
-
-
-@pytest.mark.anyio
-async def test_aggregators_for_an_unknown_evaluator_name_the_evaluators_given(
-    tmp_path: Path,
-) -> None:
-    from evaltrace.evals._dataset_file import DatasetFileError
-
-    dataset = intent_dataset(
-        tmp_path, [{"type": "recall", "classes": ["book", "cancel"]}], "intent_classifier"
-    )
-    with pytest.raises(DatasetFileError, match=r"declared for \['intent_classifier'\]"):
-        await assert_dataset_pass(classify, dataset, [intent_match])
-
-
-@pytest.mark.anyio
-async def test_invalid_aggregator_in_a_dataset_file_names_the_field(tmp_path: Path) -> None:
-    from evaltrace.evals._dataset_file import DatasetFileError
-
-    dataset = intent_dataset(
-        tmp_path, [{"type": "fscore", "classes": ["book"], "fValue": 0}], "intent_match"
-    )
-    with pytest.raises(DatasetFileError, match=r"evaluators\[0\]: aggregators\.0\.fscore\.fValue"):
-        await assert_dataset_pass(classify, dataset, [intent_match])
 
 
 @pytest.mark.anyio
@@ -674,18 +528,6 @@ async def test_wrong_runnable_and_evaluables_types_are_refused() -> None:
         await assert_pass("app", ["a"], [upper_ok])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"evaluables\[0\] is dict, not an evaltrace.Evaluable"):
         await assert_pass(str.upper, ["a"], [upper_ok], evaluables=[{}])  # type: ignore[list-item]
-
-
-def test_dataset_runs_have_a_documented_default_timeout() -> None:
-    import inspect
-
-    from evaltrace.evals import DEFAULT_DATASET_TIMEOUT
-
-    assert DEFAULT_DATASET_TIMEOUT == 300.0
-    default = inspect.signature(assert_dataset_pass).parameters["timeout"].default
-    assert default == DEFAULT_DATASET_TIMEOUT
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    assert "DEFAULT_DATASET_TIMEOUT" in readme and "300 s" in readme
 
 
 def test_an_abandoned_blocked_sync_evaluator_does_not_delay_exit() -> None:

@@ -11,18 +11,9 @@ from evaltrace import run_and_evaluate, wrap
 from evaltrace.capture import config
 from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import DuplicateWrapNameError, MultipleTracesError, NoTraceError
+from evaltrace.evals import by_kind, by_name, first_llm_call, last_llm_call, root, select
 from evaltrace.evals.evaluable import NamedData
-from evaltrace.trace import (
-    ObservationNode,
-    build_trace,
-    by_kind,
-    by_name,
-    first_llm_call,
-    last_llm_call,
-    root,
-    select,
-    split_traces,
-)
+from evaltrace.trace import ObservationNode, build_trace, split_traces
 from span_factory import T0, Spans, wrap_event
 
 

@@ -11,13 +11,12 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import TraceFormatError
+from evaltrace.evals import last_llm_call, root
 from evaltrace.trace import (
     LLMSpan,
     ObservationNode,
     build_trace,
-    last_llm_call,
     load_traces,
-    root,
     save_traces,
     span_to_json,
     split_traces,

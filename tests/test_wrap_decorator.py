@@ -338,7 +338,7 @@ def test_a_span_processor_that_fails_at_the_end_never_reaches_the_app(
     processor = ScopeSpanProcessor(config.settings().shutdown_timeout_millis)
     provider.add_span_processor(processor)
     provider.add_span_processor(BrokenProcessor())  # the app's own, on the app's provider
-    monkeypatch.setattr(config, "_RUNTIME", Runtime(config.settings(), provider, processor, False))
+    monkeypatch.setattr(config, "RUNTIME", Runtime(config.settings(), provider, processor, False))
 
     with capture_traces() as handler:
         with pytest.raises(Boom, match="bad 3"):

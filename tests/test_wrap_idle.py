@@ -11,8 +11,9 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from evaltrace import capture_traces, eval_inputs, wrap
-from evaltrace.capture import config, handlers
+from evaltrace.capture import config
 from evaltrace.capture.config import Runtime, Settings
+from evaltrace.capture.listeners import LISTENERS
 from evaltrace.capture.processor import ScopeSpanProcessor
 from evaltrace.trace import ObserveSpan
 
@@ -56,8 +57,8 @@ def _runtime(settings: Settings) -> Runtime:
 def idle_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
     """No exporter and no handler: spans leave nowhere; captures are opened by the test."""
     rt = _runtime(config.settings())
-    monkeypatch.setattr(config, "_RUNTIME", rt)
-    monkeypatch.setattr(handlers, "_HANDLERS", ())
+    monkeypatch.setattr(config, "RUNTIME", rt)
+    monkeypatch.setattr(LISTENERS, "current", ())
     yield rt
     rt.provider.shutdown()
 
@@ -171,7 +172,7 @@ def test_wrap_value_in_an_inputs_scope_without_a_capture_is_not_encoded() -> Non
 def small_limit(monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
     """A process whose values are limited to 1,000 bytes on spans."""
     rt = _runtime(Settings(max_value_bytes=1_000))
-    monkeypatch.setattr(config, "_RUNTIME", rt)
+    monkeypatch.setattr(config, "RUNTIME", rt)
     yield rt
     rt.provider.shutdown()
 

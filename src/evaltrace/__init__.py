@@ -2,144 +2,70 @@
 
 Decorate the app with :func:`wrap`, mark the values that matter with
 ``wrap(value, purpose=..., name=...)``, capture runs with :func:`capture_traces`, and score
-them with evaluators (:func:`evaluate`, :func:`run_and_evaluate`, :func:`assert_pass`), LLM
-judges (:func:`Factuality`, :func:`create_llm_evaluator`, :class:`Repeated`), metrics
-(:class:`DocumentMRR`, :class:`AnswerF1`, dataset-level precision/recall/F-beta) and
-pipeline evaluation (:func:`evaluate_runnable`).
+them: :func:`evaluate`, :func:`run_and_evaluate` and :func:`assert_pass` with evaluators of
+your own or the ones shipped (autoevals scorers such as :func:`Factuality`, LLM judges from
+:func:`create_llm_evaluator`, repeated judging with :class:`Repeated`, retrieval and answer
+metrics such as :class:`DocumentMRR` and :class:`AnswerF1`, dataset-level precision, recall
+and F-beta), over dataset files (:func:`load_dataset`), or as a Haystack-style pipeline
+evaluation (:func:`evaluate_runnable`).
 
-Only the capture API is imported eagerly; every other name loads on first use, so
-``import evaltrace`` stays cheap in production code.
+The package is a stack of floors that import one way (``docs/architecture.md``): capture and
+trace load with ``import evaltrace``; evaluation, the LLM client, judges, metrics, datasets
+and pipeline load on first use of one of their names, so production code that only
+decorates stays light (no pydantic, no asyncio).
 """
 
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from evaltrace.capture import (
     ContextThreadPoolExecutor,
     ExportStats,
     HandlerStats,
-    InstrumentationHandler,
-    MemoryTraceHandler,
     WrapRecord,
-    add_handler,
-    capture_traces,
     eval_inputs,
     export_stats,
     flush,
-    handler_stats,
     init,
     propagate,
-    remove_handler,
     shutdown,
     wrap,
 )
 from evaltrace.errors import EvaltraceError
+from evaltrace.trace import (
+    InstrumentationHandler,
+    LLMSpan,
+    MemoryTraceHandler,
+    ObservationNode,
+    ObserveSpan,
+    add_handler,
+    capture_traces,
+    handler_stats,
+    load_traces,
+    remove_handler,
+    save_traces,
+    split_traces,
+)
 
-__version__ = "0.1.0"
-
-# Public names that load on first use, by the module that defines them.
-_LAZY_MODULES: dict[str, tuple[str, ...]] = {
-    "evaltrace.trace": (
-        "ObservationNode",
-        "ObserveSpan",
-        "LLMSpan",
-        "load_traces",
-        "save_traces",
-        "root",
-        "last_llm_call",
-        "first_llm_call",
-        "by_name",
-        "by_kind",
-    ),
-    "evaltrace.evals": (
-        "NamedData",
-        "TestCase",
-        "Evaluable",
-        "Evaluation",
-        "EvaluationError",
-        "Evaluator",
-        "evaluate",
-        "UNSET",
-        "run_and_evaluate",
-        "assert_pass",
-        "assert_dataset_pass",
-        "evaluate_inputs",
-        "EvalAssertionError",
-        "ScoreThreshold",
-        "RateLimiter",
-        "run",
-        "RunningLoopError",
-    ),
-    "evaltrace.judges": (
-        "AutoevalsAdapter",
-        "LevenshteinMatch",
-        "ExactMatch",
-        "NumericDiff",
-        "JSONDiff",
-        "ValidJSON",
-        "ListContains",
-        "EmbeddingSimilarity",
-        "Factuality",
-        "ClosedQA",
-        "Battle",
-        "Humor",
-        "Security",
-        "Sql",
-        "Summary",
-        "Translation",
-        "Possible",
-        "Moderation",
-        "ContextRelevancy",
-        "Faithfulness",
-        "AnswerRelevancy",
-        "AnswerCorrectness",
-        "create_llm_evaluator",
-        "configure_judge",
-        "Repeated",
-        "AggregationMethod",
-        "BaseJudgeAggregator",
-        "AverageAggregationStrategy",
-        "MedianAggregationStrategy",
-        "MajorityVoteAggregationStrategy",
-        "build_aggregation_strategy",
-        "aggregate_repeated_results",
-        "RepeatedResults",
-        "MetricResult",
-        "MetricsAggregator",
-        "WeightedMetricsAggregator",
-        "AggregationResult",
-        "CombinedEvaluator",
-    ),
-    "evaltrace.metrics": (
-        "DocumentRecall",
-        "DocumentMRR",
-        "DocumentMAP",
-        "DocumentNDCG",
-        "AnswerExactMatch",
-        "AnswerF1",
-        "SemanticAnswerSimilarity",
-        "AggregatorSpec",
-        "PrecisionAggregatorSpec",
-        "RecallAggregatorSpec",
-        "FScoreAggregatorSpec",
-        "ConfusionMatrixAggregatorSpec",
-        "ClassificationDetails",
-        "ClassificationDatasetEvaluator",
-        "build_dataset_evaluator",
-        "compute_dataset_evaluator_results",
-    ),
-    "evaltrace.pipeline": (
-        "evaluate_runnable",
-        "EvaluationResult",
-        "Metric",
-        "MetricsResult",
-    ),
-}
-_LAZY: dict[str, str] = {name: mod for mod, names in _LAZY_MODULES.items() for name in names}
+try:
+    __version__ = version("evaltrace")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 if TYPE_CHECKING:
+    from evaltrace.datasets import (
+        Dataset,
+        DatasetEntry,
+        DatasetError,
+        Runnable,
+        assert_dataset_pass,
+        dataset_json_schema,
+        load_dataset,
+        register_evaluator,
+    )
     from evaltrace.evals import (
         UNSET,
         EvalAssertionError,
@@ -148,14 +74,17 @@ if TYPE_CHECKING:
         EvaluationError,
         Evaluator,
         NamedData,
-        RateLimiter,
         RunningLoopError,
         ScoreThreshold,
         TestCase,
-        assert_dataset_pass,
         assert_pass,
+        by_kind,
+        by_name,
         evaluate,
         evaluate_inputs,
+        first_llm_call,
+        last_llm_call,
+        root,
         run,
         run_and_evaluate,
     )
@@ -196,9 +125,9 @@ if TYPE_CHECKING:
         WeightedMetricsAggregator,
         aggregate_repeated_results,
         build_aggregation_strategy,
-        configure_judge,
         create_llm_evaluator,
     )
+    from evaltrace.llm import RateLimiter, configure_judge
     from evaltrace.metrics import (
         AggregatorSpec,
         AnswerExactMatch,
@@ -217,26 +146,10 @@ if TYPE_CHECKING:
         build_dataset_evaluator,
         compute_dataset_evaluator_results,
     )
-    from evaltrace.pipeline import (
-        EvaluationResult,
-        Metric,
-        MetricsResult,
-        evaluate_runnable,
-    )
-    from evaltrace.trace import (
-        LLMSpan,
-        ObservationNode,
-        ObserveSpan,
-        by_kind,
-        by_name,
-        first_llm_call,
-        last_llm_call,
-        load_traces,
-        root,
-        save_traces,
-    )
+    from evaltrace.pipeline import EvaluationResult, Metric, MetricsResult, evaluate_runnable
 
 __all__ = [
+    "UNSET",
     "AggregationMethod",
     "AggregationResult",
     "AggregatorSpec",
@@ -255,6 +168,9 @@ __all__ = [
     "ConfusionMatrixAggregatorSpec",
     "ContextRelevancy",
     "ContextThreadPoolExecutor",
+    "Dataset",
+    "DatasetEntry",
+    "DatasetError",
     "DocumentMAP",
     "DocumentMRR",
     "DocumentNDCG",
@@ -297,6 +213,7 @@ __all__ = [
     "RecallAggregatorSpec",
     "Repeated",
     "RepeatedResults",
+    "Runnable",
     "RunningLoopError",
     "ScoreThreshold",
     "Security",
@@ -305,7 +222,6 @@ __all__ = [
     "Summary",
     "TestCase",
     "Translation",
-    "UNSET",
     "ValidJSON",
     "WeightedMetricsAggregator",
     "WrapRecord",
@@ -321,6 +237,7 @@ __all__ = [
     "compute_dataset_evaluator_results",
     "configure_judge",
     "create_llm_evaluator",
+    "dataset_json_schema",
     "eval_inputs",
     "evaluate",
     "evaluate_inputs",
@@ -331,26 +248,42 @@ __all__ = [
     "handler_stats",
     "init",
     "last_llm_call",
+    "load_dataset",
     "load_traces",
     "propagate",
+    "register_evaluator",
     "remove_handler",
     "root",
     "run",
     "run_and_evaluate",
     "save_traces",
     "shutdown",
+    "split_traces",
     "wrap",
 ]
 
+_LAZY_FLOORS = (
+    "evaltrace.evals",
+    "evaltrace.llm",
+    "evaltrace.judges",
+    "evaltrace.metrics",
+    "evaltrace.datasets",
+    "evaltrace.pipeline",
+)
+"""The floors loaded on first use, lowest first. Each imports the floors below it anyway, so
+looking a name up floor by floor loads nothing the name's own floor would not."""
+
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evaltrace' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    if name in __all__:
+        for floor in _LAZY_FLOORS:
+            module = importlib.import_module(floor)
+            if name in module.__all__:
+                value = getattr(module, name)
+                globals()[name] = value
+                return value
+    raise AttributeError(f"module 'evaltrace' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(__all__))

@@ -16,6 +16,7 @@ __all__ = [
     "EvaluatorTimeoutError",
     "InvalidEvaluatorResultError",
     "MissingEvalInputError",
+    "MissingExtraError",
     "MultipleTracesError",
     "NoTraceError",
     "TraceFormatError",
@@ -84,3 +85,17 @@ class InvalidEvaluatorResultError(EvaltraceError, TypeError):
 
 class EvaluatorTimeoutError(EvaltraceError, TimeoutError):
     """An evaluator (or a runnable) did not finish within its timeout."""
+
+
+class MissingExtraError(EvaltraceError, ImportError):
+    """A feature needs an optional dependency that is not installed."""
+
+    def __init__(self, feature: str, package: str, extra: str) -> None:
+        super().__init__(
+            f"{feature} needs the optional dependency {package!r}, which is not installed. "
+            f"Install it with: pip install 'evaltrace[{extra}]'"
+        )
+        self.package = package
+        """The missing package."""
+        self.extra = extra
+        """The evaltrace extra that installs it."""

@@ -1,16 +1,17 @@
-"""Capture: ``wrap``, in-memory captures, handlers, configuration, delivery statistics."""
+"""Capture: ``wrap``, run scopes, the span processor, configuration, export delivery.
+
+This floor makes spans and records; reading them (views, trees, in-memory captures and
+handlers) is :mod:`evaltrace.trace`'s work.
+"""
 
 from evaltrace.capture.config import Settings, flush, init, shutdown
-from evaltrace.capture.context import ContextThreadPoolExecutor, eval_inputs, propagate
-from evaltrace.capture.delivery import ExportStats, HandlerStats, export_stats
-from evaltrace.capture.handlers import (
-    InstrumentationHandler,
-    MemoryTraceHandler,
-    add_handler,
-    capture_traces,
-    handler_stats,
-    remove_handler,
+from evaltrace.capture.context import (
+    ContextThreadPoolExecutor,
+    eval_inputs,
+    outside_captures,
+    propagate,
 )
+from evaltrace.capture.delivery import ExportStats, HandlerStats, export_stats
 from evaltrace.capture.values import WrapRecord
 from evaltrace.capture.wrap import wrap
 
@@ -18,19 +19,14 @@ __all__ = [
     "ContextThreadPoolExecutor",
     "ExportStats",
     "HandlerStats",
-    "InstrumentationHandler",
-    "MemoryTraceHandler",
     "Settings",
     "WrapRecord",
-    "add_handler",
-    "capture_traces",
     "eval_inputs",
     "export_stats",
     "flush",
-    "handler_stats",
     "init",
+    "outside_captures",
     "propagate",
-    "remove_handler",
     "shutdown",
     "wrap",
 ]

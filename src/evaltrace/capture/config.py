@@ -167,22 +167,26 @@ class Runtime:
 
 
 _LOCK = threading.RLock()
-_RUNTIME: Runtime | None = None
+RUNTIME: Runtime | None = None
+"""The runtime in effect, or ``None`` before :func:`init` (or after :func:`shutdown`).
+
+Read it where every nanosecond counts (``wrap`` does, on every call); change it only
+through :func:`init` and :func:`shutdown`."""
 
 
 def runtime() -> Runtime:
     """The current runtime, initialising with defaults on first use."""
-    return _RUNTIME or init()
+    return RUNTIME or init()
 
 
 def current_runtime() -> Runtime | None:
     """The current runtime, or ``None`` before :func:`init` (no side effect)."""
-    return _RUNTIME
+    return RUNTIME
 
 
 def settings() -> Settings:
     """The settings in effect (from the environment until :func:`init` is called)."""
-    return _RUNTIME.settings if _RUNTIME is not None else _ENV_SETTINGS
+    return RUNTIME.settings if RUNTIME is not None else _ENV_SETTINGS
 
 
 def init(
@@ -222,7 +226,7 @@ def init(
         ConfigurationError: An argument or ``EVALTRACE_*`` variable is invalid; nothing is
             changed then.
     """
-    global _RUNTIME
+    global RUNTIME
     if _ENV_ERROR is not None:
         raise _ENV_ERROR
     keys = _check_options(
@@ -236,7 +240,7 @@ def init(
         shutdown_timeout_millis=shutdown_timeout_millis,
     )
     with _LOCK:
-        base = _RUNTIME.settings if _RUNTIME is not None else _ENV_SETTINGS
+        base = RUNTIME.settings if RUNTIME is not None else _ENV_SETTINGS
         updates: dict[str, object] = {}
         if service_name is not None:
             updates["service_name"] = service_name
@@ -251,16 +255,16 @@ def init(
         if shutdown_timeout_millis is not None:
             updates["shutdown_timeout_millis"] = shutdown_timeout_millis
         new_settings = replace(base, **updates)  # type: ignore[arg-type]
-        if _RUNTIME is None or tracer_provider is not None:
-            _RUNTIME = _build_runtime(new_settings, tracer_provider)
+        if RUNTIME is None or tracer_provider is not None:
+            RUNTIME = _build_runtime(new_settings, tracer_provider)
         else:
-            _RUNTIME.settings = new_settings
-            _RUNTIME.codec = new_settings.codec()
-            _RUNTIME.processor.shutdown_timeout_millis = new_settings.shutdown_timeout_millis
+            RUNTIME.settings = new_settings
+            RUNTIME.codec = new_settings.codec()
+            RUNTIME.processor.shutdown_timeout_millis = new_settings.shutdown_timeout_millis
         for exporter in exporters:
-            _RUNTIME.processor.add_exporter(exporter)
-            _RUNTIME.spans_now_leave_process()
-        return _RUNTIME
+            RUNTIME.processor.add_exporter(exporter)
+            RUNTIME.spans_now_leave_process()
+        return RUNTIME
 
 
 def _found(value: object) -> str:
@@ -424,7 +428,7 @@ def flush(timeout_millis: int = 30_000) -> bool:
         ConfigurationError: ``timeout_millis`` is not a whole number of 0 or more.
     """
     _check_millis("timeout_millis", timeout_millis)
-    rt = _RUNTIME
+    rt = RUNTIME
     if rt is None:
         return True
     return rt.processor.force_flush(timeout_millis)
@@ -445,15 +449,15 @@ def shutdown(timeout_millis: int | None = None) -> bool:
     Returns:
         Whether everything was delivered (as for :func:`flush`).
     """
-    global _RUNTIME
+    global RUNTIME
     _check_millis("timeout_millis", timeout_millis)
     with _LOCK:
-        rt = _RUNTIME
+        rt = RUNTIME
         if rt is None:
             return True
         if timeout_millis is None:
             timeout_millis = rt.settings.shutdown_timeout_millis
         delivered = rt.processor.shutdown_within(timeout_millis)
         rt.processor.detached = True
-        _RUNTIME = None
+        RUNTIME = None
         return delivered

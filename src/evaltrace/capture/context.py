@@ -12,18 +12,23 @@ import functools
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 
 from evaltrace._safe_text import type_name
 from evaltrace.errors import MissingEvalInputError
 
 if TYPE_CHECKING:
-    from evaltrace.capture.handlers import MemoryTraceHandler
+    from evaltrace.capture.listeners import SpanSink
 
 __all__ = [
     "ContextThreadPoolExecutor",
     "RunScope",
+    "ScopeToken",
+    "close_capture_scope",
+    "current_scope",
     "eval_inputs",
+    "open_capture_scope",
+    "outside_captures",
     "propagate",
 ]
 
@@ -56,7 +61,7 @@ class RunScope:
 
     def __init__(
         self,
-        handler: MemoryTraceHandler | None,
+        handler: SpanSink | None,
         parent: RunScope | None,
         inputs: Mapping[str, Any] | None = None,
         entry: str | None = None,
@@ -73,11 +78,11 @@ class RunScope:
         """Traces whose root span started in this scope (while it is open)."""
         self.closed = False
         """Whether this scope's capture block has exited."""
-        self._own: tuple[MemoryTraceHandler, ...] = (handler,) if handler is not None else ()
+        self._own: tuple[SpanSink, ...] = (handler,) if handler is not None else ()
         arm()
 
     @property
-    def chain(self) -> tuple[MemoryTraceHandler, ...]:
+    def chain(self) -> tuple[SpanSink, ...]:
         """The handlers of this scope and of the enclosing scopes still open, innermost first."""
         if self.parent is None:
             return self._own
@@ -126,6 +131,83 @@ _CURRENT: contextvars.ContextVar[RunScope | None] = contextvars.ContextVar(
     "evaltrace_run_scope", default=None
 )
 
+current_scope: Final = _CURRENT.get
+"""The run scope of the code running now, or ``None`` outside every capture and run."""
+
+
+class ScopeToken:
+    """What :func:`open_capture_scope` returns: the scope it opened and how to undo it."""
+
+    __slots__ = ("scope", "token")
+
+    def __init__(self, scope: RunScope, token: contextvars.Token[RunScope | None]) -> None:
+        self.scope = scope
+        """The capture's scope."""
+        self.token = token
+        """Restores the scope that was current before."""
+
+
+def open_capture_scope(sink: SpanSink) -> ScopeToken:
+    """Make a new capture scope delivering to ``sink`` current, inside the current scope."""
+    scope = RunScope(sink, _CURRENT.get())
+    return ScopeToken(scope, _CURRENT.set(scope))
+
+
+OUT_OF_ORDER: Final = (
+    "a capture_traces() block was exited while a block entered inside it (capture_traces() "
+    "or eval_inputs()) is still open; blocks must exit in the reverse order they were "
+    "entered, so nest them with `with`. The capture has closed and receives nothing more; "
+    "the inner block is unaffected"
+)
+OTHER_CONTEXT: Final = (
+    "a capture_traces() block was exited in another task or thread than the one that "
+    "entered it; enter and exit a block in the same task (one `with` or `async with` "
+    "statement, not split across tasks, callbacks or fixture set-up and teardown). The "
+    "capture has closed and receives nothing more"
+)
+
+
+def close_capture_scope(opened: ScopeToken) -> str | None:
+    """Close the capture opened by :func:`open_capture_scope` and restore the enclosing scope.
+
+    The capture closes whatever happens (it receives nothing more and lets go of its sink).
+
+    Returns:
+        ``None``, or what was wrong about where it was closed: :data:`OUT_OF_ORDER` (a block
+        nested in it is still open here) or :data:`OTHER_CONTEXT` (another task or thread).
+    """
+    scope = opened.scope
+    try:
+        return _restore(scope, opened.token)
+    finally:
+        scope.close()
+
+
+def _restore(scope: RunScope, token: contextvars.Token[RunScope | None]) -> str | None:
+    current = _CURRENT.get()
+    if _live(current) is not scope:
+        # Either a block nested in this one is still open here, or this is another context.
+        outer = current
+        while outer is not None and outer is not scope:
+            outer = outer.parent
+        return OUT_OF_ORDER if outer is scope else OTHER_CONTEXT
+    try:
+        _CURRENT.reset(token)
+    except ValueError:  # the token belongs to another context (a task started in the block)
+        return OTHER_CONTEXT
+    restored = _CURRENT.get()
+    if restored is not None and restored.closed:
+        # An enclosing block was exited out of order earlier: skip its closed capture.
+        _CURRENT.set(_live(restored))
+    return None
+
+
+def _live(scope: RunScope | None) -> RunScope | None:
+    """``scope`` or its innermost enclosing scope whose block has not exited."""
+    while scope is not None and scope.closed:
+        scope = scope.parent
+    return scope
+
 
 @contextmanager
 def enter_scope(scope: RunScope) -> Iterator[RunScope]:
@@ -135,6 +217,24 @@ def enter_scope(scope: RunScope) -> Iterator[RunScope]:
         yield scope
     finally:
         _CURRENT.reset(token)
+
+
+@contextmanager
+def outside_captures() -> Iterator[None]:
+    """Run the block outside every capture, with no evaluation inputs.
+
+    Spans started inside the block belong to no capture, and ``wrap(..., purpose="input")``
+    returns the real value. Judges use it so that their own calls never land in the run they
+    judge.
+
+    Example:
+        >>> with outside_captures():
+        ...     pass
+    """
+    # An empty scope, not None: a span started with no scope current would be reported as
+    # one that escaped a capture.
+    with enter_scope(RunScope(None, None)):
+        yield
 
 
 @contextmanager

@@ -17,8 +17,9 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import ReadableSpan
@@ -31,10 +32,9 @@ from evaltrace.errors import ConfigurationError
 if TYPE_CHECKING:
     import asyncio
 
-    from evaltrace.capture.handlers import InstrumentationHandler
-
 __all__ = [
     "DEFAULT_HANDLER_QUEUE_SIZE",
+    "Deliver",
     "ExportQueue",
     "ExportStats",
     "HandlerQueue",
@@ -48,6 +48,9 @@ DEFAULT_HANDLER_QUEUE_SIZE = 2048
 """Spans and values a handler's queue holds before new ones are dropped."""
 
 T = TypeVar("T")
+
+Deliver: TypeAlias = Callable[[ReadableSpan | WrapRecord], Awaitable[None] | None]
+"""Gives one finished span or ``wrap`` value to a handler (see :class:`HandlerQueue`)."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -187,16 +190,25 @@ class _BoundedQueue(Generic[T]):
 
 
 class HandlerQueue(_BoundedQueue[ReadableSpan | WrapRecord]):
-    """One handler's queue, thread and event loop (see :class:`InstrumentationHandler`)."""
+    """One handler's queue, thread and event loop (see ``evaltrace.InstrumentationHandler``).
 
-    def __init__(self, handler: InstrumentationHandler, max_queue_size: int) -> None:
+    Args:
+        deliver: Gives one span or value to the handler, on the queue's thread; may return
+            an awaitable, which is awaited before the next item.
+        label: Names the handler in the thread's name and in log messages.
+        max_queue_size: Items that may wait; beyond that new ones are dropped and counted.
+    """
+
+    def __init__(self, deliver: Deliver, label: str, max_queue_size: int) -> None:
         super().__init__(max_queue_size)
-        self.handler = handler
+        self._deliver_item = deliver
+        self.label = label
+        """Names the handler in the thread's name and in log messages."""
         self._raised = 0
         self._idle = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wakeup: asyncio.Event | None = None
-        self._start(f"evaltrace-handler-{type_name(handler)}")
+        self._start(f"evaltrace-handler-{label}")
 
     def _reset_worker_state(self) -> None:
         self._idle = False
@@ -213,7 +225,7 @@ class HandlerQueue(_BoundedQueue[ReadableSpan | WrapRecord]):
         if wake:
             self._wake()
         elif not accepted and not self._closed:
-            self._warn_full(f"handler {type_name(self.handler)}")
+            self._warn_full(f"handler {self.label}")
 
     @property
     def closing(self) -> bool:
@@ -277,42 +289,28 @@ class HandlerQueue(_BoundedQueue[ReadableSpan | WrapRecord]):
                 await self._deliver(item)
             except (Exception, asyncio.CancelledError) as exc:  # never breaks the app
                 raised = True
-                _report_handler_failure(self.handler, exc)
+                self._report_failure(exc)
             with self._lock:
                 self._finished += 1
                 self._raised += raised
                 self._changed.notify_all()
 
     async def _deliver(self, item: ReadableSpan | WrapRecord) -> None:
-        result: Any
-        if isinstance(item, WrapRecord):
-            result = self.handler.on_value(item)
-        else:
-            from evaltrace.trace import SpanRecord, span_view
-
-            result = self.handler.on_span(span_view(SpanRecord.from_readable(item)))
+        result = self._deliver_item(item)
         if inspect.isawaitable(result):
             await result
 
-
-_FAILED_HANDLERS: set[int] = set()
-
-
-def _report_handler_failure(handler: object, exc: BaseException) -> None:
-    """Log a handler's failure: a warning the first time, at debug level afterwards."""
-    key = id(handler)
-    if key in _FAILED_HANDLERS:
-        logger.debug(
-            "evaltrace: handler %s failed again: %s", type_name(handler), exception_text(exc)
+    def _report_failure(self, exc: BaseException) -> None:
+        """Log the handler's failure: a warning the first time, at debug level afterwards."""
+        if self._raised:
+            logger.debug("evaltrace: handler %s failed again: %s", self.label, exception_text(exc))
+            return
+        logger.warning(
+            "evaltrace: handler %s raised %s; the app is unaffected and the handler stays "
+            "registered (further failures are logged at debug level)",
+            self.label,
+            exception_text(exc),
         )
-        return
-    _FAILED_HANDLERS.add(key)
-    logger.warning(
-        "evaltrace: handler %s raised %s; the app is unaffected and the handler stays "
-        "registered (further failures are logged at debug level)",
-        type_name(handler),
-        exception_text(exc),
-    )
 
 
 # Exporters -------------------------------------------------------------------------------

@@ -10,9 +10,9 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from evaltrace.capture import handlers as _handlers
-from evaltrace.capture.context import _CURRENT, RunScope
+from evaltrace.capture.context import RunScope, current_scope
 from evaltrace.capture.delivery import ExportQueue
+from evaltrace.capture.listeners import LISTENERS
 
 __all__ = ["ScopeSpanProcessor"]
 
@@ -55,7 +55,7 @@ class ScopeSpanProcessor(SpanProcessor):
         """Remember the capture of ``span``."""
         if self.detached:
             return
-        current = _CURRENT.get()
+        current = current_scope()
         span_context = span.context
         if current is None:
             if not self._by_trace:
@@ -100,13 +100,22 @@ class ScopeSpanProcessor(SpanProcessor):
             return
         scope = self._by_span.pop(span_context.span_id, None)
         if scope is not None:
-            for handler in scope.chain:  # empty once the capture has closed
-                handler._collect_span(span)
-        if _handlers._HANDLERS:
-            _handlers.dispatch_span(span)
+            for sink in scope.chain:  # empty once the capture has closed
+                sink.collect_span(span)
+        for listener in LISTENERS.current:
+            listener.on_span_end(span)
         if self.exports and span_context.trace_flags.sampled:
             for queue in self.exports:
                 queue.offer(span)
+
+    def captures_trace(self, trace_id: int) -> bool:
+        """Whether the trace ``trace_id`` was started inside a capture that is still open."""
+        return trace_id in self._by_trace
+
+    @property
+    def capturing(self) -> bool:
+        """Whether any trace started inside an open capture may still get spans."""
+        return bool(self._by_trace)
 
     def release_scope(self, scope: RunScope) -> None:
         """Forget the traces started in ``scope`` (called when its capture block exits)."""
@@ -129,7 +138,7 @@ class ScopeSpanProcessor(SpanProcessor):
         deadline = time.monotonic() + timeout_millis / 1000
         for queue in self.exports:
             queue.request_flush()
-        delivered = _handlers.flush_handlers(deadline)
+        delivered = _flush_listeners(deadline)
         for queue in self.exports:
             delivered = queue.wait(deadline) and delivered
         return delivered
@@ -150,7 +159,15 @@ class ScopeSpanProcessor(SpanProcessor):
         deadline = time.monotonic() + timeout_millis / 1000
         for queue in self.exports:
             queue.request_flush()
-        delivered = _handlers.flush_handlers(deadline)
+        delivered = _flush_listeners(deadline)
         for queue in self.exports:
             delivered = queue.shutdown(deadline) and delivered
         return delivered
+
+
+def _flush_listeners(deadline: float) -> bool:
+    """Flush every listener (each until ``deadline``); whether all of them finished."""
+    flushed = True
+    for listener in LISTENERS.current:
+        flushed = listener.flush(deadline) and flushed
+    return flushed

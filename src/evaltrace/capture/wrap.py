@@ -18,9 +18,8 @@ from evaltrace._safe_text import exception_message, exception_text, safe_repr, t
 from evaltrace.capture import config as _config
 from evaltrace.capture import context as _context
 from evaltrace.capture import conventions as conv
-from evaltrace.capture import handlers as _handlers
-from evaltrace.capture.context import _CURRENT, RunScope
-from evaltrace.capture.handlers import dispatch_value
+from evaltrace.capture.context import RunScope, current_scope
+from evaltrace.capture.listeners import LISTENERS
 from evaltrace.capture.serialize import Codec
 from evaltrace.capture.values import Purpose, WrapRecord
 
@@ -152,10 +151,10 @@ def wrap(
         return _wrap_callable(data, purpose, name, description, many)
     if not _context.armed:
         return data
-    scope = _CURRENT.get()
+    scope = current_scope()
     if scope is not None and purpose == "input" and scope.injected_inputs() is not None:
         data = scope.input_value(name)
-    rt = _config._RUNTIME
+    rt = _config.RUNTIME
     if (scope is None or not scope.chain) and (rt is None or not rt.spans_leave_process):
         return data  # nobody records it: no capture, and spans stay in the process
     _record_value(data, purpose, name, description, many, scope)
@@ -179,14 +178,15 @@ def _record_value(
     many: bool,
     scope: RunScope | None,
 ) -> None:
-    rt = _config._RUNTIME or _config.runtime()
+    rt = _config.RUNTIME or _config.runtime()
     if rt.settings.disabled:
         return
     try:
         span = otel_trace.get_current_span()
         recording = span.is_recording()
         chain = scope.chain if scope is not None else ()
-        kept = bool(chain or _handlers._HANDLERS)
+        listeners = LISTENERS.current
+        kept = bool(chain or listeners)
         if not kept and not recording:
             return
         value: Any = None
@@ -203,9 +203,10 @@ def _record_value(
                 trace_id=span_context.trace_id if span_context.is_valid else None,
                 timestamp_ns=time.time_ns(),
             )
-            for handler in chain:
-                handler.on_value(record)
-            dispatch_value(record)
+            for sink in chain:
+                sink.collect_value(record)
+            for listener in listeners:
+                listener.on_value(record)
         if recording:
             attributes: dict[str, Any] = {conv.WRAP_NAME: name, conv.WRAP_PURPOSE: purpose}
             if rt.settings.capture_content:
@@ -239,7 +240,7 @@ def _wrap_callable(
 
         @functools.wraps(fn)
         async def record_async(*args: Any, **kwargs: Any) -> Any:
-            scope = _CURRENT.get()
+            scope = current_scope()
             hit, result = injected(scope)
             if not hit:
                 result = await fn(*args, **kwargs)
@@ -250,7 +251,7 @@ def _wrap_callable(
 
     @functools.wraps(fn)
     def record_sync(*args: Any, **kwargs: Any) -> Any:
-        scope = _CURRENT.get()
+        scope = current_scope()
         hit, result = injected(scope)
         if not hit:
             result = fn(*args, **kwargs)
@@ -329,7 +330,7 @@ def _keep_private(rt: _config.Runtime, span: Span, key: str, value: Any) -> None
     Evaluation in the same process still sees the inputs and outputs of decorated calls, while
     nothing leaves the process on the span.
     """
-    scope = _CURRENT.get()
+    scope = current_scope()
     if scope is None or not scope.chain:
         return
     try:
@@ -338,8 +339,8 @@ def _keep_private(rt: _config.Runtime, span: Span, key: str, value: Any) -> None
         _warn_once(f"private:{key}", f"could not record a decorated call's {key}", exc)
         return
     span_id = span.get_span_context().span_id
-    for handler in scope.chain:
-        handler._collect_content(span_id, key, converted)
+    for sink in scope.chain:
+        sink.collect_content(span_id, key, converted)
 
 
 # Who sees a span started here and now (see _audience).
@@ -366,13 +367,13 @@ def _audience(rt: _config.Runtime) -> int:
     """
     if rt.spans_leave_process:
         return _RECORDED
-    scope = _CURRENT.get()
+    scope = current_scope()
     if scope is not None:
         return _RECORDED if scope.chain else _NOBODY
-    captured = rt.processor._by_trace
-    if not captured:
+    processor = rt.processor
+    if not processor.capturing:
         return _NOBODY
-    if otel_trace.get_current_span().get_span_context().trace_id in captured:
+    if processor.captures_trace(otel_trace.get_current_span().get_span_context().trace_id):
         return _RECORDED
     return _COUNTED
 
@@ -459,7 +460,7 @@ class _SpanCall:
         kwargs: Any,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
-        rt = _config._RUNTIME or _config.runtime()
+        rt = _config.RUNTIME or _config.runtime()
         self._rt = rt
         self._codec = rt.codec
         audience = _audience(rt)
@@ -655,7 +656,7 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
     @functools.wraps(fn)
     def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
         # The most common case, written out in full: it runs on every call of the app.
-        rt = _config._RUNTIME or _config.runtime()
+        rt = _config.RUNTIME or _config.runtime()
         audience = _audience(rt)
         if audience == _NOBODY:
             return fn(*args, **kwargs)

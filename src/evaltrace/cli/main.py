@@ -29,6 +29,7 @@ _SELECTORS = ("root", "last_llm_call", "first_llm_call")
 
 def _trace(args: argparse.Namespace) -> int:
     from evaltrace import trace as trace_module
+    from evaltrace.evals import selectors
 
     path = Path(args.file)
     if not path.is_file():
@@ -51,7 +52,7 @@ def _trace(args: argparse.Namespace) -> int:
         if not args.select:
             continue
         try:
-            evaluable = getattr(trace_module, args.select)(one)
+            evaluable = getattr(selectors, args.select)(one)
         except EvaltraceError as exc:
             _error(f"evaltrace trace: trace {_trace_id(one)}: {exc}")
             code = 1

@@ -18,6 +18,11 @@ Example:
     ('json:dumps', ['ExactMatch'])
 """
 
+from evaltrace.datasets.assertions import (
+    DEFAULT_DATASET_TIMEOUT,
+    DatasetPassResult,
+    assert_dataset_pass,
+)
 from evaltrace.datasets.loading import MAX_DATASET_BYTES, dataset_from_data, load_dataset
 from evaltrace.datasets.model import INHERIT, Dataset, DatasetEntry, EvaluatorSpec, NamedInput
 from evaltrace.datasets.problems import DatasetError, DatasetProblem
@@ -46,6 +51,9 @@ from evaltrace.datasets.schema import dataset_json_schema
 
 __all__ = [
     "BUILTIN_EVALUATORS",
+    "DEFAULT_DATASET_TIMEOUT",
+    "DatasetPassResult",
+    "assert_dataset_pass",
     "INHERIT",
     "MAX_DATASET_BYTES",
     "Dataset",

@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 from pydantic import ValidationError
 
 from evaltrace._safe_text import exception_message
+from evaltrace.checks import check_count
 from evaltrace.datasets._validation_problems import Unreadable, problems_from_errors
 from evaltrace.datasets._yaml import YamlProblem, parse_yaml
 from evaltrace.datasets.model import (
@@ -36,7 +37,6 @@ from evaltrace.datasets.model import (
     dataset_problems,
 )
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, describe_value
-from evaltrace.evals.limits import check_count
 
 __all__ = ["MAX_DATASET_BYTES", "dataset_from_data", "load_dataset"]
 

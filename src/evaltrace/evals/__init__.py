@@ -13,26 +13,35 @@ from evaltrace.evals.evaluable import (
 )
 from evaltrace.evals.evaluation import Evaluation, EvaluationError, EvaluationStatus
 from evaltrace.evals.evaluator import Evaluator, evaluate, evaluator_name
-from evaltrace.evals.limits import DEFAULT_DATASET_TIMEOUT, RateLimiter
 from evaltrace.evals.runner import (
-    DatasetPassResult,
     EvalAssertionError,
     InputResult,
     RunOutcome,
-    TraceSelector,
-    assert_dataset_pass,
     assert_pass,
     evaluate_inputs,
     results_table,
     run_and_evaluate,
     run_captured,
 )
+from evaltrace.evals.selectors import (
+    TraceSelector,
+    by_kind,
+    by_name,
+    first_llm_call,
+    last_llm_call,
+    root,
+    select,
+)
 from evaltrace.evals.sync import RunningLoopError, run
 
 __all__ = [
-    "DEFAULT_DATASET_TIMEOUT",
+    "by_kind",
+    "by_name",
+    "first_llm_call",
+    "last_llm_call",
+    "root",
+    "select",
     "UNSET",
-    "DatasetPassResult",
     "EvalAssertionError",
     "Evaluable",
     "Evaluation",
@@ -42,14 +51,12 @@ __all__ = [
     "InputResult",
     "NamedData",
     "PassCriteria",
-    "RateLimiter",
     "RunOutcome",
     "RunningLoopError",
     "ScoreThreshold",
     "TestCase",
     "TraceSelector",
     "Unset",
-    "assert_dataset_pass",
     "assert_pass",
     "collapse_named_data",
     "evaluate",

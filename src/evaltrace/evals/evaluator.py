@@ -11,11 +11,11 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 import anyio
 
 from evaltrace._safe_text import safe_repr, type_name
+from evaltrace.checks import check_timeout
 from evaltrace.errors import EvaluatorTimeoutError, InvalidEvaluatorResultError
 from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation
-from evaltrace.evals.limits import check_timeout
 from evaltrace.evals.worker_threads import run_in_worker_thread
 
 __all__ = ["Evaluator", "EvaluatorFunction", "evaluate", "evaluator_name"]

@@ -9,16 +9,15 @@ import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio
 
 from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.capture import conventions as conv
 from evaltrace.capture.context import eval_inputs as _eval_inputs_scope
-from evaltrace.capture.handlers import MemoryTraceHandler, capture_traces
 from evaltrace.capture.wrap import start_span_call
+from evaltrace.checks import check_count, check_timeout
 from evaltrace.errors import EvaltraceError, EvaluatorTimeoutError
 from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
 from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
@@ -31,19 +30,15 @@ from evaltrace.evals.evaluator import (
     evaluator_name,
     is_async_callable,
 )
-from evaltrace.evals.limits import DEFAULT_DATASET_TIMEOUT, check_count, check_timeout
+from evaltrace.evals.selectors import TraceSelector, root
 from evaltrace.evals.worker_threads import run_in_worker_thread
-
-if TYPE_CHECKING:
-    from evaltrace.trace import ObservationNode
+from evaltrace.trace import MemoryTraceHandler, ObservationNode, capture_traces
 
 __all__ = [
-    "DatasetPassResult",
     "EvalAssertionError",
     "InputResult",
     "RunOutcome",
     "TraceSelector",
-    "assert_dataset_pass",
     "assert_pass",
     "evaluate_inputs",
     "results_table",
@@ -52,9 +47,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("evaltrace")
-
-TraceSelector = Callable[[list["ObservationNode"]], Evaluable]
-"""Turns a captured trace into the :class:`Evaluable` to score (e.g. ``root``)."""
 
 
 @dataclass(kw_only=True)
@@ -256,8 +248,6 @@ def _evaluable_from_run(
     base: Evaluable | None,
     expected_output: Any,
 ) -> Evaluable:
-    from evaltrace.trace import root
-
     selected = (from_trace or root)(run.trace)
     updates: dict[str, Any] = {}
     if base is not None:
@@ -664,102 +654,3 @@ async def assert_pass(
         table = results_table(results, names, criteria)
         raise EvalAssertionError(f"assert_pass failed: {message}\n{table}", matrix, results)
     return matrix
-
-
-@dataclass(kw_only=True)
-class DatasetPassResult:
-    """What :func:`assert_dataset_pass` returns when the dataset passes."""
-
-    results: list[list[Evaluation]]
-    """The matrix ``[entries][evaluators]``."""
-    dataset_results: dict[str, Evaluation]
-    """Run-level results of the aggregators the file declares, keyed ``"{evaluator}::{type}"``
-    (see :func:`~evaltrace.metrics.compute_dataset_evaluator_results`)."""
-
-
-async def assert_dataset_pass(
-    runnable: Callable[..., Any],
-    dataset: str | Path,
-    evaluators: Sequence[EvaluatorFunction],
-    *,
-    pass_criteria: PassCriteria | None = None,
-    from_trace: TraceSelector | None = None,
-    concurrency: int = 8,
-    timeout: float | None = DEFAULT_DATASET_TIMEOUT,
-) -> DatasetPassResult:
-    """Load a dataset file, score every entry, and check the pass criteria.
-
-    Each entry's ``entry_kwargs`` is the runnable's input, its ``eval_input`` items are served
-    to ``wrap(..., purpose="input")``, and its ``expectation``, ``eval_metadata`` and
-    ``description`` go to the evaluators. Evaluators declared in the file as
-    ``{"name": ..., "aggregators": [...]}`` get dataset-level results (precision, recall,
-    F-beta, confusion matrix) computed from their per-entry results; the name is matched
-    against the display names of ``evaluators``.
-
-    Args:
-        runnable: The app entry point, called with each entry's ``entry_kwargs``.
-        dataset: Path of a dataset JSON file.
-        evaluators: Sync or async evaluators.
-        pass_criteria: Judges the matrix; default ``ScoreThreshold(threshold=0.5, pct=1.0)``.
-        from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
-        concurrency: Most entries in flight at once.
-        timeout: Seconds allowed for each run and for each evaluation; by default
-            :data:`~evaltrace.evals.DEFAULT_DATASET_TIMEOUT` (300 s), ``None`` for no limit.
-            A run or evaluation past it is errored, and the entry fails.
-
-    Returns:
-        The matrix and the dataset-level results.
-
-    Raises:
-        EvalAssertionError: The criteria failed; its message also lists the dataset-level
-            results, which it carries as ``dataset_results``.
-        DatasetFileError: The file is missing or malformed, or declares aggregators for an
-            evaluator that is not among ``evaluators``.
-    """
-    from evaltrace.evals._dataset_file import DatasetFileError, load_dataset_file
-    from evaltrace.metrics.classification import compute_dataset_evaluator_results
-
-    path = Path(dataset)
-    document = load_dataset_file(path)
-    names = [evaluator_name(check) for check in evaluators]
-    unknown = sorted(set(document.aggregators) - set(names))
-    if unknown:
-        raise DatasetFileError(
-            f"{path}: aggregators are declared for {unknown}, but the evaluators given are "
-            f"{names}; name the evaluator entries in the file after the evaluators' names"
-        )
-    results = await evaluate_inputs(
-        runnable,
-        [entry.entry_kwargs for entry in document.entries],
-        evaluators,
-        evaluables=[entry.case for entry in document.entries],
-        from_trace=from_trace,
-        concurrency=concurrency,
-        timeout=timeout,
-    )
-    matrix = [item.evaluations for item in results]
-    columns = {name: [row[i] for row in matrix] for i, name in enumerate(names)}
-    dataset_results = compute_dataset_evaluator_results(
-        {name: columns[name] for name in document.aggregators}, document.aggregators
-    )
-    criteria = pass_criteria or ScoreThreshold()
-    passed, message = criteria(matrix)
-    if not passed:
-        table = results_table(results, names, criteria)
-        summary = _dataset_summary(dataset_results)
-        error = EvalAssertionError(
-            f"assert_dataset_pass failed for {path}: {message}\n{table}{summary}", matrix, results
-        )
-        error.dataset_results = dataset_results
-        raise error
-    return DatasetPassResult(results=matrix, dataset_results=dataset_results)
-
-
-def _dataset_summary(dataset_results: Mapping[str, Evaluation]) -> str:
-    if not dataset_results:
-        return ""
-    lines = ["", "dataset-level results:"]
-    for key, evaluation in dataset_results.items():
-        shown = f"{evaluation.score:.4f}" if evaluation.score is not None else evaluation.status
-        lines.append(f"  {key}: {shown}")
-    return "\n".join(lines)

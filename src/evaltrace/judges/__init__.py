@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+from evaltrace.errors import MissingExtraError
 from evaltrace.judges.autoevals import (
     AnswerCorrectness,
     AnswerRelevancy,
@@ -48,15 +49,6 @@ from evaltrace.judges.combine import (
     MetricsAggregator,
     WeightedMetricsAggregator,
 )
-from evaltrace.judges.config import (
-    JudgeConfig,
-    JudgeConfigToken,
-    JudgeNotConfiguredError,
-    MissingExtraError,
-    configure_judge,
-    judge_config,
-    reset_judge_config,
-)
 from evaltrace.judges.llm import LLMEvaluator, UnparseableJudgeAnswerError, create_llm_evaluator
 from evaltrace.judges.repeated import (
     AggregationMethod,
@@ -75,6 +67,14 @@ from evaltrace.judges.repeated import (
     aggregate_repeated_results,
     build_aggregation_strategy,
     register_aggregation_strategy,
+)
+from evaltrace.llm.config import (
+    JudgeConfig,
+    JudgeConfigToken,
+    JudgeNotConfiguredError,
+    configure_judge,
+    judge_config,
+    reset_judge_config,
 )
 
 __all__ = [

@@ -31,7 +31,7 @@ from types import MappingProxyType
 from typing import Any, Final, Literal, TypeAlias
 
 from evaltrace._safe_text import safe_repr
-from evaltrace.errors import EvaltraceError, InvalidEvaluatorResultError
+from evaltrace.errors import EvaltraceError, InvalidEvaluatorResultError, MissingExtraError
 from evaltrace.evals.display import short_text
 from evaltrace.evals.evaluable import (
     HOW_TO_GIVE_AN_EXPECTATION,
@@ -41,17 +41,9 @@ from evaltrace.evals.evaluable import (
     get_named,
 )
 from evaltrace.evals.evaluation import Evaluation
-from evaltrace.judges.config import (
-    JudgeClient,
-    JudgeConfig,
-    MissingExtraError,
-    estimate_tokens,
-    judge_client,
-    judge_config,
-    run_judge_call,
-    run_judge_call_in_thread,
-)
 from evaltrace.judges.llm import UnparseableJudgeAnswerError
+from evaltrace.llm.config import JudgeClient, JudgeConfig, judge_client, judge_config
+from evaltrace.llm.isolation import estimate_tokens, run_judge_call, run_judge_call_in_thread
 
 __all__ = [
     "AnswerCorrectness",

@@ -19,10 +19,10 @@ from typing import Any, TypeAlias
 
 import anyio
 
+from evaltrace.checks import check_timeout
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluate
-from evaltrace.evals.limits import check_timeout
 
 __all__ = [
     "AggregationResult",

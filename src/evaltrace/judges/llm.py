@@ -32,15 +32,8 @@ from typing import Any, Final
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluable import HOW_TO_GIVE_AN_EXPECTATION, Evaluable, Unset, get_named
 from evaltrace.evals.evaluation import Evaluation
-from evaltrace.judges.config import (
-    JudgeClient,
-    estimate_tokens,
-    judge_client,
-    judge_config,
-    run_judge_call,
-    run_judge_call_in_thread,
-    uses_responses_api,
-)
+from evaltrace.llm.config import JudgeClient, judge_client, judge_config, uses_responses_api
+from evaltrace.llm.isolation import estimate_tokens, run_judge_call, run_judge_call_in_thread
 
 __all__ = [
     "LLMEvaluator",

@@ -34,11 +34,11 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace._safe_text import safe_repr, type_name
+from evaltrace.checks import check_count, check_timeout
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation, EvaluationError, EvaluationStatus
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluate, evaluator_name
-from evaltrace.evals.limits import check_count, check_timeout
 
 __all__ = [
     "AggregationMethod",

@@ -33,13 +33,6 @@ from evaltrace.metrics.documents import (
     check_document_key,
     document_key,
 )
-from evaltrace.metrics.embeddings import (
-    Embedder,
-    cosine_similarity,
-    judge_embedder,
-    local_embedder,
-    openai_embedder,
-)
 from evaltrace.metrics.evaluators import (
     AnswerDetails,
     AnswerExactMatch,
@@ -70,13 +63,8 @@ __all__ = [
     "DocumentMRR",
     "DocumentNDCG",
     "DocumentRecall",
-    "Embedder",
     "RetrievalDetails",
-    "cosine_similarity",
     "SemanticAnswerSimilarity",
-    "judge_embedder",
-    "local_embedder",
-    "openai_embedder",
     "span_documents",
     "AggregatorSpec",
     "AveragedMetrics",

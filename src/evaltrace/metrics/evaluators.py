@@ -1,6 +1,6 @@
 """Per-entry evaluators built on the metric functions: retrieval, answers, semantic similarity.
 
-(The embedding functions that semantic similarity uses are in :mod:`evaltrace.metrics.embeddings`.)
+(The embedding functions that semantic similarity uses are in :mod:`evaltrace.llm.embeddings`.)
 
 Each evaluator is an object with a ``name`` and an ``async __call__(evaluable, *, trace=None)``
 that returns an :class:`~evaltrace.evals.evaluation.Evaluation`, so it plugs into
@@ -58,8 +58,15 @@ from evaltrace.capture import conventions as conv
 from evaltrace.capture.serialize import decode
 from evaltrace.evals.evaluable import Evaluable, get_named
 from evaltrace.evals.evaluation import Evaluation
-from evaltrace.judges.config import (
+from evaltrace.llm.config import (
     judge_config,
+)
+from evaltrace.llm.embeddings import (
+    Embedder,
+    cosine_similarity,
+    embed_texts,
+    judge_embedder,
+    local_embedder,
 )
 from evaltrace.metrics.answers import exact_match, token_f1
 from evaltrace.metrics.documents import (
@@ -69,13 +76,6 @@ from evaltrace.metrics.documents import (
     check_document_key,
     document_keys,
     relevance_scores,
-)
-from evaltrace.metrics.embeddings import (
-    Embedder,
-    cosine_similarity,
-    embed_texts,
-    judge_embedder,
-    local_embedder,
 )
 from evaltrace.metrics.retrieval import (
     DEFAULT_RECALL_MODE,
@@ -782,7 +782,7 @@ class SemanticAnswerSimilarity(_AnswerEvaluator):
 
     Example:
         >>> import openai
-        >>> from evaltrace.metrics import openai_embedder
+        >>> from evaltrace.llm import openai_embedder
         >>> client = openai.AsyncOpenAI(api_key="k")
         >>> sas = SemanticAnswerSimilarity(embed=openai_embedder(client, "text-embedding-3-small"))
     """

@@ -15,19 +15,19 @@ from typing import Any, Final, TypeAlias
 
 from pydantic import JsonValue
 
+from evaltrace.llm.embeddings import (
+    Embedder,
+    cosine_similarity,
+    embed_texts,
+    judge_embedder,
+    local_embedder,
+)
 from evaltrace.metrics.answers import exact_match, token_f1
 from evaltrace.metrics.documents import (
     DocumentKey,
     DocumentKeyError,
     DocumentScoreError,
     check_document_key,
-)
-from evaltrace.metrics.embeddings import (
-    Embedder,
-    cosine_similarity,
-    embed_texts,
-    judge_embedder,
-    local_embedder,
 )
 from evaltrace.metrics.retrieval import (
     DEFAULT_RECALL_MODE,

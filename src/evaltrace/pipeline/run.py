@@ -36,9 +36,9 @@ from anyio.abc import TaskGroup
 
 from evaltrace.capture import conventions as conv
 from evaltrace.capture.config import runtime
+from evaltrace.checks import check_count, check_timeout
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluation import EvaluationError
-from evaltrace.evals.limits import check_count, check_timeout
 from evaltrace.evals.runner import RunOutcome, run_captured
 from evaltrace.metrics.evaluators import span_documents
 from evaltrace.pipeline.result import ComponentRecord, EvaluationResult, RunRecord

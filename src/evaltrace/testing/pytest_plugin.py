@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
-from evaltrace.capture.handlers import MemoryTraceHandler, capture_traces
 from evaltrace.testing.fake_judge import FakeJudgeServer
+from evaltrace.trace import MemoryTraceHandler, capture_traces
 
 if TYPE_CHECKING:
     from evaltrace.trace import ObservationNode

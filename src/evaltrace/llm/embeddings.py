@@ -19,15 +19,10 @@ from typing import Any, Final, TypeAlias
 
 import anyio.to_thread
 
+from evaltrace.errors import MissingExtraError
 from evaltrace.evals.evaluator import is_async_callable
-from evaltrace.judges.config import (
-    MissingExtraError,
-    estimate_tokens,
-    judge_client,
-    judge_config,
-    run_judge_call,
-    run_judge_call_in_thread,
-)
+from evaltrace.llm.config import judge_client, judge_config
+from evaltrace.llm.isolation import estimate_tokens, run_judge_call, run_judge_call_in_thread
 
 __all__ = [
     "Embedder",
@@ -114,7 +109,7 @@ def judge_embedder(model: str | None = None) -> Embedder:
 
     Returns:
         An async function ``(texts) -> vectors``; it raises
-        :class:`~evaltrace.judges.config.JudgeNotConfiguredError` when no judge is configured.
+        :class:`~evaltrace.llm.config.JudgeNotConfiguredError` when no judge is configured.
 
     Example:
         >>> embed = judge_embedder("text-embedding-3-small")
@@ -150,7 +145,7 @@ def local_embedder(model_name: str) -> Embedder:
 
     Returns:
         A sync function ``(texts) -> vectors``; it raises
-        :class:`~evaltrace.judges.config.MissingExtraError` when sentence-transformers is not
+        :class:`~evaltrace.errors.MissingExtraError` when sentence-transformers is not
         installed (``pip install evaltrace[embeddings]``).
 
     Example:

@@ -32,48 +32,10 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Final
 
 import anyio
 
-from evaltrace._safe_text import safe_repr
-
-__all__ = ["DEFAULT_DATASET_TIMEOUT", "RateLimiter", "check_count", "check_timeout"]
-
-DEFAULT_DATASET_TIMEOUT: Final = 300.0
-"""Seconds each run of the runnable, and each evaluation, may take in a dataset run
-(:func:`~evaltrace.evals.assert_dataset_pass`) unless told otherwise. Long enough for a
-judge call that retries (each request is bounded by the judge timeout, 60 s by default);
-short enough that one hung call cannot stall a CI job for hours."""
-
-
-def check_timeout(timeout: object, what: str = "timeout") -> float | None:
-    """Validate an optional timeout in seconds: ``None`` or a positive finite number.
-
-    Raises:
-        ValueError: Naming ``what`` and the value given.
-    """
-    if timeout is None:
-        return None
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
-        raise ValueError(f"{what} must be a positive number of seconds, got {safe_repr(timeout)}")
-    return float(timeout)
-
-
-def check_count(value: object, what: str) -> int:
-    """Validate a whole number ``>= 1`` (a concurrency, a number of runs, ...).
-
-    Raises:
-        ValueError: Naming ``what`` and the value given.
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a whole number >= 1, got {safe_repr(value)}")
-    return value
+__all__ = ["RateLimiter"]
 
 
 @dataclass(kw_only=True)

@@ -1,4 +1,4 @@
-"""Where LLM judges send their requests: endpoint, key, models, clients, and trace isolation.
+"""Where LLM judges send their requests: endpoint, key, models and clients.
 
 Every model-backed evaluator (the autoevals classifiers, embeddings, moderation,
 :func:`~evaltrace.judges.create_llm_evaluator`) resolves its judge through
@@ -12,7 +12,7 @@ Judge requests go through ``openai.AsyncOpenAI`` clients that are built on first
 429 and 5xx replies, and give each request :data:`DEFAULT_JUDGE_TIMEOUT` seconds (60) unless
 ``configure_judge(timeout=...)`` or ``EVALTRACE_JUDGE_TIMEOUT`` says otherwise. Judge calls
 run detached from the app's trace, so the capture of the run being judged never contains the
-judge's own spans (see :func:`isolated_judge_call`).
+judge's own spans (see :mod:`evaltrace.llm.isolation`).
 """
 
 from __future__ import annotations
@@ -24,20 +24,13 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
-import anyio
-from opentelemetry import context as otel_context
-
-from evaltrace.capture.context import RunScope, enter_scope
-from evaltrace.errors import ConfigurationError, EvaltraceError
-from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
-from evaltrace.evals.limits import RateLimiter, check_timeout
-from evaltrace.evals.worker_threads import run_in_worker_thread
+from evaltrace.checks import check_timeout
+from evaltrace.errors import ConfigurationError, MissingExtraError
+from evaltrace.llm.rate_limit import RateLimiter
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -48,15 +41,10 @@ __all__ = [
     "JudgeConfig",
     "JudgeConfigToken",
     "JudgeNotConfiguredError",
-    "MissingExtraError",
     "configure_judge",
-    "isolated_judge_call",
     "judge_client",
     "judge_config",
     "reset_judge_config",
-    "estimate_tokens",
-    "run_judge_call",
-    "run_judge_call_in_thread",
     "uses_responses_api",
 ]
 
@@ -99,20 +87,6 @@ class JudgeNotConfiguredError(ConfigurationError):
     def __init__(self, evaluator: str | None = None) -> None:
         who = f"{evaluator!r} needs an LLM judge" if evaluator else "An LLM judge is needed"
         super().__init__(f"{who}, and none is configured. {HOW_TO_CONFIGURE}")
-
-
-class MissingExtraError(EvaltraceError, ImportError):
-    """A feature needs an optional dependency that is not installed."""
-
-    def __init__(self, feature: str, package: str, extra: str) -> None:
-        super().__init__(
-            f"{feature} needs the optional dependency {package!r}, which is not installed. "
-            f"Install it with: pip install 'evaltrace[{extra}]'"
-        )
-        self.package = package
-        """The missing package."""
-        self.extra = extra
-        """The evaltrace extra that installs it."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -448,116 +422,6 @@ def _is_async_client(client: Any) -> bool:
     create = getattr(getattr(getattr(client, "chat", None), "completions", None), "create", None)
     # openai wraps its async methods in decorators that hide the coroutine function.
     return callable(create) and inspect.iscoroutinefunction(inspect.unwrap(create))
-
-
-@contextmanager
-def isolated_judge_call(config: JudgeConfig) -> Iterator[None]:
-    """Run the block as a judge call: detached from the trace of the code that runs it.
-
-    Inside the block the OpenTelemetry context is empty, with instrumentation suppressed (so
-    instrumentors such as OpenInference's make no spans), and no evaltrace capture is
-    current (so any span started anyway is not filed under the run being judged). With
-    ``trace_judge_calls`` configured the block runs unchanged.
-
-    Args:
-        config: The resolved judge configuration.
-
-    Example:
-        >>> with isolated_judge_call(judge_config()):
-        ...     pass
-    """
-    if config.trace_judge_calls:
-        yield
-        return
-    detached = otel_context.set_value(
-        otel_context._SUPPRESS_INSTRUMENTATION_KEY, True, otel_context.Context()
-    )
-    detached = otel_context.set_value(
-        otel_context._SUPPRESS_HTTP_INSTRUMENTATION_KEY, True, detached
-    )
-    token = otel_context.attach(detached)
-    try:
-        with enter_scope(RunScope(None, None)):
-            yield
-    finally:
-        otel_context.detach(token)
-
-
-def estimate_tokens(*texts: object) -> int:
-    """A rough prompt size for rate limiting: characters / 4 (at least 1)."""
-    return max(1, sum(len(text if isinstance(text, str) else repr(text)) for text in texts) // 4)
-
-
-async def _pace(config: JudgeConfig, tokens: int) -> None:
-    if config.rate_limiter is not None:
-        await config.rate_limiter.acquire(tokens)
-
-
-async def run_judge_call(
-    config: JudgeConfig, call: Callable[[], Awaitable[T]], *, tokens: int = 1
-) -> T:
-    """Await ``call()`` as an isolated judge call, in its own copy of the context.
-
-    The copy means that whatever the call sets in context variables (autoevals keeps its
-    client and default models there) never leaks into the caller. With a rate limiter
-    configured, the call first waits for its turn.
-
-    Args:
-        config: The resolved judge configuration.
-        call: Starts the judge call.
-        tokens: The call's estimated prompt tokens, for the rate limiter.
-
-    Returns:
-        What the call returned; its exception is raised unchanged.
-    """
-    await _pace(config, tokens)
-    results: list[T] = []
-    failures: list[Exception] = []
-
-    async def child() -> None:
-        with isolated_judge_call(config):
-            try:
-                results.append(await call())
-            except Exception as exc:  # handed back to the caller below
-                failures.append(exc)
-            except BaseException as exc:
-                if not is_stray_cancellation(exc):
-                    raise
-                # A task group would swallow it as a cancellation, leaving no result at all.
-                stray = StrayCancellationError("the judge call")
-                stray.__cause__ = exc
-                failures.append(stray)
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(child)
-    if failures:
-        raise failures[0]
-    return results[0]
-
-
-async def run_judge_call_in_thread(
-    config: JudgeConfig, call: Callable[[], T], *, tokens: int = 1
-) -> T:
-    """Run the synchronous ``call()`` as an isolated judge call in a worker thread.
-
-    The thread gets a copy of the caller's context; on asyncio it is one of evaltrace's
-    daemon worker threads, so a call abandoned after a timeout never delays interpreter exit.
-
-    Args:
-        config: The resolved judge configuration.
-        call: Makes the judge call.
-        tokens: The call's estimated prompt tokens, for the rate limiter.
-
-    Returns:
-        What the call returned; its exception is raised unchanged.
-    """
-    await _pace(config, tokens)
-
-    def isolated() -> T:
-        with isolated_judge_call(config):
-            return call()
-
-    return await run_in_worker_thread(isolated)
 
 
 # -- validation ------------------------------------------------------------------------------

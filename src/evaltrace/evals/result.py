@@ -1,0 +1,244 @@
+"""The saved result of a run: :class:`RunResult` with one :class:`EntryResult` per entry.
+
+This is the one result format of evaltrace. The runner builds an :class:`EntryResult` for
+every input it evaluates; a dataset run gathers them into a :class:`RunResult` and writes it
+as ``result.json``; reports, the scorecard, baseline diffs, DataFrames and the pipeline view
+all read it. It holds data only (no live capture), carries a ``schema_version``, and
+round-trips through JSON exactly::
+
+    RunResult.model_validate_json(result.model_dump_json()) == result
+
+Each entry gets a :class:`CompletionStatus`, derived by :func:`entry_status` with one
+precedence (first match wins):
+
+====================== =====================================================================
+status                 when
+====================== =====================================================================
+LOG_FILE_ERROR         the entry's stored trace could not be read (``where="trace_file"``)
+ERROR                  the runnable raised, the selector failed, or an evaluator errored
+                       (a timeout is not counted here)
+TIMED_OUT              the runnable or an evaluator timed out, and nothing else failed
+NO_SCORE_LOGGED        no evaluator scored the entry (none ran, or every one skipped it)
+SUCCESS                every scored evaluation reached the threshold
+FAILED_SCORE_ZERO      every scored evaluation is 0
+FAILED_PARTIAL_SCORE   some scored evaluation is below the threshold, not all are 0
+====================== =====================================================================
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_serializer
+
+from evaltrace.evals.evaluable import UNSET, NamedData, Unset
+from evaltrace.evals.evaluation import Evaluation, EvaluationError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "TIMEOUT_ERROR_TYPES",
+    "CompletionStatus",
+    "EntryResult",
+    "RunResult",
+    "entry_status",
+]
+
+SCHEMA_VERSION: Final = 1
+"""The version of the saved format; raised when a field changes meaning or is removed."""
+
+TIMEOUT_ERROR_TYPES: Final = frozenset(
+    {"EvaluatorTimeoutError", "TimeoutError", "APITimeoutError", "ReadTimeout"}
+)
+"""Error types that mean "took too long" rather than "failed"."""
+
+
+class CompletionStatus(StrEnum):
+    """How one entry ended; see the module documentation for the precedence."""
+
+    SUCCESS = "SUCCESS"
+    FAILED_PARTIAL_SCORE = "FAILED_PARTIAL_SCORE"
+    FAILED_SCORE_ZERO = "FAILED_SCORE_ZERO"
+    TIMED_OUT = "TIMED_OUT"
+    NO_SCORE_LOGGED = "NO_SCORE_LOGGED"
+    LOG_FILE_ERROR = "LOG_FILE_ERROR"
+    ERROR = "ERROR"
+
+    @property
+    def passed(self) -> bool:
+        """Whether this status counts as a pass."""
+        return self is CompletionStatus.SUCCESS
+
+
+def entry_status(
+    evaluations: Sequence[Evaluation],
+    error: EvaluationError | None = None,
+    *,
+    threshold: float = 0.5,
+) -> CompletionStatus:
+    """The status of one entry from its evaluations and its run's error.
+
+    Args:
+        evaluations: One evaluation per evaluator.
+        error: What failed before any evaluator ran (the runnable, the selector, reading the
+            stored trace), if anything.
+        threshold: The score an evaluation must reach to pass.
+
+    Returns:
+        The first status of the precedence table (module documentation) that applies.
+
+    Example:
+        >>> entry_status([Evaluation(score=1.0), Evaluation(score=0.0)])
+        <CompletionStatus.FAILED_PARTIAL_SCORE: 'FAILED_PARTIAL_SCORE'>
+    """
+    errors = [e.error for e in evaluations if e.error is not None]
+    if error is not None:
+        errors.insert(0, error)
+    if any(item.where == "trace_file" for item in errors):
+        return CompletionStatus.LOG_FILE_ERROR
+    if any(item.type not in TIMEOUT_ERROR_TYPES for item in errors):
+        return CompletionStatus.ERROR
+    if errors:
+        return CompletionStatus.TIMED_OUT
+    scores = [e.score for e in evaluations if e.score is not None]
+    if not scores:
+        return CompletionStatus.NO_SCORE_LOGGED
+    if all(score >= threshold for score in scores):
+        return CompletionStatus.SUCCESS
+    if all(score == 0.0 for score in scores):
+        return CompletionStatus.FAILED_SCORE_ZERO
+    return CompletionStatus.FAILED_PARTIAL_SCORE
+
+
+def _plain_details(evaluation: Evaluation) -> Evaluation:
+    """The evaluation with model details as JSON data, so that it saves and loads the same."""
+    if isinstance(evaluation.details, BaseModel):
+        return evaluation.model_copy(update={"details": evaluation.details.model_dump(mode="json")})
+    return evaluation
+
+
+class EntryResult(BaseModel):
+    """Everything kept about one entry (one input) of a run.
+
+    Example:
+        >>> entry = EntryResult(index=0, name="0", evaluations=[Evaluation(score=1.0)])
+        >>> entry.status
+        <CompletionStatus.SUCCESS: 'SUCCESS'>
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    index: int = Field(ge=0)
+    """The position of the entry in the run."""
+    name: str
+    """The entry's name (a dataset entry's ``name``, else its position)."""
+    description: str | None = None
+    """A human-readable label of the entry."""
+    input: JsonValue = None
+    """What the runnable was given (encoded as JSON data)."""
+    eval_input: list[NamedData] = Field(default_factory=list)
+    """The named inputs served to ``wrap(..., purpose="input")``."""
+    output: JsonValue = None
+    """What the runnable returned (``None`` when it raised or was not run)."""
+    eval_output: list[NamedData] | None = None
+    """What the evaluators scored (``None`` when nothing could be selected)."""
+    expectation: JsonValue | Unset = UNSET
+    """The expectation; :data:`~evaltrace.UNSET` (left out of the JSON) when there was none."""
+    eval_metadata: dict[str, JsonValue] | None = None
+    """Extra data the entry gave its evaluators."""
+    evaluations: list[Evaluation] = Field(default_factory=list)
+    """One evaluation per evaluator, in the run's evaluator order."""
+    error: EvaluationError | None = None
+    """What failed before the evaluators ran: the runnable, the selector, the stored trace."""
+    status: CompletionStatus = CompletionStatus.NO_SCORE_LOGGED
+    """How the entry ended (derived from the evaluations unless given)."""
+    started_at: datetime | None = None
+    """When the entry started (UTC)."""
+    duration_s: float = 0.0
+    """Wall time of the run of the runnable (0 when it was not run)."""
+    trace_ids: list[str] = Field(default_factory=list)
+    """The entry's traces (32 hex digits), as stored in the run's ``traces.jsonl``."""
+
+    @field_validator("evaluations")
+    @classmethod
+    def _plain_evaluation_details(cls, evaluations: list[Evaluation]) -> list[Evaluation]:
+        return [_plain_details(evaluation) for evaluation in evaluations]
+
+    def model_post_init(self, context: Any) -> None:
+        """Derive :attr:`status` when it was not given."""
+        if "status" not in self.model_fields_set:
+            object.__setattr__(self, "status", entry_status(self.evaluations, self.error))
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if isinstance(self.expectation, Unset):
+            data.pop("expectation", None)
+        return data
+
+    @property
+    def has_expectation(self) -> bool:
+        """Whether an expectation (possibly ``None``) was given."""
+        return not isinstance(self.expectation, Unset)
+
+    def evaluation(self, evaluator: str) -> Evaluation | None:
+        """The evaluation by the evaluator called ``evaluator``, if the entry has one."""
+        for evaluation in self.evaluations:
+            if evaluation.evaluator == evaluator:
+                return evaluation
+        return None
+
+
+class RunResult(BaseModel):
+    """The saved result of one run: its entries, dataset-level results, timing and settings.
+
+    Example:
+        >>> result = RunResult(name="demo", entries=[EntryResult(index=0, name="0")])
+        >>> RunResult.model_validate_json(result.model_dump_json()) == result
+        True
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    """The version of this format."""
+    run_id: str = ""
+    """A sortable id unique to the run (the results folder's name)."""
+    name: str
+    """What was run: the dataset's name, or the runnable's."""
+    source: str | None = None
+    """The dataset file, when the run came from one."""
+    evaluators: list[str] = Field(default_factory=list)
+    """The evaluators' display names, in order."""
+    entries: list[EntryResult] = Field(default_factory=list)
+    """One result per entry, in entry order."""
+    dataset_results: dict[str, Evaluation] = Field(default_factory=dict)
+    """Dataset-level results (precision, recall, F-beta, ...), keyed ``"{evaluator}::{type}"``."""
+    started_at: datetime | None = None
+    """When the run started (UTC)."""
+    finished_at: datetime | None = None
+    """When the run finished (UTC)."""
+    duration_s: float = 0.0
+    """Wall time of the whole run."""
+    threshold: float = 0.5
+    """The score an evaluation had to reach to pass."""
+    settings: dict[str, JsonValue] = Field(default_factory=dict)
+    """How the run was made (concurrency, timeout, judge model, ...)."""
+
+    @field_validator("dataset_results")
+    @classmethod
+    def _plain_dataset_details(cls, results: dict[str, Evaluation]) -> dict[str, Evaluation]:
+        return {key: _plain_details(evaluation) for key, evaluation in results.items()}
+
+    @property
+    def status_counts(self) -> dict[CompletionStatus, int]:
+        """How many entries ended with each status (statuses with none are left out)."""
+        return dict(Counter(entry.status for entry in self.entries))
+
+    @property
+    def passed(self) -> bool:
+        """Whether there are entries and every one succeeded."""
+        return bool(self.entries) and all(entry.status.passed for entry in self.entries)

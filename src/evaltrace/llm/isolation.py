@@ -1,0 +1,142 @@
+"""Judge calls kept apart from the app's trace, paced by the rate limiter.
+
+A judge evaluates a run that was captured; its own model calls must not appear in that
+capture, nor in the app's exported trace. :func:`isolated_judge_call` detaches a block from
+the OpenTelemetry context (with instrumentation suppressed) and from every evaltrace capture;
+:func:`run_judge_call` and :func:`run_judge_call_in_thread` run one judge call that way, each
+in its own copy of the context, after waiting for the configured rate limiter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import anyio
+from opentelemetry import context as otel_context
+
+from evaltrace.capture.context import outside_captures
+from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
+from evaltrace.evals.worker_threads import run_in_worker_thread
+from evaltrace.llm.config import JudgeConfig
+
+__all__ = [
+    "estimate_tokens",
+    "isolated_judge_call",
+    "run_judge_call",
+    "run_judge_call_in_thread",
+]
+
+T = TypeVar("T")
+
+
+@contextmanager
+def isolated_judge_call(config: JudgeConfig) -> Iterator[None]:
+    """Run the block as a judge call: detached from the trace of the code that runs it.
+
+    Inside the block the OpenTelemetry context is empty, with instrumentation suppressed (so
+    instrumentors such as OpenInference's make no spans), and no evaltrace capture is
+    current (so any span started anyway is not filed under the run being judged). With
+    ``trace_judge_calls`` configured the block runs unchanged.
+
+    Args:
+        config: The resolved judge configuration.
+
+    Example:
+        >>> from evaltrace.llm import judge_config
+        >>> with isolated_judge_call(judge_config()):
+        ...     pass
+    """
+    if config.trace_judge_calls:
+        yield
+        return
+    detached = otel_context.set_value(
+        otel_context._SUPPRESS_INSTRUMENTATION_KEY, True, otel_context.Context()
+    )
+    detached = otel_context.set_value(
+        otel_context._SUPPRESS_HTTP_INSTRUMENTATION_KEY, True, detached
+    )
+    token = otel_context.attach(detached)
+    try:
+        with outside_captures():
+            yield
+    finally:
+        otel_context.detach(token)
+
+
+def estimate_tokens(*texts: object) -> int:
+    """A rough prompt size for rate limiting: characters / 4 (at least 1)."""
+    return max(1, sum(len(text if isinstance(text, str) else repr(text)) for text in texts) // 4)
+
+
+async def _pace(config: JudgeConfig, tokens: int) -> None:
+    if config.rate_limiter is not None:
+        await config.rate_limiter.acquire(tokens)
+
+
+async def run_judge_call(
+    config: JudgeConfig, call: Callable[[], Awaitable[T]], *, tokens: int = 1
+) -> T:
+    """Await ``call()`` as an isolated judge call, in its own copy of the context.
+
+    The copy means that whatever the call sets in context variables (autoevals keeps its
+    client and default models there) never leaks into the caller. With a rate limiter
+    configured, the call first waits for its turn.
+
+    Args:
+        config: The resolved judge configuration.
+        call: Starts the judge call.
+        tokens: The call's estimated prompt tokens, for the rate limiter.
+
+    Returns:
+        What the call returned; its exception is raised unchanged.
+    """
+    await _pace(config, tokens)
+    results: list[T] = []
+    failures: list[Exception] = []
+
+    async def child() -> None:
+        with isolated_judge_call(config):
+            try:
+                results.append(await call())
+            except Exception as exc:  # handed back to the caller below
+                failures.append(exc)
+            except BaseException as exc:
+                if not is_stray_cancellation(exc):
+                    raise
+                # A task group would swallow it as a cancellation, leaving no result at all.
+                stray = StrayCancellationError("the judge call")
+                stray.__cause__ = exc
+                failures.append(stray)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(child)
+    if failures:
+        raise failures[0]
+    return results[0]
+
+
+async def run_judge_call_in_thread(
+    config: JudgeConfig, call: Callable[[], T], *, tokens: int = 1
+) -> T:
+    """Run the synchronous ``call()`` as an isolated judge call in a worker thread.
+
+    The thread gets a copy of the caller's context; on asyncio it is one of evaltrace's
+    daemon worker threads, so a call abandoned after a timeout never delays interpreter exit.
+
+    Args:
+        config: The resolved judge configuration.
+        call: Makes the judge call.
+        tokens: The call's estimated prompt tokens, for the rate limiter.
+
+    Returns:
+        What the call returned; its exception is raised unchanged.
+    """
+    await _pace(config, tokens)
+
+    def isolated() -> T:
+        with isolated_judge_call(config):
+            return call()
+
+    return await run_in_worker_thread(isolated)
