@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import anyio
@@ -30,6 +31,7 @@ from evaltrace.evals.evaluator import (
     evaluator_name,
     is_async_callable,
 )
+from evaltrace.evals.result import EntryResult, entry_status
 from evaltrace.evals.selectors import TraceSelector, root
 from evaltrace.evals.worker_threads import run_in_worker_thread
 from evaltrace.trace import MemoryTraceHandler, ObservationNode, capture_traces
@@ -61,6 +63,8 @@ class RunOutcome:
     """The capture of the run: its spans and ``wrap`` values, kept even when it raised."""
     duration_s: float = 0.0
     """Wall time of the run."""
+    started_at: datetime | None = None
+    """When the run started (UTC)."""
 
     @property
     def trace(self) -> list[ObservationNode]:
@@ -82,6 +86,48 @@ class InputResult:
     """One result per evaluator, in evaluator order."""
     run: RunOutcome | None = None
     """The run, or ``None`` when the evaluable already carried its output."""
+
+    def to_entry(self, *, name: str | None = None, threshold: float = 0.5) -> EntryResult:
+        """This input as saved data: no live capture, only what a report or a diff needs.
+
+        Args:
+            name: The entry's name (a dataset entry's ``name``); its position by default.
+            threshold: The score an evaluation must reach to pass (for the status).
+
+        Returns:
+            The entry, with its status derived from the evaluations and the run's error.
+        """
+        case = self.evaluable
+        run = self.run
+        error: EvaluationError | None = None
+        if run is not None and run.error is not None:
+            error = EvaluationError.from_exception(run.error, where="runnable")
+        elif case is None and self.evaluations and self.evaluations[0].error is not None:
+            error = self.evaluations[0].error  # the selector found nothing to score
+        fields: dict[str, Any] = {
+            "index": self.index,
+            "name": name if name is not None else str(self.index),
+            "input": json_value(self.eval_input),
+            "evaluations": self.evaluations,
+            "error": error,
+            "status": entry_status(self.evaluations, error, threshold=threshold),
+        }
+        if case is not None:
+            fields.update(
+                description=case.description,
+                eval_input=case.eval_input,
+                eval_output=case.eval_output,
+                expectation=case.expectation,
+                eval_metadata=case.eval_metadata,
+            )
+        if run is not None:
+            fields.update(
+                output=json_value(run.output),
+                started_at=run.started_at,
+                duration_s=run.duration_s,
+                trace_ids=[f"{trace_id:032x}" for trace_id in run.handler.trace_ids],
+            )
+        return EntryResult(**fields)
 
 
 def _runnable_name(runnable: Callable[..., Any]) -> str:
@@ -140,6 +186,7 @@ async def run_captured(
     """
     check_timeout(timeout)
     started = time.perf_counter()
+    started_at = datetime.now(UTC)
     output: Any = None
     error: BaseException | None = None
     name = _runnable_name(runnable)
@@ -178,7 +225,11 @@ async def run_captured(
                 call.detach()
                 call.end()
     return RunOutcome(
-        output=output, error=error, handler=handler, duration_s=time.perf_counter() - started
+        output=output,
+        error=error,
+        handler=handler,
+        duration_s=time.perf_counter() - started,
+        started_at=started_at,
     )
 
 

@@ -1,0 +1,181 @@
+"""The saved result: exact JSON round trip, completion statuses by precedence, runner entries."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from pydantic import BaseModel
+
+from evaltrace import UNSET, Evaluable, NamedData, evaluate_inputs, wrap
+from evaltrace.evals import Evaluation, EvaluationError
+from evaltrace.evals.result import CompletionStatus, EntryResult, RunResult, entry_status
+
+S = CompletionStatus
+
+
+def scored(score: float) -> Evaluation:
+    return Evaluation(score=score, evaluator="e")
+
+
+def errored(kind: str, where: str = "evaluator") -> Evaluation:
+    return Evaluation.errored(EvaluationError(type=kind, message="m", where=where))
+
+
+SKIPPED = Evaluation.skip("nothing to compare")
+TRACE_UNREADABLE = EvaluationError(type="TraceFormatError", message="line 3", where="trace_file")
+RUNNABLE_RAISED = EvaluationError(type="ValueError", message="boom", where="runnable")
+RUNNABLE_TIMED_OUT = EvaluationError(type="EvaluatorTimeoutError", message="5 s", where="runnable")
+
+
+@pytest.mark.parametrize(
+    ("evaluations", "error", "status"),
+    [
+        # LOG_FILE_ERROR wins over everything, even a run error and a pass
+        ([scored(1.0)], TRACE_UNREADABLE, S.LOG_FILE_ERROR),
+        ([errored("ValueError")], TRACE_UNREADABLE, S.LOG_FILE_ERROR),
+        # ERROR: the runnable raised, or an evaluator failed (not by timing out)
+        ([errored("ValueError", "runnable")], RUNNABLE_RAISED, S.ERROR),
+        ([scored(1.0), errored("KeyError")], None, S.ERROR),
+        ([errored("TimeoutError"), errored("KeyError")], None, S.ERROR),
+        ([errored("EvaluatorTimeoutError")], RUNNABLE_RAISED, S.ERROR),
+        # TIMED_OUT: only timeouts went wrong
+        ([errored("EvaluatorTimeoutError", "runnable")], RUNNABLE_TIMED_OUT, S.TIMED_OUT),
+        ([scored(1.0), errored("TimeoutError")], None, S.TIMED_OUT),
+        ([errored("APITimeoutError", "judge")], None, S.TIMED_OUT),
+        # NO_SCORE_LOGGED: nothing scored the entry
+        ([], None, S.NO_SCORE_LOGGED),
+        ([SKIPPED], None, S.NO_SCORE_LOGGED),
+        # the scores decide the rest
+        ([scored(1.0), SKIPPED], None, S.SUCCESS),
+        ([scored(0.5), scored(0.9)], None, S.SUCCESS),
+        ([scored(0.0), scored(0.0)], None, S.FAILED_SCORE_ZERO),
+        ([scored(0.0), SKIPPED], None, S.FAILED_SCORE_ZERO),
+        ([scored(0.0), scored(1.0)], None, S.FAILED_PARTIAL_SCORE),
+        ([scored(0.3)], None, S.FAILED_PARTIAL_SCORE),
+    ],
+)
+def test_status_follows_the_documented_precedence(
+    evaluations: list[Evaluation], error: EvaluationError | None, status: CompletionStatus
+) -> None:
+    assert entry_status(evaluations, error) is status
+
+
+def test_the_threshold_decides_between_success_and_a_partial_score() -> None:
+    assert entry_status([scored(0.6)], threshold=0.5) is S.SUCCESS
+    assert entry_status([scored(0.6)], threshold=0.7) is S.FAILED_PARTIAL_SCORE
+
+
+def test_only_success_counts_as_a_pass() -> None:
+    assert [status for status in CompletionStatus if status.passed] == [S.SUCCESS]
+
+
+class Details(BaseModel):
+    expected: str
+    actual: str
+
+
+def full_result() -> RunResult:
+    when = datetime(2026, 11, 23, 10, 41, 7, 123456, tzinfo=UTC)
+    entry = EntryResult(
+        index=0,
+        name="greeting",
+        description="greets by name",
+        input={"user_id": "u1"},
+        eval_input=[NamedData(name="profile", value={"name": "Ada", "tags": [1, 2.5, None]})],
+        output="Hello Ada",
+        eval_output=[NamedData(name="greeting", value="Hello Ada")],
+        expectation=None,
+        eval_metadata={"lang": "en"},
+        evaluations=[
+            Evaluation(
+                score=0.1 + 0.2,
+                reasoning="é and </script>",
+                details=Details(expected="a", actual="b"),
+                evaluator="intent",
+            ),
+            Evaluation.errored(ValueError("bad"), where="evaluator", evaluator="judge"),
+            Evaluation.skip("no expectation", evaluator="f1"),
+        ],
+        started_at=when,
+        duration_s=0.012,
+        trace_ids=["0af7651916cd43dd8448eb211c80319c"],
+    )
+    no_expectation = EntryResult(index=1, name="1", error=RUNNABLE_RAISED)
+    return RunResult(
+        run_id="20261123T104107.123456Z",
+        name="greetings",
+        source="greetings.json",
+        evaluators=["intent", "judge", "f1"],
+        entries=[entry, no_expectation],
+        dataset_results={"intent::fscore": Evaluation(score=0.75, details={"tp": 3})},
+        started_at=when,
+        finished_at=when,
+        duration_s=1.5,
+        settings={"concurrency": 8, "timeout": 300.0},
+    )
+
+
+def test_a_run_result_round_trips_through_json_exactly() -> None:
+    result = full_result()
+    again = RunResult.model_validate_json(result.model_dump_json())
+    assert again == result
+    assert again.model_dump_json() == result.model_dump_json()
+
+
+def test_an_absent_expectation_stays_absent_and_none_stays_none() -> None:
+    result = RunResult.model_validate_json(full_result().model_dump_json())
+    assert result.entries[0].expectation is None and result.entries[0].has_expectation
+    assert result.entries[1].expectation is UNSET and not result.entries[1].has_expectation
+    assert "expectation" not in result.entries[1].model_dump(mode="json")
+
+
+def test_model_details_are_kept_as_json_data() -> None:
+    entry = full_result().entries[0]
+    assert entry.evaluations[0].details == {"expected": "a", "actual": "b"}
+
+
+def test_status_counts_and_pass() -> None:
+    result = full_result()
+    assert result.status_counts == {S.ERROR: 2}
+    assert not result.passed
+    assert not RunResult(name="empty").passed
+
+
+def test_a_saved_file_of_another_schema_version_is_refused() -> None:
+    data = full_result().model_dump(mode="json")
+    data["schema_version"] = 2
+    with pytest.raises(ValueError, match="schema_version"):
+        RunResult.model_validate(data)
+
+
+@pytest.mark.anyio
+async def test_the_runner_gives_each_input_as_a_saved_entry() -> None:
+    @wrap
+    def app(question: str) -> str:
+        if question == "boom":
+            raise ValueError("no answer")
+        return wrap(question.upper(), purpose="output", name="answer")
+
+    def is_upper(evaluable: Evaluable) -> bool:
+        return str(evaluable.output_value("answer")).isupper()
+
+    cases = [Evaluable(expectation="HI", description="greeting"), Evaluable()]
+    ok, failed = await evaluate_inputs(app, ["hi", "boom"], [is_upper], evaluables=cases)
+
+    entry = ok.to_entry(name="first")
+    assert (entry.name, entry.status, entry.output, entry.expectation) == (
+        "first",
+        S.SUCCESS,
+        "HI",
+        "HI",
+    )
+    assert entry.eval_output == [NamedData(name="answer", value="HI")]
+    assert len(entry.trace_ids) == 1 and len(entry.trace_ids[0]) == 32
+    assert entry.started_at is not None and entry.duration_s > 0
+    broken = failed.to_entry()
+    assert (broken.name, broken.status) == ("1", S.ERROR)
+    assert broken.error is not None and broken.error.where == "runnable"
+    assert broken.error.message == "no answer"
+    saved = RunResult(name="app", entries=[entry, broken])
+    assert RunResult.model_validate_json(saved.model_dump_json()) == saved
