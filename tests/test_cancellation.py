@@ -16,9 +16,9 @@ import anyio
 import pytest
 
 from evaltrace import Evaluable, Evaluation, evaluate
-from evaltrace.evals import ScoreThreshold
-from evaltrace.evals.runner import (
+from evaltrace.evals import (
     EvalAssertionError,
+    ScoreThreshold,
     assert_pass,
     evaluate_inputs,
     run_and_evaluate,

@@ -11,9 +11,9 @@ import anyio
 import pytest
 
 from evaltrace import Evaluable, Evaluation, NamedData, capture_traces, wrap
-from evaltrace.evals import ScoreThreshold
-from evaltrace.evals.runner import (
+from evaltrace.evals import (
     EvalAssertionError,
+    ScoreThreshold,
     assert_pass,
     evaluate_inputs,
     run_and_evaluate,
@@ -568,3 +568,32 @@ print("exiting")
         "EvaluatorTimeoutError runnable",
         "exiting",
     ]
+
+
+@pytest.mark.anyio
+async def test_each_input_may_have_its_own_evaluators() -> None:
+    def is_upper(evaluable: Evaluable) -> bool:
+        return str(evaluable.output_value()).isupper()
+
+    def is_short(evaluable: Evaluable) -> bool:
+        return len(str(evaluable.output_value())) < 3
+
+    results = await evaluate_inputs(
+        str.upper,
+        ["a", "bbbb", "c"],
+        [is_upper],
+        per_input_evaluators=[None, [is_short, is_upper], [is_short]],
+    )
+    names = [[e.evaluator for e in item.evaluations] for item in results]
+    assert names == [["is_upper"], ["is_short", "is_upper"], ["is_short"]]
+    assert [[e.score for e in item.evaluations] for item in results] == [[1.0], [0.0, 1.0], [1.0]]
+
+
+@pytest.mark.anyio
+async def test_per_input_evaluators_are_checked_against_the_inputs() -> None:
+    with pytest.raises(ValueError, match="has 1 items but eval_inputs has 2"):
+        await evaluate_inputs(str.upper, ["a", "b"], [upper_ok], per_input_evaluators=[None])
+    with pytest.raises(ValueError, match=r"per_input_evaluators\[0\] is None but no evaluators"):
+        await evaluate_inputs(str.upper, ["a"], [], per_input_evaluators=[None])
+    with pytest.raises(TypeError, match=r"per_input_evaluators\[0\]\[0\] is int"):
+        await evaluate_inputs(str.upper, ["a"], [upper_ok], per_input_evaluators=[[3]])

@@ -10,11 +10,13 @@ from typing import Any, Final
 from evaltrace.datasets.loading import load_dataset
 from evaltrace.datasets.problems import DatasetError, DatasetProblem
 from evaltrace.datasets.runnable import RunnableAdapter
+from evaltrace.evals.assertions import EvalAssertionError
 from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
-from evaltrace.evals.runner import EvalAssertionError, evaluate_inputs, results_table
+from evaltrace.evals.report import results_table
+from evaltrace.evals.runner import evaluate_inputs
 from evaltrace.evals.selectors import TraceSelector
 from evaltrace.metrics.classification import AggregatorSpec, compute_dataset_evaluator_results
 

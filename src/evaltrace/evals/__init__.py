@@ -1,5 +1,6 @@
 """Evaluation: evaluables, evaluations, evaluators, running and asserting."""
 
+from evaltrace.evals.assertions import EvalAssertionError, assert_pass
 from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
 from evaltrace.evals.evaluable import (
     UNSET,
@@ -13,13 +14,17 @@ from evaltrace.evals.evaluable import (
 )
 from evaltrace.evals.evaluation import Evaluation, EvaluationError, EvaluationStatus
 from evaltrace.evals.evaluator import Evaluator, evaluate, evaluator_name
+from evaltrace.evals.report import results_table
+from evaltrace.evals.result import (
+    CompletionStatus,
+    EntryResult,
+    RunResult,
+    entry_status,
+)
 from evaltrace.evals.runner import (
-    EvalAssertionError,
     InputResult,
     RunOutcome,
-    assert_pass,
     evaluate_inputs,
-    results_table,
     run_and_evaluate,
     run_captured,
 )
@@ -35,6 +40,10 @@ from evaltrace.evals.selectors import (
 from evaltrace.evals.sync import RunningLoopError, run
 
 __all__ = [
+    "CompletionStatus",
+    "EntryResult",
+    "RunResult",
+    "entry_status",
     "by_kind",
     "by_name",
     "first_llm_call",

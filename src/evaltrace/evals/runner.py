@@ -1,4 +1,4 @@
-"""Running an app under capture and scoring it: ``run_and_evaluate``, ``assert_pass``."""
+"""Running an app under capture and scoring it: ``run_and_evaluate``, ``evaluate_inputs``."""
 
 from __future__ import annotations
 
@@ -19,10 +19,8 @@ from evaltrace.capture import conventions as conv
 from evaltrace.capture.context import eval_inputs as _eval_inputs_scope
 from evaltrace.capture.wrap import start_span_call
 from evaltrace.checks import check_count, check_timeout
-from evaltrace.errors import EvaltraceError, EvaluatorTimeoutError
+from evaltrace.errors import EvaluatorTimeoutError
 from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
-from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
-from evaltrace.evals.display import short_text
 from evaltrace.evals.evaluable import UNSET, Evaluable, Unset, json_value
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import (
@@ -37,13 +35,9 @@ from evaltrace.evals.worker_threads import run_in_worker_thread
 from evaltrace.trace import MemoryTraceHandler, ObservationNode, capture_traces
 
 __all__ = [
-    "EvalAssertionError",
     "InputResult",
     "RunOutcome",
-    "TraceSelector",
-    "assert_pass",
     "evaluate_inputs",
-    "results_table",
     "run_and_evaluate",
     "run_captured",
 ]
@@ -392,103 +386,6 @@ async def run_and_evaluate(
     return await evaluate(evaluator, built, trace=trace, timeout=timeout, name=name)
 
 
-class EvalAssertionError(AssertionError, EvaltraceError):
-    """:func:`assert_pass` failed its pass criteria.
-
-    Attributes:
-        results: The matrix ``[inputs][evaluators]`` of evaluations.
-        inputs: Per input: the run (with its trace), the evaluable, the evaluations.
-    """
-
-    def __init__(
-        self, message: str, results: list[list[Evaluation]], inputs: list[InputResult]
-    ) -> None:
-        super().__init__(message)
-        self.results = results
-        self.inputs = inputs
-        self.dataset_results: dict[str, Evaluation] = {}
-        """Dataset-level results (set by :func:`assert_dataset_pass`)."""
-
-
-_ALL_ROWS_UP_TO = 10
-_MAX_LISTED_INPUTS = 50
-_VALUE_WIDTH = 24
-_WHY_WIDTH = 60
-
-
-def _shown_output(item: InputResult) -> str:
-    evaluable = item.evaluable
-    if evaluable is None or evaluable.eval_output is None:
-        return "-"  # the run failed or never happened: the error column says why
-    return short_text(evaluable.output_value(), _VALUE_WIDTH)
-
-
-def _shown_expectation(item: InputResult) -> str:
-    evaluable = item.evaluable
-    if evaluable is None or not evaluable.has_expectation:
-        return "-"
-    return short_text(evaluable.expectation, _VALUE_WIDTH)
-
-
-def results_table(
-    inputs: Sequence[InputResult], names: Sequence[str], criteria: PassCriteria | None = None
-) -> str:
-    """A plain-text table: input, output, expected, evaluator, score, result, why.
-
-    Up to ten inputs are all listed; beyond that only the inputs that did not pass (as judged
-    by a :class:`ScoreThreshold`), at most fifty. Values are shortened to one line; the
-    ``expected`` column appears when some listed input has an expectation, ``-`` marks a
-    value that is not known (no expectation, or no output because the run failed).
-    """
-    threshold = criteria.threshold if isinstance(criteria, ScoreThreshold) else None
-    listed = list(inputs)
-    if len(listed) > _ALL_ROWS_UP_TO and isinstance(criteria, ScoreThreshold):
-        listed = [
-            item for item in listed if not criteria.input_passed(item.evaluations, len(names))
-        ]
-    hidden = max(0, len(listed) - _MAX_LISTED_INPUTS)
-    listed = listed[:_MAX_LISTED_INPUTS]
-    with_expected = any(
-        item.evaluable is not None and item.evaluable.has_expectation for item in listed
-    )
-    header = ["#", "input", "output", "expected", "evaluator", "score", "result"]
-    rows: list[tuple[list[str], str]] = [(header, "reasoning / error")]
-    for item in listed:
-        for position, evaluation in enumerate(item.evaluations):
-            if evaluation.error is not None:
-                score, verdict = "-", "ERROR"
-                why = f"{evaluation.error.type}: {evaluation.error.message}"
-            elif evaluation.skipped:
-                score, verdict, why = "-", "SKIP", evaluation.reasoning
-            else:
-                assert evaluation.score is not None
-                score = f"{evaluation.score:.2f}"
-                ok = threshold is None or evaluation.score >= threshold
-                verdict = "pass" if ok else "FAIL"
-                why = evaluation.reasoning
-            first = position == 0
-            name = names[position] if position < len(names) else evaluation.evaluator or "?"
-            cells = [
-                str(item.index) if first else "",
-                short_text(item.eval_input, _VALUE_WIDTH) if first else "",
-                _shown_output(item) if first else "",
-                _shown_expectation(item) if first else "",
-                name,
-                score,
-                verdict,
-            ]
-            rows.append((cells, short_text(why, _WHY_WIDTH)))
-    columns = [col for col in range(len(header)) if with_expected or header[col] != "expected"]
-    widths = {col: max(len(cells[col]) for cells, _ in rows) for col in columns}
-    lines = []
-    for cells, why in rows:
-        shown = [cells[col].ljust(widths[col]) for col in columns]
-        lines.append(("  ".join(shown) + "  " + why).rstrip())
-    if hidden:
-        lines.append(f"... and {hidden} more inputs not listed")
-    return "\n".join(lines)
-
-
 async def evaluate_inputs(
     runnable: Callable[..., Any],
     eval_inputs: Sequence[Any],
@@ -499,6 +396,7 @@ async def evaluate_inputs(
     concurrency: int = 8,
     timeout: float | None = None,
     on_progress: Callable[[InputResult, int, int], object] | None = None,
+    per_input_evaluators: Sequence[Sequence[EvaluatorFunction] | None] | None = None,
 ) -> list[InputResult]:
     """Run each input once and score it with every evaluator; never raises for failures.
 
@@ -516,6 +414,8 @@ async def evaluate_inputs(
         on_progress: Called as each input finishes, with its result, the number done and the
             total (in the event loop's thread; keep it quick). An exception it raises is
             logged, not propagated.
+        per_input_evaluators: One list per input that replaces ``evaluators`` for that input
+            (``None`` keeps ``evaluators``): dataset entries may each declare their own.
 
     Raises:
         TypeError: ``eval_inputs`` is a string or not a sequence, or ``runnable``, an
@@ -525,12 +425,13 @@ async def evaluate_inputs(
     items, cases, checks = _checked_arguments(runnable, eval_inputs, evaluators, evaluables)
     check_count(concurrency, "concurrency")
     check_timeout(timeout)
-    names = [evaluator_name(check) for check in checks]
+    plans = _evaluator_plans(checks, per_input_evaluators, len(items))
     results: list[InputResult] = [
         InputResult(index=i, eval_input=item, evaluable=None) for i, item in enumerate(items)
     ]
 
     async def score(outcome: InputResult) -> None:
+        checks, names = plans[outcome.index]
         base = cases[outcome.index] if cases is not None else None
         label = base.description if base is not None else None
         evaluable, run, failure = await _prepare(
@@ -556,6 +457,7 @@ async def evaluate_inputs(
         )
 
     async def score_never_losing_the_row(outcome: InputResult) -> None:
+        names = plans[outcome.index][1]
         try:
             await score(outcome)
         except Exception as exc:  # a failure outside any evaluator still errors only its row
@@ -584,8 +486,55 @@ async def evaluate_inputs(
         for _ in range(min(concurrency, len(results))):
             group.start_soon(worker)
     for outcome in results:  # whatever ended a worker early, no row is left short
-        _complete(outcome, names)
+        _complete(outcome, plans[outcome.index][1])
     return results
+
+
+_Plan = tuple[list[EvaluatorFunction], list[str]]
+
+
+def _evaluator_plans(
+    checks: list[EvaluatorFunction],
+    per_input: Sequence[Sequence[EvaluatorFunction] | None] | None,
+    count: int,
+) -> list[_Plan]:
+    """The evaluators (and their names) of each input; inputs sharing a list share a plan."""
+    shared: _Plan = (checks, [evaluator_name(check) for check in checks])
+    if per_input is None:
+        if not checks:
+            raise ValueError("at least one evaluator is needed")
+        return [shared] * count
+    given = _as_list(per_input, "per_input_evaluators", "one list of evaluators per input")
+    if len(given) != count:
+        raise ValueError(
+            f"per_input_evaluators has {len(given)} items but eval_inputs has {count}; "
+            "give one list (or None) per input"
+        )
+    plans: dict[int, _Plan] = {}
+    result: list[_Plan] = []
+    for position, own in enumerate(given):
+        if own is None:
+            if not checks:
+                raise ValueError(
+                    f"per_input_evaluators[{position}] is None but no evaluators are given; "
+                    "give evaluators, or a list for every input"
+                )
+            result.append(shared)
+            continue
+        plan = plans.get(id(own))
+        if plan is None:
+            listed = _as_list(own, f"per_input_evaluators[{position}]", "e.g. [ExactMatch()]")
+            if not listed:
+                raise ValueError(f"per_input_evaluators[{position}] is empty; give one or more")
+            for index, check in enumerate(listed):
+                if not callable(check):
+                    raise TypeError(
+                        f"per_input_evaluators[{position}][{index}] is {type_name(check)}, "
+                        "not callable"
+                    )
+            plan = plans[id(own)] = (listed, [evaluator_name(check) for check in listed])
+        result.append(plan)
+    return result
 
 
 def _checked_arguments(
@@ -608,8 +557,6 @@ def _checked_arguments(
             f"evaluables has {len(cases)} items but eval_inputs has {len(items)}; "
             "give one evaluable per input"
         )
-    if not checks:
-        raise ValueError("at least one evaluator is needed")
     for position, check in enumerate(checks):
         if not callable(check):
             raise TypeError(f"evaluators[{position}] is {type_name(check)}, not callable")
@@ -643,65 +590,3 @@ def _report_progress(
         if not is_stray_cancellation(exc):
             raise
         logger.warning("evaltrace: the on_progress callback raised CancelledError", exc_info=True)
-
-
-async def assert_pass(
-    runnable: Callable[..., Any],
-    eval_inputs: Sequence[Any],
-    evaluators: Sequence[EvaluatorFunction],
-    *,
-    evaluables: Sequence[Evaluable] | None = None,
-    pass_criteria: PassCriteria | None = None,
-    from_trace: TraceSelector | None = None,
-    concurrency: int = 8,
-    timeout: float | None = None,
-) -> list[list[Evaluation]]:
-    """Run each input once, score it with every evaluator, and check the pass criteria.
-
-    Inputs run concurrently (at most ``concurrency`` at once), each under its own capture; the
-    evaluators of one input run concurrently. An ``evaluables[i]`` whose ``eval_output`` is set
-    is scored as it is, without running the runnable; otherwise its named inputs are served to
-    ``wrap(..., purpose="input")`` during the run and its expectation is kept.
-
-    Args:
-        runnable: The app entry point, sync or async, called with one input.
-        eval_inputs: One argument per run.
-        evaluators: Sync or async evaluators.
-        evaluables: Optional test cases, one per input.
-        pass_criteria: Judges the matrix; default ``ScoreThreshold(threshold=0.5, pct=1.0)``.
-        from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
-        concurrency: Most inputs in flight at once.
-        timeout: Seconds allowed for each run and for each evaluation.
-
-    Returns:
-        The matrix ``[inputs][evaluators]`` when the criteria pass.
-
-    Raises:
-        EvalAssertionError: The criteria failed; carries the matrix and a readable table.
-        ValueError: Mismatched lengths, no evaluators, or a bad ``concurrency``/``timeout``.
-
-    Example:
-        >>> import anyio
-        >>> def app(question: str) -> str:
-        ...     return question.upper()
-        >>> matrix = anyio.run(assert_pass, app, ["a", "b"], [lambda e: e.output_value().isupper()])
-        >>> [[e.score for e in row] for row in matrix]
-        [[1.0], [1.0]]
-    """
-    results = await evaluate_inputs(
-        runnable,
-        eval_inputs,
-        evaluators,
-        evaluables=evaluables,
-        from_trace=from_trace,
-        concurrency=concurrency,
-        timeout=timeout,
-    )
-    matrix = [item.evaluations for item in results]
-    criteria = pass_criteria or ScoreThreshold()
-    passed, message = criteria(matrix)
-    if not passed:
-        names = [evaluator_name(check) for check in evaluators]
-        table = results_table(results, names, criteria)
-        raise EvalAssertionError(f"assert_pass failed: {message}\n{table}", matrix, results)
-    return matrix
