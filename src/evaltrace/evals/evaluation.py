@@ -115,9 +115,26 @@ class Evaluation(BaseModel):
         )
 
     @classmethod
-    def skip(cls, reasoning: str, *, evaluator: str | None = None) -> Evaluation:
-        """Build a skipped evaluation."""
-        return cls(score=None, reasoning=reasoning, skipped=True, evaluator=evaluator)
+    def skip(
+        cls,
+        reasoning: str,
+        *,
+        evaluator: str | None = None,
+        details: dict[str, Any] | BaseModel | None = None,
+    ) -> Evaluation:
+        """Build a skipped evaluation: the evaluator declined to score (neither pass nor fail).
+
+        Example:
+            >>> Evaluation.skip("no expectation to compare with", details={"field": "x"}).status
+            'skipped'
+        """
+        return cls(
+            score=None,
+            reasoning=reasoning,
+            skipped=True,
+            evaluator=evaluator,
+            details=details if details is not None else {},
+        )
 
     def with_evaluator(self, name: str) -> Evaluation:
         """Return a copy naming ``name`` as the evaluator (kept if already set)."""

@@ -421,12 +421,8 @@ class AutoevalsAdapter:
         rationale = details.get("rationale")
         if raw is None:
             why = rationale if isinstance(rationale, str) and rationale else "it gave no score"
-            return Evaluation(
-                score=None,
-                skipped=True,
-                reasoning=f"{self.name} skipped: {why}",
-                details=details,
-                evaluator=self.name,
+            return Evaluation.skip(
+                f"{self.name} skipped: {why}", details=details, evaluator=self.name
             )
         try:
             return Evaluation(

@@ -425,10 +425,8 @@ class CombinedEvaluator:
             )
         skipped = [m for m, ev in evaluations.items() if ev.skipped]
         if len(skipped) == len(evaluations):
-            return Evaluation(
-                score=None,
-                skipped=True,
-                reasoning=f"every metric was skipped: {', '.join(skipped)}",
+            return Evaluation.skip(
+                f"every metric was skipped: {', '.join(skipped)}",
                 details={"metrics": metrics, "threshold": self.threshold, "skipped": skipped},
                 evaluator=self.name,
             )

@@ -969,10 +969,8 @@ class Repeated:
         details = self._bare_details(runs)
         listing = "; ".join(str(error) for error in _judge_errors(runs))
         if all(run.skipped for run in runs):
-            return Evaluation(
-                score=None,
-                skipped=True,
-                reasoning=f"every one of the {self.n} judge runs was skipped: {listing}",
+            return Evaluation.skip(
+                f"every one of the {self.n} judge runs was skipped: {listing}",
                 details=details,
                 evaluator=self.name,
             )

@@ -477,10 +477,8 @@ class ClassificationDatasetEvaluator:
         materialised = items if isinstance(items, Sequence) else list(items)
         details = self._details(_count_items(materialised), len(materialised))
         if details.n_scored == 0:
-            return Evaluation(
-                score=None,
-                skipped=True,
-                reasoning=f"no item could be scored ({self._describe_skips(details)})",
+            return Evaluation.skip(
+                f"no item could be scored ({self._describe_skips(details)})",
                 details=details,
                 evaluator=self.name,
             )
