@@ -124,38 +124,6 @@ def test_root_keeps_a_truncated_input_whole(spans: Spans) -> None:
     assert root(build_trace(spans.finished())).eval_input == [NamedData(name="input", value=marker)]
 
 
-def test_root_rejects_a_name_recorded_twice_without_many(spans: Spans) -> None:
-    app = spans.start("app", 0)
-    wrap_event(app, "answer", "output", "first")
-    wrap_event(app, "answer", "state", "second")
-    spans.end(app, 1)
-
-    with pytest.raises(DuplicateWrapNameError) as caught:
-        root(build_trace(spans.finished()))
-
-    message = str(caught.value)
-    assert "'answer'" in message
-    assert "2" in message
-    assert "many=True" in message
-
-
-def test_root_collects_many_values_into_one_list(spans: Spans) -> None:
-    app = spans.start("app", 0)
-    for index in range(3):
-        step = spans.start("step", index + 1, parent=app)
-        wrap_event(step, "retrieved", "state", f"doc {index}", many=True)
-        spans.end(step, index + 1.5)
-    wrap_event(app, "answer", "output", "done")
-    spans.end(app, 10)
-
-    evaluable = root(build_trace(spans.finished()))
-
-    assert evaluable.eval_output == [
-        NamedData(name="retrieved", value=["doc 0", "doc 1", "doc 2"]),
-        NamedData(name="answer", value="done"),
-    ]
-
-
 def two_runs_of_one_app(spans: Spans) -> list[ObservationNode]:
     """Two runs of the same app, one trace each, as a file holding several runs gives them."""
     for start, question in ((0, "Hi"), (10, "Bye")):

@@ -8,17 +8,17 @@ kind (:func:`by_name`, :func:`by_kind`) or by any test (:func:`select`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeAlias
 
 from pydantic import JsonValue
 
 from evaltrace.capture.serialize import is_truncated
-from evaltrace.capture.values import WrapRecord
-from evaltrace.errors import DuplicateWrapNameError, MultipleTracesError, NoTraceError
+from evaltrace.errors import MultipleTracesError, NoTraceError
 from evaltrace.evals.evaluable import Evaluable, NamedData
 from evaltrace.trace.spans import LLMSpan, ObserveSpan
 from evaltrace.trace.tree import ObservationNode, SpanPredicate, split_traces, walk_trace
+from evaltrace.trace.values import collect_values, wrap_records
 
 __all__ = [
     "TraceSelector",
@@ -49,8 +49,9 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     there are none the first root span's input: one item per argument when it is a mapping of
     arguments, else one item named ``"input"``. ``eval_output`` is every ``"output"`` and
     ``"state"`` value, in the order they were recorded, or when there are none the first root
-    span's output named ``"output"``. A name recorded with ``many=True`` collects its values
-    into a list.
+    span's output named ``"output"``. A name recorded more than once follows the one rule of
+    :mod:`evaltrace.trace.values`: with ``many=True`` its values are collected into a list,
+    otherwise it is an error.
 
     The roots given are read as one run. When they belong to several traces (a capture around
     several top-level calls), their ``wrap`` values are pooled and the root span standing for
@@ -78,25 +79,15 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     if not trace:
         raise _no_span(trace, "a root span")
     traces = split_traces(trace)
-    recorded = sorted(
-        (
-            (value, position)
-            for position, one in enumerate(traces)
-            for node in walk_trace(one)
-            for value in node.span.named_values
-        ),
-        key=lambda item: item[0].timestamp_ns,
-    )
-    inputs = [value for value, _ in recorded if value.purpose == "input"]
-    outputs = [value for value, _ in recorded if value.purpose != "input"]
     if len(traces) > 1:
-        _check_names(traces, recorded)
+        _check_names(traces)
+    recorded = wrap_records(trace)
+    inputs = collect_values((value for value in recorded if value.purpose == "input"), "input")
+    outputs = collect_values((value for value in recorded if value.purpose != "input"), "output")
     return Evaluable.model_construct(
-        eval_input=(
-            _collect(inputs, "input") if inputs else _arguments(_root_with(traces, "input").input)
-        ),
+        eval_input=(_named(inputs) if inputs else _arguments(_root_with(traces, "input").input)),
         eval_output=(
-            _collect(outputs, "output or state")
+            _named(outputs)
             if outputs
             else [
                 NamedData.model_construct(name="output", value=_root_with(traces, "output").output)
@@ -264,15 +255,15 @@ def _llm_evaluable(span: LLMSpan) -> Evaluable:
     )
 
 
-def _check_names(
-    traces: list[list[ObservationNode]], recorded: list[tuple[WrapRecord, int]]
-) -> None:
+def _check_names(traces: list[list[ObservationNode]]) -> None:
     """Refuse a name recorded in several traces (as in several runs of one app)."""
     positions: dict[str, set[int]] = {}
     listed: dict[str, bool] = {}
-    for value, position in recorded:
-        positions.setdefault(value.name, set()).add(position)
-        listed[value.name] = listed.get(value.name, True) and value.many
+    for position, one in enumerate(traces):
+        for node in walk_trace(one):
+            for value in node.span.named_values:
+                positions.setdefault(value.name, set()).add(position)
+                listed[value.name] = listed.get(value.name, True) and value.many
     for name, where in positions.items():
         if len(where) > 1 and not listed[name]:
             raise _several_traces(
@@ -336,26 +327,5 @@ def _arguments(value: Any) -> list[NamedData]:
     return [NamedData.model_construct(name="input", value=value)]
 
 
-def _collect(
-    values: Iterable[WrapRecord], what: Literal["input", "output or state"]
-) -> list[NamedData]:
-    """One item per name, at its first occurrence; ``many=True`` names gather a list."""
-    groups: dict[str, list[WrapRecord]] = {}
-    for value in values:
-        groups.setdefault(value.name, []).append(value)
-    collected: list[NamedData] = []
-    for name, group in groups.items():
-        if all(value.many for value in group):
-            collected.append(
-                NamedData.model_construct(name=name, value=[value.value for value in group])
-            )
-        elif len(group) == 1:
-            collected.append(NamedData.model_construct(name=name, value=group[0].value))
-        else:
-            raise DuplicateWrapNameError(
-                f"wrap(..., name={name!r}) recorded {len(group)} {what} values in one run, but a "
-                f"name holds one value unless it is a list. Pass many=True to every "
-                f"wrap(..., name={name!r}) call to collect the values into a list, or give each "
-                "call its own name."
-            )
-    return collected
+def _named(values: dict[str, JsonValue]) -> list[NamedData]:
+    return [NamedData.model_construct(name=name, value=value) for name, value in values.items()]

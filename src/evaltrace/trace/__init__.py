@@ -4,7 +4,7 @@
 as :class:`LLMSpan` (model calls) or :class:`ObserveSpan`; :func:`capture_traces` yields a
 :class:`MemoryTraceHandler` holding the runs started in its block; handlers added with
 :func:`add_handler` receive every span as a view; :func:`save_traces` / :func:`load_traces`
-keep traces in files.
+keep traces in files; :func:`recorded_values` and :func:`span_documents` read what a run recorded.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from evaltrace.trace.tree import (
     trace_to_text,
     walk_trace,
 )
+from evaltrace.trace.values import recorded_value, recorded_values, span_documents
 
 __all__ = [
     "InstrumentationHandler",
@@ -64,7 +65,10 @@ __all__ = [
     "build_trace",
     "load_traces",
     "parse_named_values",
+    "recorded_value",
+    "recorded_values",
     "save_traces",
+    "span_documents",
     "span_to_json",
     "span_view",
     "split_traces",
