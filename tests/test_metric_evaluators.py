@@ -15,6 +15,7 @@ from opentelemetry import trace as otel_trace
 from evaltrace import wrap
 from evaltrace.errors import ConfigurationError
 from evaltrace.evals import Evaluable, NamedData, evaluate, last_llm_call, root, run_and_evaluate
+from evaltrace.evals.evaluable import HOW_TO_GIVE_AN_EXPECTATION
 from evaltrace.evals.runner import run_captured
 from evaltrace.llm.config import configure_judge, judge_config
 from evaltrace.llm.embeddings import openai_embedder
@@ -355,7 +356,8 @@ async def test_retrieved_documents_that_are_not_a_list_are_an_error() -> None:
     evaluation = await DocumentRecall()(evaluable)
 
     assert evaluation.status == "errored"
-    assert evaluation.error is not None and "not a list of documents" in evaluation.error.message
+    assert evaluation.error is not None
+    assert "expected a list of documents, found str 'a'" in evaluation.error.message
 
 
 async def test_an_empty_relevant_list_scores_zero_with_a_warning() -> None:
@@ -395,6 +397,29 @@ async def test_answer_f1_is_the_squad_token_f1() -> None:
     assert evaluation.details["references"] == ["Paris"]
 
 
+async def test_answer_f1_says_which_answer_it_compared_with_which() -> None:
+    evaluable = case(
+        eval_output=[NamedData(name="answer", value="Paris is the capital")], expectation="Paris"
+    )
+
+    evaluation = await AnswerF1()(evaluable)
+
+    assert (
+        evaluation.reasoning == "token F1 0.500: answer 'Paris is the capital' vs expected 'Paris'"
+    )
+
+
+async def test_a_long_answer_is_shortened_in_the_reasoning() -> None:
+    long_answer = "Paris " * 40
+    evaluable = case(eval_output=[NamedData(name="answer", value=long_answer)], expectation="x")
+
+    reasoning = (await AnswerExactMatch()(evaluable)).reasoning
+
+    assert reasoning.startswith("the answer does not match the expected answer: answer 'Paris")
+    assert "…' vs expected 'x'" in reasoning
+    assert len(reasoning) < 150
+
+
 async def test_answer_f1_takes_the_best_of_several_acceptable_answers() -> None:
     evaluable = case(
         eval_output=[NamedData(name="answer", value="Paris")], expectation=["Lyon", "Paris"]
@@ -429,7 +454,33 @@ async def test_a_missing_expected_answer_skips_the_evaluation() -> None:
     evaluation = await AnswerF1()(evaluable)
 
     assert evaluation.status == "skipped"
-    assert evaluation.reasoning == "no expected answer in the expectation"
+    assert evaluation.reasoning == (
+        f"no expected answer: no expectation; {HOW_TO_GIVE_AN_EXPECTATION}"
+    )
+
+
+async def test_an_expectation_of_none_is_no_expected_answer_either() -> None:
+    evaluable = case(eval_output=[NamedData(name="answer", value="Paris")], expectation=None)
+
+    evaluation = await AnswerExactMatch()(evaluable)
+
+    assert evaluation.status == "skipped"
+    assert evaluation.reasoning == (
+        f"no expected answer: the expectation is None; {HOW_TO_GIVE_AN_EXPECTATION}"
+    )
+
+
+async def test_an_expectation_that_is_not_text_is_an_error_naming_it() -> None:
+    evaluable = case(eval_output=[NamedData(name="answer", value="Paris")], expectation={"a": 1})
+
+    evaluation = await AnswerF1()(evaluable)
+
+    assert evaluation.status == "errored"
+    assert evaluation.error is not None
+    assert evaluation.error.message == (
+        "the expectation: expected the acceptable answers, a string or a list of strings, "
+        'found dict {"a": 1}'
+    )
 
 
 async def test_an_answer_that_is_not_text_is_an_error() -> None:
@@ -440,7 +491,8 @@ async def test_an_answer_that_is_not_text_is_an_error() -> None:
     evaluation = await AnswerF1()(evaluable)
 
     assert evaluation.status == "errored"
-    assert evaluation.error is not None and "not text" in evaluation.error.message
+    assert evaluation.error is not None
+    assert "the answer (output 'answer'): expected text, found dict" in evaluation.error.message
 
 
 # semantic answer similarity
@@ -553,3 +605,52 @@ async def test_documents_recorded_one_by_one_are_read_from_the_trace() -> None:
     )
 
     assert evaluation.score == 0.5
+
+
+async def test_documents_recorded_twice_without_many_are_an_error_not_the_last_value() -> None:
+    def app(question: str) -> str:
+        wrap(["x"], purpose="output", name="retrieved_documents")
+        wrap(["a"], purpose="output", name="retrieved_documents")
+        return "answer"
+
+    outcome = await run_captured(app, "q")
+    evaluable = Evaluable(eval_metadata=relevant("a"))  # the documents come from the trace
+
+    evaluation = await DocumentMRR()(evaluable, trace=outcome.trace)
+
+    assert evaluation.status == "errored"
+    assert evaluation.error is not None and evaluation.error.type == "DuplicateWrapNameError"
+    assert "many=True" in evaluation.error.message
+
+
+async def test_a_named_answer_is_also_read_from_the_values_the_trace_recorded() -> None:
+    @wrap(kind="llm")
+    def generate(question: str) -> str:
+        return "draft"
+
+    def app(question: str) -> str:
+        generate(question)
+        wrap("Paris", purpose="output", name="final_answer")
+        return "done"
+
+    evaluation = await run_and_evaluate(
+        AnswerExactMatch(answer_from="final_answer"),
+        app,
+        "q",
+        expected_output="Paris",
+        from_trace=last_llm_call,  # an evaluable without "final_answer": it comes from the trace
+    )
+
+    assert evaluation.score == 1.0
+
+
+async def test_sas_with_no_acceptable_answers_scores_zero_with_a_warning() -> None:
+    evaluable = case(eval_output=[NamedData(name="answer", value="Paris")], expectation=[])
+
+    with pytest.warns(EmptyGroundTruthWarning):
+        evaluation = await SemanticAnswerSimilarity(embed=lambda texts: [[1.0] for _ in texts])(
+            evaluable
+        )
+
+    assert evaluation.score == 0.0
+    assert evaluation.reasoning == "no acceptable answers to compare with, so the score is 0.0"

@@ -16,6 +16,7 @@ import pytest
 
 from evaltrace import wrap
 from evaltrace.errors import ConfigurationError
+from evaltrace.evals.result import SCHEMA_VERSION, CompletionStatus, EntryResult, RunResult
 from evaltrace.llm.embeddings import openai_embedder
 from evaltrace.pipeline import (
     AmbiguousInputError,
@@ -26,7 +27,6 @@ from evaltrace.pipeline import (
     MetricsResult,
     ProgressUpdate,
     ResultFileError,
-    RunRecord,
     evaluate_runnable,
     iter_evaluate_runnable,
     register_metric,
@@ -95,12 +95,12 @@ async def result() -> EvaluationResult:
 async def test_each_input_keeps_its_input_output_expected_output_and_components(
     result: EvaluationResult,
 ) -> None:
-    record = result.records[0]
+    record = result.entries[0]
 
     assert result.runnable == "rag"
     assert record.input == {"query": "capital of France?"}
     assert record.output == "Paris is the capital"
-    assert record.expected_output == EXPECTED[0]
+    assert record.expectation == EXPECTED[0]
     assert list(record.components) == ["rag", "search", "generate"]
     retriever = record.components["search"][0]
     assert retriever.kind == "retriever"
@@ -116,7 +116,7 @@ async def test_a_component_called_several_times_keeps_every_call_in_order() -> N
 
     outcome = await evaluate_runnable(two_hops, [{"question": "x"}], progress=False)
 
-    calls = outcome.records[0].components["search"]
+    calls = outcome.entries[0].components["search"]
     assert [call.input["query"] for call in calls] == QUERIES[:2]
 
 
@@ -125,7 +125,7 @@ async def test_concurrent_runs_keep_their_own_components() -> None:
 
     outcome = await evaluate_runnable(rag, inputs, concurrency=8, progress=False)
 
-    for record in outcome.records:
+    for record in outcome.entries:
         assert [call.input["query"] for call in record.components["search"]] == [
             record.input["query"]
         ]
@@ -140,8 +140,8 @@ async def test_a_runnable_that_raises_is_recorded_and_the_others_still_run() -> 
     outcome = await evaluate_runnable(flaky, INPUTS, ["Paris", "Berlin", "Nile"], progress=False)
     f1 = outcome.calculate_metrics(Metric.F1)
 
-    assert outcome.records[2].error is not None
-    assert outcome.records[2].error.message == "index offline"
+    assert outcome.entries[2].error is not None
+    assert outcome.entries[2].error.message == "index offline"
     assert f1.per_input[:2] == F1_PER_INPUT[:2]
     assert f1.per_input[2] is None
     assert f1.reasons[2] == "the run raised RuntimeError: index offline"
@@ -258,7 +258,7 @@ async def test_a_registered_metric_returning_too_many_scores_is_refused(
     result: EvaluationResult,
 ) -> None:
     def doubled(evaluation: EvaluationResult, **options: Any) -> MetricsResult:
-        return MetricsResult.from_scores("doubled", [1.0] * (2 * len(evaluation.records)))
+        return MetricsResult.from_scores("doubled", [1.0] * (2 * len(evaluation.entries)))
 
     register_metric("test_doubled", doubled, replace=True)
 
@@ -278,7 +278,7 @@ async def test_an_async_custom_metric_returning_the_wrong_count_is_refused(
 
 async def test_a_registered_metric_is_computed_by_name(result: EvaluationResult) -> None:
     def run_count(evaluation: EvaluationResult, **options: Any) -> MetricsResult:
-        return MetricsResult.from_scores("runs", [1.0 for _ in evaluation.records])
+        return MetricsResult.from_scores("runs", [1.0 for _ in evaluation.entries])
 
     register_metric("test_run_count", run_count, replace=True)
 
@@ -305,8 +305,8 @@ async def test_sas_embeds_through_the_fake_judge(
 
 
 def test_an_async_metric_can_be_computed_from_sync_code() -> None:
-    record = RunRecord(index=0, input="q", output="yes", expected_output="yes")
-    saved = EvaluationResult(runnable="app", records=[record])
+    entry = EntryResult(index=0, name="0", input="q", output="yes", expectation="yes")
+    saved = EvaluationResult(RunResult(name="app", entries=[entry]))
 
     sas = saved.calculate_metrics(Metric.SAS, embed=lambda texts: [[1.0, 0.0] for _ in texts])
 
@@ -319,7 +319,7 @@ def test_an_async_metric_can_be_computed_from_sync_code() -> None:
 async def test_a_blind_run_keeps_outputs_and_scores_nothing() -> None:
     outcome = await evaluate_runnable(rag, INPUTS, progress=False)
 
-    assert [record.output for record in outcome.records] == list(ANSWERS.values())
+    assert [record.output for record in outcome.entries] == list(ANSWERS.values())
     for metric in (Metric.F1, Metric.EM):
         blind = outcome.calculate_metrics(metric)
         assert blind.per_input == [None, None, None]
@@ -329,7 +329,107 @@ async def test_a_blind_run_keeps_outputs_and_scores_nothing() -> None:
     assert outcome.calculate_metrics(Metric.MRR, component="search").n_scored == 0
 
 
+# the saved result
+
+
+async def test_the_result_is_a_run_result_with_one_entry_per_input(
+    result: EvaluationResult,
+) -> None:
+    run = result.run
+
+    assert isinstance(run, RunResult)
+    assert run.name == "rag"
+    assert [entry.index for entry in run.entries] == [0, 1, 2]
+    assert all(len(entry.trace_ids) == 1 and len(entry.trace_ids[0]) == 32 for entry in run.entries)
+    assert run.settings == {"concurrency": 8, "timeout": None, "serve_inputs": True}
+    assert run.started_at is not None and run.finished_at is not None
+    assert run.started_at <= run.finished_at
+
+
+async def test_each_entry_gets_a_status_from_how_its_run_ended() -> None:
+    async def app(request: dict[str, Any]) -> str:
+        if request["query"] == "raise":
+            raise RuntimeError("index offline")
+        if request["query"] == "hang":
+            await anyio.Event().wait()
+        return "done"
+
+    inputs = [{"query": "raise"}, {"query": "hang"}, {"query": "ok"}]
+    outcome = await evaluate_runnable(app, inputs, progress=False, timeout=0.05)
+
+    assert [entry.status for entry in outcome.entries] == [
+        CompletionStatus.ERROR,
+        CompletionStatus.TIMED_OUT,
+        CompletionStatus.NO_SCORE_LOGGED,  # nothing scores a run until a metric is computed
+    ]
+
+
+async def test_a_blind_input_has_no_expectation_in_the_saved_result() -> None:
+    outcome = await evaluate_runnable(rag, INPUTS[:2], [None, "Berlin"], progress=False)
+
+    blind, given = outcome.entries
+    assert not blind.has_expectation
+    assert "expectation" not in blind.model_dump(mode="json")
+    assert given.expectation == "Berlin"
+
+
 # save and load
+
+
+async def test_the_saved_file_is_the_run_result_with_its_schema_version(
+    result: EvaluationResult, tmp_path: Path
+) -> None:
+    path = tmp_path / "evaluation.json"
+
+    result.save(path)
+
+    text = path.read_text()
+    assert json.loads(text)["schema_version"] == SCHEMA_VERSION
+    saved = RunResult.model_validate_json(text)
+    assert saved == result.run
+    assert saved.entries[0].components["search"][0].kind == "retriever"
+
+
+async def test_load_refuses_a_file_in_the_format_before_run_result(tmp_path: Path) -> None:
+    path = tmp_path / "old.json"
+    old = {"format": "evaltrace.pipeline-evaluation", "version": 1, "runnable": "rag"}
+    path.write_text(json.dumps({**old, "records": []}))
+
+    with pytest.raises(ResultFileError) as caught:
+        EvaluationResult.load(path)
+
+    message = str(caught.value)
+    assert str(path) in message
+    assert "in the format used before results were saved as RunResult" in message
+    assert "Run evaluate_runnable again" in message
+
+
+async def test_load_refuses_another_schema_version(
+    result: EvaluationResult, tmp_path: Path
+) -> None:
+    data = result.run.model_dump(mode="json")
+    data["schema_version"] = SCHEMA_VERSION + 1
+    path = tmp_path / "newer.json"
+    path.write_text(json.dumps(data))
+
+    with pytest.raises(ResultFileError, match=f"saved with schema_version {SCHEMA_VERSION + 1}"):
+        EvaluationResult.load(path)
+
+
+def test_a_saved_dataset_run_loads_and_its_final_outputs_can_be_scored(tmp_path: Path) -> None:
+    run = RunResult(
+        name="capitals",
+        entries=[EntryResult(index=0, name="france", output="Paris", expectation="Paris")],
+    )
+    path = tmp_path / "result.json"
+    path.write_text(run.model_dump_json())
+
+    loaded = EvaluationResult.load(path)
+
+    assert loaded.calculate_metrics(Metric.EM).per_input == [1.0]
+    assert loaded.calculate_metrics(Metric.MRR, component="search").reasons == [
+        "component 'search' did not run (components: none)"
+    ]
 
 
 async def test_save_then_load_gives_the_same_metrics(
@@ -351,7 +451,7 @@ async def test_load_refuses_a_file_that_is_not_a_saved_evaluation(tmp_path: Path
     path = tmp_path / "other.json"
     path.write_text(json.dumps({"records": []}))
 
-    with pytest.raises(ResultFileError, match="not a saved pipeline evaluation"):
+    with pytest.raises(ResultFileError, match="not a saved evaluation result"):
         EvaluationResult.load(path)
 
 
@@ -474,7 +574,7 @@ async def test_the_component_qualified_form_resolves_the_ambiguity() -> None:
 
     outcome = await evaluate_runnable(ambiguous_rag, [request], progress=False)
 
-    record = outcome.records[0]
+    record = outcome.entries[0]
     assert record.components["search"][0].input == {"query": "capital of France?", "top_k": 3}
     assert record.components["answer"][0].input["query"] == "capital?"
 
@@ -489,7 +589,7 @@ async def test_mapping_inputs_are_served_to_wrap_inputs_by_name() -> None:
         app, [{"user": "ada", "search": {"query": "q"}}], progress=False
     )
 
-    assert outcome.records[0].output == "ada/q"
+    assert outcome.entries[0].output == "ada/q"
 
 
 @pytest.mark.parametrize(

@@ -41,6 +41,7 @@ from evaltrace.evals.evaluation import Evaluation, EvaluationError
 __all__ = [
     "SCHEMA_VERSION",
     "TIMEOUT_ERROR_TYPES",
+    "ComponentRecord",
     "CompletionStatus",
     "EntryResult",
     "RunResult",
@@ -120,6 +121,33 @@ def _plain_details(evaluation: Evaluation) -> Evaluation:
     return evaluation
 
 
+class ComponentRecord(BaseModel):
+    """One call of one component (one span) during the run of an entry.
+
+    Example:
+        >>> ComponentRecord(name="search", kind="retriever", output=["doc"]).output
+        ['doc']
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """The span name: the function name of a ``@wrap`` component."""
+    kind: str = "unknown"
+    """The OpenInference kind in lower case (``retriever``, ``llm``, ``chain``, ...)."""
+    input: JsonValue = None
+    """The span's input: the bound arguments of a decorated function (``{name: value}``)."""
+    output: JsonValue = None
+    """The span's output; for a span that recorded none but carries OpenInference
+    ``retrieval.documents`` attributes, those documents."""
+    status: Literal["ok", "error", "unset"] = "unset"
+    """The span status."""
+    error: str | None = None
+    """``"Type: message"`` when the span ended in error."""
+    duration_ms: float = 0.0
+    """How long the call took."""
+
+
 class EntryResult(BaseModel):
     """Everything kept about one entry (one input) of a run.
 
@@ -161,6 +189,9 @@ class EntryResult(BaseModel):
     """Wall time of the run of the runnable (0 when it was not run)."""
     trace_ids: list[str] = Field(default_factory=list)
     """The entry's traces (32 hex digits), as stored in the run's ``traces.jsonl``."""
+    components: dict[str, list[ComponentRecord]] = Field(default_factory=dict)
+    """Every span of the run by name, each name's calls in the order they started (kept by
+    pipeline evaluation, for per-component metrics; empty otherwise)."""
 
     @field_validator("evaluations")
     @classmethod

@@ -1,6 +1,8 @@
 """Metrics: retrieval and answer metrics, their per-entry evaluators, dataset-level classification.
 
-The metric functions are pure and synchronous; each docstring gives its formula.
+The metric functions are pure and synchronous; each docstring gives its formula. The metrics
+are also registered by name (:class:`Metric`, :func:`register_metric`), for the per-entry
+evaluators and pipeline evaluation alike.
 
 Example:
     >>> from evaltrace.metrics import average_precision, token_f1
@@ -43,7 +45,16 @@ from evaltrace.metrics.evaluators import (
     DocumentRecall,
     RetrievalDetails,
     SemanticAnswerSimilarity,
-    span_documents,
+)
+from evaltrace.metrics.registry import (
+    Comparison,
+    Metric,
+    MetricInputError,
+    PairMetric,
+    Scoring,
+    metric_names,
+    register_metric,
+    registered_metric,
 )
 from evaltrace.metrics.retrieval import (
     EmptyGroundTruthWarning,
@@ -55,6 +66,14 @@ from evaltrace.metrics.retrieval import (
 )
 
 __all__ = [
+    "Comparison",
+    "Metric",
+    "MetricInputError",
+    "PairMetric",
+    "Scoring",
+    "metric_names",
+    "register_metric",
+    "registered_metric",
     "AGGREGATOR_SPEC_ADAPTER",
     "AnswerDetails",
     "AnswerExactMatch",
@@ -65,7 +84,6 @@ __all__ = [
     "DocumentRecall",
     "RetrievalDetails",
     "SemanticAnswerSimilarity",
-    "span_documents",
     "AggregatorSpec",
     "AveragedMetrics",
     "ClassificationDatasetEvaluator",

@@ -49,42 +49,38 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+import inspect
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from evaltrace.capture import conventions as conv
-from evaltrace.capture.serialize import decode
-from evaltrace.evals.evaluable import Evaluable, get_named
+from evaltrace.errors import DuplicateWrapNameError
+from evaltrace.evals.evaluable import HOW_TO_GIVE_AN_EXPECTATION, Evaluable, get_named
 from evaltrace.evals.evaluation import Evaluation
-from evaltrace.llm.config import (
-    judge_config,
-)
-from evaltrace.llm.embeddings import (
-    Embedder,
-    cosine_similarity,
-    embed_texts,
-    judge_embedder,
-    local_embedder,
-)
-from evaltrace.metrics.answers import exact_match, token_f1
+from evaltrace.llm.config import judge_config
+from evaltrace.llm.embeddings import Embedder, judge_embedder
 from evaltrace.metrics.documents import (
     DocumentKey,
     DocumentKeyError,
     DocumentScoreError,
-    check_document_key,
     document_keys,
     relevance_scores,
 )
-from evaltrace.metrics.retrieval import (
-    DEFAULT_RECALL_MODE,
-    RecallMode,
-    average_precision,
-    ndcg,
-    recall,
-    reciprocal_rank,
+from evaltrace.metrics.registry import (
+    Comparison,
+    Metric,
+    MetricInputError,
+    Scoring,
+    as_answer,
+    as_documents,
+    as_references,
+    built_in,
+    shown,
 )
+from evaltrace.metrics.retrieval import DEFAULT_RECALL_MODE, RecallMode
+from evaltrace.metrics.similarity import answer_similarities, closest_reference, fixed_embedder
+from evaltrace.trace.values import recorded_value, span_documents
 
 if TYPE_CHECKING:
     from evaltrace.trace.spans import LLMSpan, ObserveSpan
@@ -102,7 +98,6 @@ __all__ = [
     "DocumentSelector",
     "RetrievalDetails",
     "SemanticAnswerSimilarity",
-    "span_documents",
 ]
 
 DocumentSelector: TypeAlias = Callable[[Evaluable, "Sequence[ObservationNode] | None"], Any]
@@ -114,6 +109,7 @@ AnswerSelector: TypeAlias = Callable[[Evaluable, "Sequence[ObservationNode] | No
 DEFAULT_RETRIEVED_NAME: Final = "retrieved_documents"
 DEFAULT_RELEVANT_KEY: Final = "relevant_documents"
 _ANSWER_NAMES: Final = ("answer", "output")
+_COMPARED_WIDTH: Final = 60
 
 
 class RetrievalDetails(BaseModel):
@@ -185,57 +181,6 @@ class AnswerDetails(BaseModel):
 # --- reading documents from a trace -------------------------------------------------------------
 
 
-def span_documents(span: ObserveSpan | LLMSpan) -> list[Any] | None:
-    """Return the documents a retriever span carries, or ``None`` when it carries none.
-
-    OpenInference ``retrieval.documents.{i}.document.{content,id,score,metadata}`` attributes
-    come first; each becomes ``{"content", "id", "score", "metadata"}`` (the keys present; the
-    metadata decoded from its JSON text). Otherwise the span's output: a list is the documents,
-    a mapping with a ``"documents"`` list gives that list.
-
-    Args:
-        span: A span view from a trace.
-
-    Returns:
-        The documents in rank order, or ``None``.
-
-    Example:
-        >>> docs = span_documents(trace[0].find("search")[0].span)  # doctest: +SKIP
-    """
-    documents = _openinference_documents(span.attributes)
-    if documents is not None:
-        return documents
-    output = span.output
-    if isinstance(output, list):
-        return output
-    if isinstance(output, Mapping) and isinstance(output.get("documents"), list):
-        return list(output["documents"])
-    return None
-
-
-def _openinference_documents(attributes: Mapping[str, Any]) -> list[Any] | None:
-    prefix = conv.RETRIEVAL_DOCUMENTS + "."
-    fields = {
-        conv.DOCUMENT_CONTENT: "content",
-        conv.DOCUMENT_ID: "id",
-        conv.DOCUMENT_SCORE: "score",
-        conv.DOCUMENT_METADATA: "metadata",
-    }
-    groups: dict[int, dict[str, Any]] = {}
-    for name, value in attributes.items():
-        if not name.startswith(prefix):
-            continue
-        index, dot, rest = name[len(prefix) :].partition(".")
-        field = fields.get(rest)
-        if dot and field is not None and index.isascii() and index.isdigit():
-            if field == "metadata" and isinstance(value, str):
-                value = decode(value)
-            groups.setdefault(int(index), {})[field] = value
-    if not groups:
-        return None
-    return [groups[index] for index in sorted(groups)]
-
-
 def _latest_span(
     trace: Sequence[ObservationNode], wanted: Callable[[ObserveSpan | LLMSpan], bool]
 ) -> ObserveSpan | LLMSpan | None:
@@ -249,30 +194,6 @@ def _latest_span(
             ):
                 best = span
     return best
-
-
-def _recorded_value(trace: Sequence[ObservationNode], name: str) -> tuple[bool, Any]:
-    """The output or state value recorded under ``name`` anywhere in the trace.
-
-    A name recorded with ``many=True`` gives the list of its values (as the ``root`` selector
-    does);
-    otherwise the value recorded last wins.
-    """
-    found = sorted(
-        (
-            value
-            for node in trace
-            for item in node.walk()
-            for value in item.span.named_values
-            if value.name == name and value.purpose != "input"
-        ),
-        key=lambda value: value.timestamp_ns,
-    )
-    if not found:
-        return False, None
-    if all(value.many for value in found):
-        return True, [value.value for value in found]
-    return True, found[-1].value
 
 
 def _has_output(evaluable: Evaluable, name: str) -> bool:
@@ -294,23 +215,9 @@ def _retrieved(
     if _has_output(evaluable, name):
         return get_named(evaluable.eval_output, name), f"output {name!r}"
     if trace:
-        found, value = _recorded_value(trace, name)
-        if found:
-            return value, f"output {name!r}"
-        if retrieved_from is None:
-            span = _latest_span(trace, lambda span: span.kind == "retriever")
-            where = "retriever span"
-        else:
-            span = _latest_span(trace, lambda span: span.name == name)
-            where = "span"
-        if span is not None:
-            documents = span_documents(span)
-            if documents is None:
-                return (
-                    f"the {where} {span.name!r} recorded no documents (no "
-                    f"retrieval.documents attributes and no list output)"
-                )
-            return documents, f"{where} {span.name!r}"
+        found = _from_trace(trace, name, named_span=retrieved_from is not None)
+        if found is not None:
+            return found
     if retrieved_from is None:
         return (
             f"no retrieved documents: no output named {name!r} and no retriever span in the "
@@ -320,6 +227,34 @@ def _retrieved(
     return f"no retrieved documents: no output and no span named {name!r}"
 
 
+def _from_trace(
+    trace: Sequence[ObservationNode], name: str, *, named_span: bool
+) -> tuple[Any, str] | str | None:
+    """The documents recorded under ``name``, else those of the span standing for the retriever.
+
+    That span is the one called ``name`` when ``named_span``, else the last retriever span;
+    ``None`` when there is no such span.
+    """
+    try:
+        return recorded_value(trace, name), f"output {name!r}"
+    except KeyError:
+        if named_span:
+            span = _latest_span(trace, lambda span: span.name == name)
+            where = "span"
+        else:
+            span = _latest_span(trace, lambda span: span.kind == "retriever")
+            where = "retriever span"
+    if span is None:
+        return None
+    documents = span_documents(span)
+    if documents is None:
+        return (
+            f"the {where} {span.name!r} recorded no documents (no "
+            f"retrieval.documents attributes and no list output)"
+        )
+    return documents, f"{where} {span.name!r}"
+
+
 def _relevant(evaluable: Evaluable, relevant_key: str) -> Any:
     metadata = evaluable.eval_metadata or {}
     if relevant_key in metadata:
@@ -327,6 +262,14 @@ def _relevant(evaluable: Evaluable, relevant_key: str) -> Any:
     if isinstance(evaluable.expectation, list):
         return evaluable.expectation
     return None
+
+
+async def _score_one(scoring: Scoring, output: Any, expected: Any, label: str) -> float:
+    """Score one comparison with a built-in metric (sync, or async as semantic similarity)."""
+    scores = scoring.score([Comparison(output=output, expected=expected, label=label)])
+    if inspect.isawaitable(scores):
+        scores = await scores
+    return scores[0]
 
 
 def _json_key(key: Hashable) -> JsonValue:
@@ -341,9 +284,12 @@ def _json_key(key: Hashable) -> JsonValue:
 
 
 class _RetrievalEvaluator:
-    """Shared reading of retrieved and relevant documents; subclasses give the metric."""
+    """Shared reading of retrieved and relevant documents; subclasses name the metric."""
 
-    _metric: str = ""
+    _metric: ClassVar[str]
+    """The metric's name in the details."""
+    _definition: ClassVar[Metric]
+    """The metric's definition in the registry."""
 
     def __init__(
         self,
@@ -352,6 +298,7 @@ class _RetrievalEvaluator:
         relevant_key: str = DEFAULT_RELEVANT_KEY,
         key: DocumentKey = "content",
         name: str | None = None,
+        **options: Any,
     ) -> None:
         if not (retrieved_from is None or callable(retrieved_from)) and not (
             isinstance(retrieved_from, str) and retrieved_from
@@ -360,9 +307,9 @@ class _RetrievalEvaluator:
                 "retrieved_from must be None, a non-empty output or span name, or a callable "
                 f"(evaluable, trace) -> documents; got {retrieved_from!r}"
             )
-        check_document_key(key)
         if not isinstance(relevant_key, str) or not relevant_key:
             raise TypeError(f"relevant_key must be a non-empty string, got {relevant_key!r}")
+        self._scoring: Scoring = built_in(self._definition).build(key=key, **options)
         self.retrieved_from = retrieved_from
         """Where the retrieved documents are read (see the module documentation)."""
         self.relevant_key = relevant_key
@@ -371,9 +318,6 @@ class _RetrievalEvaluator:
         """The document key compared: ``"content"``, ``"id"`` or ``"metadata.<path>"``."""
         self.name = name or type(self).__name__
         """The evaluator's display name."""
-
-    def _score(self, retrieved: Sequence[object], relevant: Sequence[object]) -> float:
-        raise NotImplementedError
 
     def _extra_details(self, relevant: Sequence[object]) -> dict[str, Any]:
         return {}
@@ -388,21 +332,28 @@ class _RetrievalEvaluator:
                 f"no relevant documents in the expectation or eval_metadata[{self.relevant_key!r}]",
                 evaluator=self.name,
             )
-        found = _retrieved(evaluable, trace, self.retrieved_from)
-        if isinstance(found, str):
-            return Evaluation.skip(found, evaluator=self.name)
-        retrieved, source = found
         try:
-            for what, documents in ((f"retrieved ({source})", retrieved), ("relevant", relevant)):
-                if not isinstance(documents, list | tuple):
-                    raise TypeError(
-                        f"the {what} documents are a {type(documents).__name__}, "
-                        "not a list of documents"
-                    )
+            found = _retrieved(evaluable, trace, self.retrieved_from)
+            if isinstance(found, str):
+                return Evaluation.skip(found, evaluator=self.name)
+            source = found[1]
+            retrieved = as_documents(
+                found[0], f"the retrieved documents ({source})", "choose them with retrieved_from="
+            )
+            relevant = as_documents(
+                relevant,
+                "the relevant documents",
+                f"give a list in the expectation or eval_metadata[{self.relevant_key!r}]",
+            )
             retrieved_keys = document_keys(retrieved, self.key, what="retrieved")
             relevant_keys = document_keys(relevant, self.key, what="relevant")
-            score = self._score(retrieved, relevant)
-        except (DocumentKeyError, DocumentScoreError, TypeError) as exc:
+            score = await _score_one(self._scoring, retrieved, relevant, self.name)
+        except (
+            DuplicateWrapNameError,
+            MetricInputError,
+            DocumentKeyError,
+            DocumentScoreError,
+        ) as exc:
             return Evaluation.errored(exc, where="evaluator", evaluator=self.name)
         details = self._details(retrieved_keys, relevant_keys, source, relevant)
         return Evaluation(
@@ -479,6 +430,7 @@ class DocumentRecall(_RetrievalEvaluator):
     """
 
     _metric = "recall"
+    _definition = Metric.RECALL
 
     def __init__(
         self,
@@ -489,16 +441,11 @@ class DocumentRecall(_RetrievalEvaluator):
         key: DocumentKey = "content",
         name: str | None = None,
     ) -> None:
-        if mode not in ("single_hit", "multi_hit"):
-            raise ValueError(f"unknown recall mode {mode!r}: use 'single_hit' or 'multi_hit'")
         super().__init__(
-            retrieved_from=retrieved_from, relevant_key=relevant_key, key=key, name=name
+            retrieved_from=retrieved_from, relevant_key=relevant_key, key=key, name=name, mode=mode
         )
         self.mode: RecallMode = mode
         """The recall mode."""
-
-    def _score(self, retrieved: Sequence[object], relevant: Sequence[object]) -> float:
-        return recall(retrieved, relevant, self.mode, key=self.key)
 
     def _extra_details(self, relevant: Sequence[object]) -> dict[str, Any]:
         return {"mode": self.mode}
@@ -515,9 +462,7 @@ class DocumentMRR(_RetrievalEvaluator):
     """
 
     _metric = "reciprocal_rank"
-
-    def _score(self, retrieved: Sequence[object], relevant: Sequence[object]) -> float:
-        return reciprocal_rank(retrieved, relevant, key=self.key)
+    _definition = Metric.MRR
 
 
 class DocumentMAP(_RetrievalEvaluator):
@@ -531,9 +476,7 @@ class DocumentMAP(_RetrievalEvaluator):
     """
 
     _metric = "average_precision"
-
-    def _score(self, retrieved: Sequence[object], relevant: Sequence[object]) -> float:
-        return average_precision(retrieved, relevant, key=self.key)
+    _definition = Metric.MAP
 
 
 class DocumentNDCG(_RetrievalEvaluator):
@@ -555,6 +498,7 @@ class DocumentNDCG(_RetrievalEvaluator):
     """
 
     _metric = "ndcg"
+    _definition = Metric.NDCG
 
     def __init__(
         self,
@@ -565,16 +509,11 @@ class DocumentNDCG(_RetrievalEvaluator):
         key: DocumentKey = "content",
         name: str | None = None,
     ) -> None:
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-            raise ValueError(f"k must be a positive integer or None, got {k!r}")
         super().__init__(
-            retrieved_from=retrieved_from, relevant_key=relevant_key, key=key, name=name
+            retrieved_from=retrieved_from, relevant_key=relevant_key, key=key, name=name, k=k
         )
         self.k = k
         """The rank cut-off, or ``None``."""
-
-    def _score(self, retrieved: Sequence[object], relevant: Sequence[object]) -> float:
-        return ndcg(retrieved, relevant, self.k, key=self.key)
 
     def _extra_details(self, relevant: Sequence[object]) -> dict[str, Any]:
         return {"k": self.k, "graded": relevance_scores(relevant) is not None}
@@ -597,6 +536,11 @@ def _answer(
     if answer_from is not None:
         if _has_output(evaluable, answer_from):
             return get_named(evaluable.eval_output, answer_from), f"output {answer_from!r}"
+        if trace:
+            try:
+                return recorded_value(trace, answer_from), f"output {answer_from!r}"
+            except KeyError:
+                return f"no answer: the run recorded no output named {answer_from!r}"
         return f"no answer: the run recorded no output named {answer_from!r}"
     for name in _ANSWER_NAMES:
         if _has_output(evaluable, name):
@@ -612,41 +556,21 @@ def _answer(
 
 def _references(evaluable: Evaluable) -> list[str] | str:
     """The acceptable answers, or why there are none; raises on a malformed expectation."""
-    if not evaluable.has_expectation or evaluable.expectation is None:
-        return "no expected answer in the expectation"
-    expected = evaluable.expectation
-    if isinstance(expected, str):
-        return [expected]
-    if isinstance(expected, list) and all(isinstance(item, str) for item in expected):
-        return [str(item) for item in expected]
-    raise TypeError(
-        f"the expectation is a {type(expected).__name__}; an expected answer must be a string "
-        "or a list of acceptable strings"
-    )
+    if evaluable.expectation is None or not evaluable.has_expectation:
+        found = "the expectation is None" if evaluable.has_expectation else "no expectation"
+        return f"no expected answer: {found}; {HOW_TO_GIVE_AN_EXPECTATION}"
+    return as_references(evaluable.expectation, "the expectation")
 
 
-def _answer_text(answer: Any, source: str) -> str:
-    if isinstance(answer, str):
-        return answer
-    raise TypeError(
-        f"the answer ({source}) is a {type(answer).__name__}, not text; pick a text output "
-        "with answer_from="
-    )
+def _compared(answer: str, references: list[str]) -> str:
+    expected = references[0] if len(references) == 1 else references
+    return f"answer {shown(answer, _COMPARED_WIDTH)} vs expected {shown(expected, _COMPARED_WIDTH)}"
 
 
 class _AnswerEvaluator:
-    """Shared reading of the answer and the expected answers; subclasses give the metric."""
+    """Shared reading of the answer and the expected answers; subclasses score them."""
 
-    _metric: str
-    """The metric's name in the details."""
-
-    def __init__(
-        self,
-        *,
-        normalize: bool,
-        answer_from: str | AnswerSelector | None,
-        name: str | None,
-    ) -> None:
+    def __init__(self, *, answer_from: str | AnswerSelector | None, name: str | None) -> None:
         if not (answer_from is None or callable(answer_from)) and not (
             isinstance(answer_from, str) and answer_from
         ):
@@ -654,15 +578,13 @@ class _AnswerEvaluator:
                 "answer_from must be None, a non-empty output name, or a callable "
                 f"(evaluable, trace) -> answer; got {answer_from!r}"
             )
-        self.normalize = normalize
-        """Whether texts are normalised (SQuAD style) before comparing."""
         self.answer_from = answer_from
         """Where the answer is read (see the module documentation)."""
         self.name = name or type(self).__name__
         """The evaluator's display name."""
 
-    def _score(self, answer: str, references: list[str]) -> tuple[float, str]:
-        """The score and the reasoning for one answer."""
+    async def _evaluate(self, answer: str, references: list[str]) -> Evaluation:
+        """Score one answer against the acceptable answers."""
         raise NotImplementedError
 
     def _inputs(
@@ -676,10 +598,13 @@ class _AnswerEvaluator:
             found = _answer(evaluable, trace, self.answer_from)
             if isinstance(found, str):
                 return Evaluation.skip(found, evaluator=self.name)
-            if found[0] is None:
-                return Evaluation.skip(f"no answer: {found[1]} is None", evaluator=self.name)
-            return _answer_text(*found), references
-        except TypeError as exc:
+            answer, source = found
+            if answer is None:
+                return Evaluation.skip(f"no answer: {source} is None", evaluator=self.name)
+            return as_answer(answer, f"the answer ({source})", "pick one with answer_from="), (
+                references
+            )
+        except (DuplicateWrapNameError, MetricInputError) as exc:
             return Evaluation.errored(exc, where="evaluator", evaluator=self.name)
 
     async def __call__(
@@ -689,20 +614,43 @@ class _AnswerEvaluator:
         found = self._inputs(evaluable, trace)
         if isinstance(found, Evaluation):
             return found
-        answer, references = found
-        score, reasoning = self._score(answer, references)
+        return await self._evaluate(*found)
+
+
+class _TextMatch(_AnswerEvaluator):
+    """An answer metric on the texts themselves (exact match, token F1)."""
+
+    _metric: ClassVar[str]
+    """The metric's name in the details."""
+    _definition: ClassVar[Metric]
+    """The metric's definition in the registry."""
+
+    def __init__(
+        self, *, normalize: bool, answer_from: str | AnswerSelector | None, name: str | None
+    ) -> None:
+        super().__init__(answer_from=answer_from, name=name)
+        self._scoring = built_in(self._definition).build(normalize=normalize)
+        self.normalize = normalize
+        """Whether texts are normalised (SQuAD style) before comparing."""
+
+    def _reasoning(self, score: float) -> str:
+        """What the score says, before what was compared."""
+        raise NotImplementedError
+
+    async def _evaluate(self, answer: str, references: list[str]) -> Evaluation:
+        score = await _score_one(self._scoring, answer, references, self.name)
         details = AnswerDetails(
             metric=self._metric, answer=answer, references=references, normalize=self.normalize
         )
         return Evaluation(
             score=score,
-            reasoning=reasoning,
+            reasoning=f"{self._reasoning(score)}: {_compared(answer, references)}",
             details=details.model_dump(mode="json", exclude_none=True),
             evaluator=self.name,
         )
 
 
-class AnswerExactMatch(_AnswerEvaluator):
+class AnswerExactMatch(_TextMatch):
     """Exact match of the answer with the expected answer (or any of several).
 
     See :func:`~evaltrace.metrics.exact_match`.
@@ -717,6 +665,7 @@ class AnswerExactMatch(_AnswerEvaluator):
     """
 
     _metric = "exact_match"
+    _definition = Metric.EM
 
     def __init__(
         self,
@@ -727,13 +676,12 @@ class AnswerExactMatch(_AnswerEvaluator):
     ) -> None:
         super().__init__(normalize=normalize, answer_from=answer_from, name=name)
 
-    def _score(self, answer: str, references: list[str]) -> tuple[float, str]:
-        score = exact_match(answer, references, normalize=self.normalize)
+    def _reasoning(self, score: float) -> str:
         verdict = "matches" if score == 1.0 else "does not match"
-        return score, f"the answer {verdict} the expected answer"
+        return f"the answer {verdict} the expected answer"
 
 
-class AnswerF1(_AnswerEvaluator):
+class AnswerF1(_TextMatch):
     """SQuAD token F1 of the answer against the expected answer (best of several).
 
     See :func:`~evaltrace.metrics.token_f1`.
@@ -748,6 +696,7 @@ class AnswerF1(_AnswerEvaluator):
     """
 
     _metric = "token_f1"
+    _definition = Metric.F1
 
     def __init__(
         self,
@@ -758,9 +707,8 @@ class AnswerF1(_AnswerEvaluator):
     ) -> None:
         super().__init__(normalize=normalize, answer_from=answer_from, name=name)
 
-    def _score(self, answer: str, references: list[str]) -> tuple[float, str]:
-        score = token_f1(answer, references, normalize=self.normalize)
-        return score, f"token F1 {score:.3f} against the expected answer"
+    def _reasoning(self, score: float) -> str:
+        return f"token F1 {score:.3f}"
 
 
 class SemanticAnswerSimilarity(_AnswerEvaluator):
@@ -796,51 +744,39 @@ class SemanticAnswerSimilarity(_AnswerEvaluator):
         answer_from: str | AnswerSelector | None = None,
         name: str | None = None,
     ) -> None:
-        if embed is not None and local_model is not None:
-            raise ValueError("give either embed= or local_model=, not both")
-        if embed is not None and not callable(embed):
-            raise TypeError(f"embed must be a callable (texts) -> vectors, got {embed!r}")
-        super().__init__(normalize=False, answer_from=answer_from, name=name)
-        self.embed = embed if embed is not None else None
+        self._fixed = fixed_embedder(embed, local_model)
+        super().__init__(answer_from=answer_from, name=name)
+        self.embed = embed
         """The embedding function, when one was given."""
         self.model = model or local_model
         """The embedding model name, when known."""
-        self._local = local_embedder(local_model) if local_model is not None else None
 
-    def _embedder(self) -> tuple[Embedder, str | None]:
-        if self.embed is not None:
-            return self.embed, self.model
-        if self._local is not None:
-            return self._local, self.model
-        return judge_embedder(self.model), self.model or judge_config().embedding_model
-
-    async def __call__(
-        self, evaluable: Evaluable, *, trace: Sequence[ObservationNode] | None = None
-    ) -> Evaluation:
-        """Score the answer of ``evaluable`` against its expectation by embedding similarity."""
-        found = self._inputs(evaluable, trace)
-        if isinstance(found, Evaluation):
-            return found
-        answer, references = found
+    async def _evaluate(self, answer: str, references: list[str]) -> Evaluation:
         try:
-            embed, model = self._embedder()
-            vectors = await embed_texts(embed, [answer, *references])
-            similarities = [cosine_similarity(vectors[0], other) for other in vectors[1:]]
+            embed = self._fixed or judge_embedder(self.model)
+            model = self.model if self._fixed else self.model or judge_config().embedding_model
+            similarities = (await answer_similarities(embed, [(answer, references)]))[0]
         except Exception as exc:  # a failing embedding call is reported as data
             return Evaluation.errored(exc, where="embedding", evaluator=self.name)
-        best = max(range(len(similarities)), key=similarities.__getitem__)
-        similarity = similarities[best]
+        best, similarity = closest_reference(similarities)
         details = AnswerDetails(
             metric="semantic_similarity",
             answer=answer,
             references=references,
-            similarity=similarity,
-            best_reference=references[best],
+            similarity=similarity if best is not None else None,
+            best_reference=references[best] if best is not None else None,
             model=model,
         )
+        if best is None:
+            reasoning = "no acceptable answers to compare with, so the score is 0.0"
+        else:
+            reasoning = (
+                f"cosine similarity {similarity:.3f} with the closest expected answer: "
+                f"{_compared(answer, [references[best]])}"
+            )
         return Evaluation(
             score=max(0.0, min(1.0, similarity)),
-            reasoning=f"cosine similarity {similarity:.3f} with the closest expected answer",
+            reasoning=reasoning,
             details=details.model_dump(mode="json", exclude_none=True),
             evaluator=self.name,
         )

@@ -22,7 +22,7 @@ import operator
 import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, SupportsIndex, TypeAlias
 
 from evaltrace.metrics.documents import DocumentKey, document_keys, relevance_scores
 
@@ -31,6 +31,8 @@ __all__ = [
     "EmptyGroundTruthWarning",
     "RecallMode",
     "average_precision",
+    "check_rank_cutoff",
+    "check_recall_mode",
     "ndcg",
     "recall",
     "reciprocal_rank",
@@ -85,12 +87,36 @@ def _prepare(
     return _Keys(retrieved=retrieved_keys, relevant=relevant_keys, unique_relevant=unique_relevant)
 
 
-def _positive_int(k: int) -> int:
-    """``k`` as an ``int`` (numpy integers accepted); bools, floats and values < 1 rejected."""
-    try:
-        value = operator.index(k)
-    except TypeError:
-        value = 0
+def check_recall_mode(mode: object) -> RecallMode:
+    """Return ``mode`` when it is a :data:`RecallMode`, else raise.
+
+    Raises:
+        ValueError: ``mode`` is neither ``"single_hit"`` nor ``"multi_hit"``.
+
+    Example:
+        >>> check_recall_mode("multi_hit")
+        'multi_hit'
+    """
+    if mode == "single_hit" or mode == "multi_hit":
+        return mode
+    raise ValueError(f"unknown recall mode {mode!r}: use 'single_hit' or 'multi_hit'")
+
+
+def check_rank_cutoff(k: object) -> int | None:
+    """Return the rank cut-off ``k`` as an ``int`` (``None`` for no cut-off), else raise.
+
+    numpy integers are accepted; bools, floats and values below 1 are not.
+
+    Raises:
+        ValueError: ``k`` is not a positive integer or ``None``.
+
+    Example:
+        >>> check_rank_cutoff(5)
+        5
+    """
+    if k is None:
+        return None
+    value = operator.index(k) if isinstance(k, SupportsIndex) else 0
     if isinstance(k, bool) or value < 1:
         raise ValueError(f"k must be a positive integer or None, got {k!r}")
     return value
@@ -127,8 +153,7 @@ def recall(
         >>> recall(["a", "x", "b"], ["a", "b", "c", "d"], mode="multi_hit")
         0.5
     """
-    if mode not in ("single_hit", "multi_hit"):
-        raise ValueError(f"unknown recall mode {mode!r}: use 'single_hit' or 'multi_hit'")
+    check_recall_mode(mode)
     keys = _prepare(retrieved, relevant, key, "recall")
     if keys is None:
         return 0.0
@@ -261,8 +286,7 @@ def ndcg(
         >>> round(ndcg(["a", "b"], relevant), 4)  # (1/1 + 3/log2(3)) / (3/1 + 1/log2(3))
         0.7967
     """
-    if k is not None:
-        k = _positive_int(k)
+    k = check_rank_cutoff(k)
     scores = relevance_scores(relevant)
     keys = _prepare(retrieved, relevant, key, "ndcg")
     if keys is None:

@@ -2,9 +2,10 @@
 
 :func:`evaluate_runnable` runs the pipeline once per input under capture and keeps, per input,
 the input, the final output, the expected output and every component's (span's) input and
-output. :meth:`EvaluationResult.calculate_metrics` then computes a :class:`Metric` (or any
-custom metric) for the whole pipeline or for one component, as often as wanted, also on a
-result loaded from a file.
+output, in the one saved result model (:class:`~evaltrace.evals.result.RunResult`).
+:meth:`EvaluationResult.calculate_metrics` then computes a :class:`Metric` (or any metric
+registered with :func:`register_metric`, or any callable) for the whole pipeline or for one
+component, as often as wanted, also on a result loaded from a file.
 
 Example:
     >>> result = await evaluate_runnable(
@@ -17,22 +18,11 @@ Example:
     >>> result.calculate_metrics(Metric.F1).save("f1.csv")  # doctest: +SKIP
 """
 
-from evaltrace.pipeline.calculators import (
-    Metric,
-    MetricCalculator,
-    metric_calculator,
-    register_metric,
-)
-from evaltrace.pipeline.result import (
-    ComponentRecord,
-    EvaluationResult,
-    InvalidMetricResultError,
-    MetricInputError,
-    MetricsResult,
-    OutputPair,
-    ResultFileError,
-    RunRecord,
-)
+from evaltrace.evals.result import ComponentRecord
+from evaltrace.metrics.registry import Metric, MetricInputError, register_metric, registered_metric
+from evaltrace.pipeline.calculators import MetricCalculator
+from evaltrace.pipeline.metrics_result import InvalidMetricResultError, MetricsResult, OutputPair
+from evaltrace.pipeline.result import EvaluationResult, ResultFileError
 from evaltrace.pipeline.run import (
     AmbiguousInputError,
     ProgressCallback,
@@ -54,9 +44,8 @@ __all__ = [
     "ProgressCallback",
     "ProgressUpdate",
     "ResultFileError",
-    "RunRecord",
     "evaluate_runnable",
     "iter_evaluate_runnable",
-    "metric_calculator",
     "register_metric",
+    "registered_metric",
 ]

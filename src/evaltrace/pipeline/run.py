@@ -27,22 +27,24 @@ from __future__ import annotations
 import inspect
 import math
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final, TextIO, TypeAlias
 
 import anyio
 from anyio.abc import TaskGroup
 
 from evaltrace.capture import conventions as conv
-from evaltrace.capture.config import runtime
 from evaltrace.checks import check_count, check_timeout
 from evaltrace.errors import EvaltraceError
-from evaltrace.evals.evaluation import EvaluationError
-from evaltrace.evals.runner import RunOutcome, run_captured
-from evaltrace.metrics.evaluators import span_documents
-from evaltrace.pipeline.result import ComponentRecord, EvaluationResult, RunRecord
+from evaltrace.evals.evaluable import UNSET, Evaluable
+from evaltrace.evals.result import ComponentRecord, EntryResult, RunResult
+from evaltrace.evals.runner import InputResult, RunOutcome, run_captured
+from evaltrace.pipeline.result import EvaluationResult
 from evaltrace.trace.tree import ObservationNode, walk_trace
+from evaltrace.trace.values import span_documents
 
 __all__ = [
     "AmbiguousInputError",
@@ -72,8 +74,8 @@ class ProgressUpdate:
     """How many inputs have finished (in any order)."""
     total: int
     """How many inputs there are."""
-    latest: RunRecord
-    """The record of the input that just finished."""
+    latest: EntryResult
+    """The entry of the input that just finished."""
 
 
 ProgressCallback: TypeAlias = Callable[[ProgressUpdate], Any]
@@ -93,11 +95,13 @@ async def evaluate_runnable(
 ) -> EvaluationResult:
     """Run the runnable once per input under capture and keep everything metrics need.
 
-    Each input runs in its own capture (at most ``concurrency`` at once); the result keeps, per
-    input, the input, the final output, the expected output and every span's input and output
+    Each input runs in its own capture (at most ``concurrency`` at once); the result is a
+    :class:`~evaltrace.evals.result.RunResult` with one entry per input: the input, the final
+    output, the expected output (the entry's ``expectation``) and every span's input and output
     by component (span) name. Compute metrics afterwards with
     :meth:`EvaluationResult.calculate_metrics`. A runnable that raises or times out is recorded
-    (``RunRecord.error``), not raised. See the module documentation for the input rule.
+    (the entry's ``error`` and status), not raised. See the module documentation for the input
+    rule.
 
     Args:
         runnable: The pipeline entry point, sync or async, called with one input.
@@ -111,7 +115,7 @@ async def evaluate_runnable(
         serve_inputs: Serve mapping inputs to ``wrap(..., purpose="input")``.
 
     Returns:
-        The records, in input order.
+        The result; its entries are in input order.
 
     Raises:
         AmbiguousInputError: A flat input key is an argument of several components.
@@ -138,14 +142,15 @@ async def evaluate_runnable(
             if inspect.isawaitable(outcome):
                 await outcome
 
+    clock = _Clock.start()
     try:
-        records = await _run_all(
+        entries = await _run_all(
             runnable, items, expected, concurrency, timeout, serve_inputs, report
         )
     finally:
         if bar is not None:
             bar.close()
-    return EvaluationResult(runnable=name, records=records)
+    return clock.result(name, entries, concurrency, timeout, serve_inputs)
 
 
 async def iter_evaluate_runnable(
@@ -182,14 +187,15 @@ async def iter_evaluate_runnable(
 
     async def produce() -> None:
         async with send:
+            clock = _Clock.start()
             try:
-                records = await _run_all(
+                entries = await _run_all(
                     runnable, items, expected, concurrency, timeout, serve_inputs, send.send
                 )
             except Exception as exc:  # handed to the consumer, which raises it
                 await send.send(_Failure(error=exc))
             else:
-                await send.send(EvaluationResult(runnable=name, records=records))
+                await send.send(clock.result(name, entries, concurrency, timeout, serve_inputs))
 
     failure: Exception | None = None
     closed = False
@@ -218,6 +224,41 @@ async def iter_evaluate_runnable(
 @dataclass(kw_only=True, frozen=True)
 class _Failure:
     error: Exception
+
+
+@dataclass(kw_only=True, frozen=True)
+class _Clock:
+    """When an evaluation started, to date and time its result."""
+
+    started_at: datetime
+    started: float
+
+    @classmethod
+    def start(cls) -> _Clock:
+        return cls(started_at=datetime.now(UTC), started=time.perf_counter())
+
+    def result(
+        self,
+        name: str,
+        entries: list[EntryResult],
+        concurrency: int,
+        timeout: float | None,
+        serve_inputs: bool,
+    ) -> EvaluationResult:
+        return EvaluationResult(
+            RunResult(
+                name=name,
+                entries=entries,
+                started_at=self.started_at,
+                finished_at=datetime.now(UTC),
+                duration_s=time.perf_counter() - self.started,
+                settings={
+                    "concurrency": concurrency,
+                    "timeout": timeout,
+                    "serve_inputs": serve_inputs,
+                },
+            )
+        )
 
 
 def _validated(
@@ -267,11 +308,10 @@ async def _run_all(
     timeout: float | None,
     serve_inputs: bool,
     report: Callable[[ProgressUpdate], Awaitable[None]],
-) -> list[RunRecord]:
+) -> list[EntryResult]:
     """Run every input; the first failure (ambiguity, a failing callback) cancels the rest."""
-    codec = runtime().codec
     limiter = anyio.CapacityLimiter(concurrency)
-    records: list[RunRecord | None] = [None] * len(items)
+    entries: list[EntryResult | None] = [None] * len(items)
     done = 0
     failures: list[Exception] = []
 
@@ -285,10 +325,10 @@ async def _run_all(
                     runnable, item, inputs=served, entry=f"input #{index}", timeout=timeout
                 )
                 _check_ambiguity(index, item, outcome.trace)
-                record = _record(index, item, expected[index], outcome, codec.to_jsonable)
-            records[index] = record
+                entry = _entry(index, item, expected[index], outcome)
+            entries[index] = entry
             done += 1
-            await report(ProgressUpdate(done=done, total=len(items), latest=record))
+            await report(ProgressUpdate(done=done, total=len(items), latest=entry))
         except Exception as exc:  # raised once every task has stopped
             failures.append(exc)
             group.cancel_scope.cancel()
@@ -298,7 +338,7 @@ async def _run_all(
             group.start_soon(one, index, group)
     if failures:
         raise failures[0]
-    return [record for record in records if record is not None]
+    return [entry for entry in entries if entry is not None]
 
 
 def _served(item: Any) -> dict[str, Any] | None:
@@ -350,14 +390,15 @@ def _check_ambiguity(index: int, item: Any, trace: Sequence[ObservationNode]) ->
         )
 
 
-def _record(
-    index: int,
-    item: Any,
-    expected: Any,
-    outcome: RunOutcome,
-    to_json: Callable[[object], Any],
-) -> RunRecord:
-    nodes = sorted(walk_trace(outcome.trace), key=lambda node: node.span.record.start_time_ns)
+def _entry(index: int, item: Any, expected: Any, outcome: RunOutcome) -> EntryResult:
+    """The saved entry of one run, with every span's call under its component name."""
+    case = Evaluable(expectation=UNSET if expected is None else expected)
+    entry = InputResult(index=index, eval_input=item, evaluable=case, run=outcome).to_entry()
+    return entry.model_copy(update={"components": _component_calls(outcome.trace)})
+
+
+def _component_calls(trace: Sequence[ObservationNode]) -> dict[str, list[ComponentRecord]]:
+    nodes = sorted(walk_trace(trace), key=lambda node: node.span.record.start_time_ns)
     components: dict[str, list[ComponentRecord]] = {}
     for node in nodes:
         span = node.span
@@ -379,19 +420,7 @@ def _record(
                 duration_ms=span.duration_ms,
             )
         )
-    return RunRecord(
-        index=index,
-        input=to_json(item),
-        output=to_json(outcome.output),
-        expected_output=to_json(expected),
-        error=(
-            EvaluationError.from_exception(outcome.error, where="runnable")
-            if outcome.error is not None
-            else None
-        ),
-        duration_s=outcome.duration_s,
-        components=components,
-    )
+    return components
 
 
 def _runnable_name(runnable: Callable[..., Any]) -> str:
