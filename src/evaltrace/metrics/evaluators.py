@@ -1,6 +1,8 @@
 """Per-entry evaluators built on the metric functions: retrieval, answers, semantic similarity.
 
-(The embedding functions that semantic similarity uses are in :mod:`evaltrace.llm.embeddings`.)
+They score with the metric definitions of :mod:`evaltrace.metrics.registry`, the same ones
+pipeline evaluation uses. (The embedding functions that semantic similarity uses are in
+:mod:`evaltrace.llm.embeddings`.)
 
 Each evaluator is an object with a ``name`` and an ``async __call__(evaluable, *, trace=None)``
 that returns an :class:`~evaltrace.evals.evaluation.Evaluation`, so it plugs into
@@ -18,6 +20,10 @@ Where the data comes from is explicit and has sensible defaults:
   - a name: the output recorded under that name, else the span of that name that ended last;
   - a callable ``(evaluable, trace) -> list | None``.
 
+  An output is read from the evaluable, else from the values the trace recorded, with the one
+  rule of :mod:`evaltrace.trace.values` for a repeated name (``many=True`` collects a list; a
+  name recorded twice otherwise gives an *errored* evaluation).
+
 * **Relevant documents**: ``eval_metadata["relevant_documents"]`` (the key is configurable with
   ``relevant_key``) when present, else the expectation when it is a list. The metadata wins
   because an expectation list may hold the expected answers rather than documents.
@@ -25,16 +31,17 @@ Where the data comes from is explicit and has sensible defaults:
 * **Answers** (:class:`AnswerExactMatch`, :class:`AnswerF1`, :class:`SemanticAnswerSimilarity`),
   chosen by ``answer_from``: ``None`` (the default) takes the output named ``"answer"``, else
   the one named ``"output"``, else the return value of the run (its root span); a name takes
-  that output; a callable ``(evaluable, trace) -> str | None`` decides. The expected answer is
-  the expectation: a string or a list of acceptable strings.
+  that output (from the evaluable, else from the trace); a callable
+  ``(evaluable, trace) -> str | None`` decides. The expected answer is the expectation: a
+  string or a list of acceptable strings. The reasoning says what was compared.
 
 Missing data (no relevant documents, no expected answer, no retrieved documents) gives a
 *skipped* evaluation that says what is missing: neither a 0 nor an error. A document without
 the compared key matches nothing (as in Haystack) and is counted in the details
 (``n_retrieved_without_key``, ``n_relevant_without_key``). Data of the wrong shape (documents
 that are not a list, relevant documents mixing scored and unscored ones, an answer that is not
-text) gives an *errored* one. A document key that can never be compared is refused when the
-evaluator is built.
+text) gives an *errored* one that says what was found. A document key that can never be
+compared is refused when the evaluator is built.
 
 Example:
     >>> import anyio
