@@ -179,3 +179,17 @@ async def test_the_runner_gives_each_input_as_a_saved_entry() -> None:
     assert broken.error.message == "no answer"
     saved = RunResult(name="app", entries=[entry, broken])
     assert RunResult.model_validate_json(saved.model_dump_json()) == saved
+
+
+@pytest.mark.anyio
+async def test_saved_entries_redact_secrets_as_spans_do() -> None:
+    def app(request: dict[str, str]) -> dict[str, str]:
+        return {"answer": "4", "token": "t-123"}
+
+    (item,) = await evaluate_inputs(
+        app, [{"question": "2+2?", "api_key": "sk-live"}], [lambda e: True]
+    )
+    entry = item.to_entry()
+    assert entry.input == {"question": "2+2?", "api_key": "[REDACTED]"}
+    assert entry.output == {"answer": "4", "token": "[REDACTED]"}
+    assert "sk-live" not in entry.model_dump_json() and "t-123" not in entry.model_dump_json()

@@ -32,6 +32,7 @@ __all__ = [
     "HOW_TO_GIVE_AN_EXPECTATION",
     "get_named",
     "json_value",
+    "saved_value",
 ]
 
 HOW_TO_GIVE_AN_EXPECTATION: Final = (
@@ -84,6 +85,19 @@ def _codec_for(current: Settings) -> Codec:
 def _codec() -> Codec:
     active = current_runtime()
     return active.codec if active is not None else _codec_for(settings())
+
+
+def saved_value(value: object) -> JsonValue:
+    """``value`` as it is kept in a saved result: encoded by the capture codec, always.
+
+    Unlike :func:`json_value`, JSON data goes through the codec too, so secret-like keys are
+    redacted in ``result.json`` and the scorecard exactly as they are on spans. Never raises.
+
+    Example:
+        >>> saved_value({"question": "2+2?", "api_key": "sk-1"})
+        {'question': '2+2?', 'api_key': '[REDACTED]'}
+    """
+    return _codec().to_jsonable(value)
 
 
 def json_value(value: object) -> JsonValue:

@@ -21,7 +21,7 @@ from evaltrace.capture.wrap import start_span_call
 from evaltrace.checks import check_count, check_timeout
 from evaltrace.errors import EvaluatorTimeoutError
 from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
-from evaltrace.evals.evaluable import UNSET, Evaluable, Unset, json_value
+from evaltrace.evals.evaluable import UNSET, Evaluable, Unset, json_value, saved_value
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import (
     EvaluatorFunction,
@@ -101,7 +101,7 @@ class InputResult:
         fields: dict[str, Any] = {
             "index": self.index,
             "name": name if name is not None else str(self.index),
-            "input": json_value(self.eval_input),
+            "input": saved_value(self.eval_input),
             "evaluations": self.evaluations,
             "error": error,
             "status": entry_status(self.evaluations, error, threshold=threshold),
@@ -116,7 +116,7 @@ class InputResult:
             )
         if run is not None:
             fields.update(
-                output=json_value(run.output),
+                output=saved_value(run.output),
                 started_at=run.started_at,
                 duration_s=run.duration_s,
                 trace_ids=[f"{trace_id:032x}" for trace_id in run.handler.trace_ids],
