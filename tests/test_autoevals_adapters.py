@@ -36,11 +36,8 @@ from evaltrace.judges import (
     Sql,
     Summary,
     Translation,
-    UnknownEvaluatorError,
     ValidJSON,
     configure_judge,
-    evaluator_factory_names,
-    get_evaluator_factory,
 )
 from evaltrace.testing.fake_judge import FakeJudgeServer, RecordedRequest, serve_fake_judge
 
@@ -256,15 +253,6 @@ async def test_keys_select_named_outputs_inputs_and_metadata() -> None:
 def test_a_factory_rejects_an_unknown_keyword_listing_the_accepted_ones() -> None:
     with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) 'critera'.*criteria"):
         ClosedQA(critera="typo")
-
-
-def test_every_factory_is_registered_by_name() -> None:
-    names = evaluator_factory_names()
-
-    assert len(names) >= 21
-    assert get_evaluator_factory("Factuality") is Factuality
-    with pytest.raises(UnknownEvaluatorError, match="Did you mean 'Factuality'"):
-        get_evaluator_factory("Factualty")
 
 
 # -- LLM classifiers, through chat completions and the Responses API -------------------------

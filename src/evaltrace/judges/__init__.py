@@ -13,35 +13,8 @@ Example:
 
 from __future__ import annotations
 
-from evaltrace.errors import MissingExtraError
-from evaltrace.judges.autoevals import (
-    AnswerCorrectness,
-    AnswerRelevancy,
-    AutoevalsAdapter,
-    Battle,
-    ClosedQA,
-    ContextRelevancy,
-    EmbeddingSimilarity,
-    ExactMatch,
-    Factuality,
-    Faithfulness,
-    Humor,
-    JSONDiff,
-    LevenshteinMatch,
-    ListContains,
-    Moderation,
-    NumericDiff,
-    Possible,
-    Security,
-    Sql,
-    Summary,
-    Translation,
-    UnknownEvaluatorError,
-    ValidJSON,
-    evaluator_factory_names,
-    get_evaluator_factory,
-    register_evaluator_factory,
-)
+from evaltrace.errors import MissingExtraError, UnknownEvaluatorError
+from evaltrace.judges.autoevals import AutoevalsAdapter
 from evaltrace.judges.combine import (
     AggregationResult,
     CombinedEvaluator,
@@ -67,6 +40,29 @@ from evaltrace.judges.repeated import (
     aggregate_repeated_results,
     build_aggregation_strategy,
     register_aggregation_strategy,
+)
+from evaltrace.judges.scorers import (
+    AnswerCorrectness,
+    AnswerRelevancy,
+    Battle,
+    ClosedQA,
+    ContextRelevancy,
+    EmbeddingSimilarity,
+    ExactMatch,
+    Factuality,
+    Faithfulness,
+    Humor,
+    JSONDiff,
+    LevenshteinMatch,
+    ListContains,
+    Moderation,
+    NumericDiff,
+    Possible,
+    Security,
+    Sql,
+    Summary,
+    Translation,
+    ValidJSON,
 )
 from evaltrace.llm.config import (
     JudgeConfig,
@@ -102,9 +98,6 @@ __all__ = [
     "AnswerRelevancy",
     "AnswerCorrectness",
     "UnknownEvaluatorError",
-    "evaluator_factory_names",
-    "get_evaluator_factory",
-    "register_evaluator_factory",
     # prompt-based judges
     "LLMEvaluator",
     "UnparseableJudgeAnswerError",
