@@ -23,24 +23,7 @@ from evaltrace.judges.combine import (
     WeightedMetricsAggregator,
 )
 from evaltrace.judges.llm import LLMEvaluator, UnparseableJudgeAnswerError, create_llm_evaluator
-from evaltrace.judges.repeated import (
-    AggregationMethod,
-    AtLeastKAggregationStrategy,
-    AverageAggregationStrategy,
-    BaseJudgeAggregator,
-    MajorityVoteAggregationStrategy,
-    MaxAggregationStrategy,
-    MedianAggregationStrategy,
-    MinAggregationStrategy,
-    NoValidJudgeResultsError,
-    PassAtKAggregationStrategy,
-    Repeated,
-    RepeatedDetails,
-    RepeatedResults,
-    aggregate_repeated_results,
-    build_aggregation_strategy,
-    register_aggregation_strategy,
-)
+from evaltrace.judges.repeated import Repeated
 from evaltrace.judges.scorers import (
     AnswerCorrectness,
     AnswerRelevancy,
@@ -63,6 +46,23 @@ from evaltrace.judges.scorers import (
     Summary,
     Translation,
     ValidJSON,
+)
+from evaltrace.judges.strategies import (
+    AggregationMethod,
+    AtLeastKAggregationStrategy,
+    AverageAggregationStrategy,
+    BaseJudgeAggregator,
+    MajorityVoteAggregationStrategy,
+    MaxAggregationStrategy,
+    MedianAggregationStrategy,
+    MinAggregationStrategy,
+    NoValidJudgeResultsError,
+    PassAtKAggregationStrategy,
+    RepeatedDetails,
+    RepeatedResults,
+    aggregate_repeated_results,
+    build_aggregation_strategy,
+    register_aggregation_strategy,
 )
 from evaltrace.llm.config import (
     JudgeConfig,
