@@ -564,12 +564,7 @@ class MinAggregationStrategy(BaseJudgeAggregator):
 
     def aggregate(self, all_results: list[Evaluation], total_judges: int) -> Evaluation:
         """Aggregate by the minimum."""
-        valid = aggregate_repeated_results(all_results, total_judges)
-        lowest = min(valid.valid_scores)
-        position = _first_position(valid.valid_scores, lowest)
-        return self.build_evaluation(
-            all_results, total_judges, valid, score=lowest, representative_position=position
-        )
+        return _by_extreme(self, all_results, total_judges, min)
 
 
 class MaxAggregationStrategy(BaseJudgeAggregator):
@@ -585,15 +580,25 @@ class MaxAggregationStrategy(BaseJudgeAggregator):
 
     def aggregate(self, all_results: list[Evaluation], total_judges: int) -> Evaluation:
         """Aggregate by the maximum."""
-        valid = aggregate_repeated_results(all_results, total_judges)
-        position = _best_position(valid.valid_scores)
-        return self.build_evaluation(
-            all_results,
-            total_judges,
-            valid,
-            score=valid.valid_scores[position],
-            representative_position=position,
-        )
+        return _by_extreme(self, all_results, total_judges, max)
+
+
+def _by_extreme(
+    strategy: BaseJudgeAggregator,
+    all_results: Sequence[Evaluation],
+    total_judges: int,
+    pick: Callable[[Sequence[float]], float],
+) -> Evaluation:
+    """Aggregate by the score ``pick`` chooses, represented by the earliest run that gave it."""
+    valid = aggregate_repeated_results(all_results, total_judges)
+    chosen = pick(valid.valid_scores)
+    return strategy.build_evaluation(
+        all_results,
+        total_judges,
+        valid,
+        score=chosen,
+        representative_position=_first_position(valid.valid_scores, chosen),
+    )
 
 
 def _check_k_and_threshold(k: object, threshold: object) -> None:
