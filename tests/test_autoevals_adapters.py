@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import typing
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,12 +37,10 @@ from evaltrace.judges import (
     Sql,
     Summary,
     Translation,
-    UnknownEvaluatorError,
     ValidJSON,
     configure_judge,
-    evaluator_factory_names,
-    get_evaluator_factory,
 )
+from evaltrace.judges.scorers import AdapterOptions
 from evaltrace.testing.fake_judge import FakeJudgeServer, RecordedRequest, serve_fake_judge
 
 JUDGE_MODEL = "judge-model-1"
@@ -258,13 +257,41 @@ def test_a_factory_rejects_an_unknown_keyword_listing_the_accepted_ones() -> Non
         ClosedQA(critera="typo")
 
 
-def test_every_factory_is_registered_by_name() -> None:
-    names = evaluator_factory_names()
+FACTORIES = [
+    LevenshteinMatch,
+    ExactMatch,
+    NumericDiff,
+    JSONDiff,
+    ValidJSON,
+    ListContains,
+    EmbeddingSimilarity,
+    Factuality,
+    ClosedQA,
+    Battle,
+    Humor,
+    Security,
+    Sql,
+    Summary,
+    Translation,
+    Possible,
+    Moderation,
+    ContextRelevancy,
+    Faithfulness,
+    AnswerRelevancy,
+    AnswerCorrectness,
+]
 
-    assert len(names) >= 21
-    assert get_evaluator_factory("Factuality") is Factuality
-    with pytest.raises(UnknownEvaluatorError, match="Did you mean 'Factuality'"):
-        get_evaluator_factory("Factualty")
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=lambda factory: factory.__name__)
+def test_a_factory_accepts_exactly_the_keywords_its_type_declares(factory: Any) -> None:
+    (options_type,) = typing.get_args(typing.get_type_hints(factory)["options"])
+    declared = options_type.__optional_keys__ - AdapterOptions.__optional_keys__
+
+    assert "output_key" in options_type.__optional_keys__
+    for keyword in declared:
+        assert factory(**{keyword: 0.5}).name == factory.__name__
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        factory(not_a_keyword=1)
 
 
 # -- LLM classifiers, through chat completions and the Responses API -------------------------

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 import evaltrace
+import evaltrace.errors
+import evaltrace.judges
 from evaltrace.datasets import (
     BUILTIN_EVALUATORS,
     DatasetError,
@@ -28,7 +30,6 @@ from evaltrace.datasets import (
 )
 from evaltrace.datasets.references import module_name_for
 from evaltrace.evals import Evaluable, Evaluation, NamedData
-from evaltrace.judges import evaluator_factory_names
 
 FIXTURES = Path(__file__).parent / "fixtures" / "datasets"
 USER_CODE = FIXTURES / "user_code"
@@ -196,6 +197,29 @@ def test_a_runnable_given_in_code_replaces_the_reference() -> None:
 
 
 def test_every_evaluator_judge_and_metric_shipped_is_registered_by_name() -> None:
+    autoevals_factories = {
+        "LevenshteinMatch",
+        "ExactMatch",
+        "NumericDiff",
+        "JSONDiff",
+        "ValidJSON",
+        "ListContains",
+        "EmbeddingSimilarity",
+        "Factuality",
+        "ClosedQA",
+        "Battle",
+        "Humor",
+        "Security",
+        "Sql",
+        "Summary",
+        "Translation",
+        "Possible",
+        "Moderation",
+        "ContextRelevancy",
+        "Faithfulness",
+        "AnswerRelevancy",
+        "AnswerCorrectness",
+    }
     metrics = {
         "DocumentRecall",
         "DocumentMRR",
@@ -205,7 +229,7 @@ def test_every_evaluator_judge_and_metric_shipped_is_registered_by_name() -> Non
         "AnswerF1",
         "SemanticAnswerSimilarity",
     }
-    shipped = set(evaluator_factory_names()) | metrics
+    shipped = autoevals_factories | metrics
 
     assert len(BUILTIN_EVALUATORS) == 28
     assert shipped <= set(registered_evaluators())
@@ -282,6 +306,11 @@ def test_registering_something_not_callable_is_refused() -> None:
 def test_an_unknown_name_suggests_the_closest() -> None:
     with pytest.raises(UnknownEvaluatorError, match="Did you mean 'Factuality'"):
         lookup_evaluator("Factualty")
+
+
+def test_the_unknown_evaluator_error_is_one_class_from_errors_judges_and_datasets() -> None:
+    assert evaltrace.errors.UnknownEvaluatorError is UnknownEvaluatorError
+    assert evaltrace.judges.UnknownEvaluatorError is UnknownEvaluatorError
 
 
 # -- factories and evaluators ---------------------------------------------------------------------

@@ -16,6 +16,8 @@ import autoevals
 import openai
 import pytest
 
+import evaltrace.testing
+import evaltrace.testing.fake_judge
 from evaltrace.errors import ConfigurationError
 from evaltrace.testing.fake_judge import FakeJudgeServer, RecordedRequest, serve_fake_judge
 
@@ -492,6 +494,22 @@ def test_exit_releases_the_port_and_joins_every_thread() -> None:
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind(("127.0.0.1", port))  # only a live listener would still hold the port
+
+
+def test_evaltrace_testing_and_the_fake_judge_package_export_the_same_server() -> None:
+    names = [
+        "DEFAULT_FLAGGED_WORDS",
+        "MODERATION_CATEGORIES",
+        "FakeJudgeServer",
+        "FakeJudgeStateError",
+        "RecordedRequest",
+        "Rule",
+        "ScriptedAnswer",
+        "serve_fake_judge",
+    ]
+    assert sorted(evaltrace.testing.__all__) == sorted(names)
+    for name in names:
+        assert getattr(evaltrace.testing, name) is getattr(evaltrace.testing.fake_judge, name)
 
 
 # -- autoevals ---------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ __all__ = [
     "MultipleTracesError",
     "NoTraceError",
     "TraceFormatError",
+    "UnknownEvaluatorError",
 ]
 
 
@@ -81,6 +82,10 @@ class TraceFormatError(EvaltraceError, ValueError):
 
 class InvalidEvaluatorResultError(EvaltraceError, TypeError):
     """An evaluator returned something that is not a valid score or :class:`Evaluation`."""
+
+
+class UnknownEvaluatorError(EvaltraceError, LookupError):
+    """No evaluator is registered under a name (``evaltrace.datasets.lookup_evaluator``)."""
 
 
 class EvaluatorTimeoutError(EvaltraceError, TimeoutError):

@@ -27,7 +27,8 @@ from typing import Any, Final, TypeVar, overload
 
 from evaltrace.datasets.model import INHERIT
 from evaltrace.datasets.problems import closest
-from evaltrace.judges.autoevals import (
+from evaltrace.errors import UnknownEvaluatorError
+from evaltrace.judges import (
     AnswerCorrectness,
     AnswerRelevancy,
     Battle,
@@ -48,7 +49,6 @@ from evaltrace.judges.autoevals import (
     Sql,
     Summary,
     Translation,
-    UnknownEvaluatorError,
     ValidJSON,
 )
 from evaltrace.metrics.evaluators import (

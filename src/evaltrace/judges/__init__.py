@@ -13,11 +13,20 @@ Example:
 
 from __future__ import annotations
 
-from evaltrace.errors import MissingExtraError
-from evaltrace.judges.autoevals import (
+from evaltrace.errors import MissingExtraError, UnknownEvaluatorError
+from evaltrace.judges.autoevals import AutoevalsAdapter
+from evaltrace.judges.combine import (
+    AggregationResult,
+    CombinedEvaluator,
+    MetricResult,
+    MetricsAggregator,
+    WeightedMetricsAggregator,
+)
+from evaltrace.judges.llm import LLMEvaluator, UnparseableJudgeAnswerError, create_llm_evaluator
+from evaltrace.judges.repeated import Repeated
+from evaltrace.judges.scorers import (
     AnswerCorrectness,
     AnswerRelevancy,
-    AutoevalsAdapter,
     Battle,
     ClosedQA,
     ContextRelevancy,
@@ -36,21 +45,9 @@ from evaltrace.judges.autoevals import (
     Sql,
     Summary,
     Translation,
-    UnknownEvaluatorError,
     ValidJSON,
-    evaluator_factory_names,
-    get_evaluator_factory,
-    register_evaluator_factory,
 )
-from evaltrace.judges.combine import (
-    AggregationResult,
-    CombinedEvaluator,
-    MetricResult,
-    MetricsAggregator,
-    WeightedMetricsAggregator,
-)
-from evaltrace.judges.llm import LLMEvaluator, UnparseableJudgeAnswerError, create_llm_evaluator
-from evaltrace.judges.repeated import (
+from evaltrace.judges.strategies import (
     AggregationMethod,
     AtLeastKAggregationStrategy,
     AverageAggregationStrategy,
@@ -61,7 +58,6 @@ from evaltrace.judges.repeated import (
     MinAggregationStrategy,
     NoValidJudgeResultsError,
     PassAtKAggregationStrategy,
-    Repeated,
     RepeatedDetails,
     RepeatedResults,
     aggregate_repeated_results,
@@ -102,9 +98,6 @@ __all__ = [
     "AnswerRelevancy",
     "AnswerCorrectness",
     "UnknownEvaluatorError",
-    "evaluator_factory_names",
-    "get_evaluator_factory",
-    "register_evaluator_factory",
     # prompt-based judges
     "LLMEvaluator",
     "UnparseableJudgeAnswerError",

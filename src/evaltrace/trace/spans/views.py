@@ -1,0 +1,220 @@
+"""The typed views evaluators read: :class:`ObserveSpan` and, for a model call, :class:`LLMSpan`.
+
+:func:`span_view` reads a :class:`~evaltrace.trace.spans.records.SpanRecord` as an
+:class:`LLMSpan` when its attributes describe a model call in the OpenInference (``llm.*``) or
+OpenTelemetry GenAI (``gen_ai.*``) conventions, else as an :class:`ObserveSpan`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+from typing import Any, Literal, TypeAlias
+
+from evaltrace.capture import conventions as conv
+from evaltrace.capture.values import WrapRecord
+from evaltrace.trace.spans.messages import LLMMessage, TokenUsage, ToolCall
+from evaltrace.trace.spans.parsers import (
+    decode_json,
+    finish_reasons,
+    input_messages,
+    is_llm,
+    json_text,
+    llm_model,
+    llm_provider,
+    output_messages,
+    parse_named_values,
+    request_parameters,
+    span_kind,
+    str_or_none,
+    token_usage,
+)
+from evaltrace.trace.spans.records import SpanRecord
+
+__all__ = ["LLMSpan", "ObserveSpan", "SpanError", "SpanStatus", "SpanView", "span_view"]
+
+SpanStatus: TypeAlias = Literal["ok", "error", "unset"]
+"""The status of a span as a view reports it."""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_STATUSES: Mapping[str, SpanStatus] = {"OK": "ok", "ERROR": "error", "UNSET": "unset"}
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class SpanError:
+    """Why a span ended in error."""
+
+    type: str | None
+    """The exception type name (``exception.type``), when an exception was recorded."""
+    message: str
+    """The exception message, else the status description; may be empty."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class SpanView:
+    """What every span view offers: identity, timing, status, input, output, named values."""
+
+    record: SpanRecord = field(repr=False, compare=False)
+    """The record the view was read from (events, resource, exact times)."""
+    span_id: int
+    """The 64-bit span id."""
+    trace_id: int
+    """The 128-bit trace id."""
+    parent_span_id: int | None
+    """The parent's span id, or ``None``."""
+    name: str
+    """The span name (for ``@wrap`` spans, the function name)."""
+    kind: str
+    """The OpenInference kind in lower case (``chain``, ``llm``, ``tool``, ...), or ``unknown``."""
+    started_at: datetime
+    """Start, as an aware UTC datetime."""
+    ended_at: datetime
+    """End, as an aware UTC datetime."""
+    status: SpanStatus
+    """``"ok"``, ``"error"`` or ``"unset"``."""
+    error: SpanError | None
+    """Why the span failed, when its status is ``"error"``."""
+    attributes: Mapping[str, Any] = field(repr=False)
+    """The raw span attributes (read-only)."""
+    input: Any
+    """``input.value`` decoded (JSON text becomes data); ``None`` when absent."""
+    output: Any
+    """``output.value`` decoded; ``None`` when absent."""
+    named_values: tuple[WrapRecord, ...] = ()
+    """The ``wrap(value, purpose=..., name=...)`` values recorded while this span was current."""
+
+    @property
+    def duration_ms(self) -> float:
+        """The span duration in milliseconds."""
+        return (self.record.end_time_ns - self.record.start_time_ns) / 1_000_000
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ObserveSpan(SpanView):
+    """A span that is not a model call: a ``@wrap`` function, a tool, a retriever, ..."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class LLMSpan(SpanView):
+    """A model call, read from OpenInference or OpenTelemetry GenAI attributes.
+
+    Example:
+        >>> span.model, span.output_text  # doctest: +SKIP
+        ('gpt-4o-mini-2024-07-18', 'It is 18 °C in Paris.')
+    """
+
+    model: str | None = None
+    """The response model, else the request model, else ``llm.model_name``."""
+    provider: str | None = None
+    """The provider or system (``openai``, ``anthropic``, ...), if recorded."""
+    input_messages: tuple[LLMMessage, ...] = ()
+    """The messages sent to the model, system instructions first."""
+    output_messages: tuple[LLMMessage, ...] = ()
+    """The messages the model returned (one per choice)."""
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    """Token counts."""
+    finish_reasons: tuple[str, ...] = ()
+    """Why generation stopped, one per choice (``stop``, ``tool_calls``, ``length``, ...)."""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    """Request parameters: ``llm.invocation_parameters``, or the ``gen_ai.request.*`` values."""
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls of the output messages."""
+        return tuple(call for message in self.output_messages for call in message.tool_calls)
+
+    @property
+    def output_text(self) -> str | None:
+        """The text the model returned.
+
+        The text content of the output messages joined with newlines (empty when they carry
+        only tool calls); without output messages, ``output.value`` as text; ``None`` when the
+        span recorded no output at all.
+        """
+        if self.output_messages:
+            return "\n".join(m.content for m in self.output_messages if m.content is not None)
+        if self.output is None:
+            return None
+        if isinstance(self.output, str):
+            return self.output
+        return json_text(self.output)
+
+
+def span_view(record: SpanRecord, named_values: Iterable[WrapRecord] = ()) -> ObserveSpan | LLMSpan:
+    """Read a record as an :class:`LLMSpan` (a model call) or an :class:`ObserveSpan`.
+
+    Args:
+        record: The finished span.
+        named_values: The values ``wrap`` recorded on this span. When given they are used as they
+            are (they hold the untruncated values); when empty they are read from the span's
+            ``evaltrace.wrap`` events.
+
+    Returns:
+        The view.
+
+    Example:
+        >>> view = span_view(SpanRecord(trace_id=1, span_id=2, name="answer",
+        ...                             start_time_ns=0, end_time_ns=2_000_000))
+        >>> view.kind, view.duration_ms
+        ('unknown', 2.0)
+    """
+    values = tuple(named_values) or parse_named_values(record)
+    return _view(record, values)
+
+
+def _view(record: SpanRecord, named_values: tuple[WrapRecord, ...]) -> ObserveSpan | LLMSpan:
+    attributes = record.attributes
+    status = _STATUSES.get(record.status_code, "unset")
+    common: dict[str, Any] = {
+        "record": record,
+        "span_id": record.span_id,
+        "trace_id": record.trace_id,
+        "parent_span_id": record.parent_span_id,
+        "name": record.name,
+        "kind": span_kind(attributes),
+        "started_at": _datetime(record.start_time_ns),
+        "ended_at": _datetime(record.end_time_ns),
+        "status": status,
+        "error": _error(record) if status == "error" else None,
+        "attributes": MappingProxyType(attributes),
+        "input": decode_json(
+            attributes.get(conv.INPUT_VALUE), attributes.get(conv.INPUT_MIME_TYPE)
+        ),
+        "output": decode_json(
+            attributes.get(conv.OUTPUT_VALUE), attributes.get(conv.OUTPUT_MIME_TYPE)
+        ),
+        "named_values": named_values,
+    }
+    if not is_llm(attributes):
+        return ObserveSpan(**common)
+    outputs, output_finish_reasons = output_messages(record)
+    return LLMSpan(
+        **common,
+        model=llm_model(attributes),
+        provider=llm_provider(attributes),
+        input_messages=input_messages(record),
+        output_messages=outputs,
+        usage=token_usage(attributes),
+        finish_reasons=finish_reasons(attributes, output_finish_reasons, common["output"]),
+        parameters=request_parameters(attributes),
+    )
+
+
+def _datetime(ns: int) -> datetime:
+    try:
+        return _EPOCH + timedelta(microseconds=ns // 1000)
+    except (OverflowError, TypeError):
+        return _EPOCH
+
+
+def _error(record: SpanRecord) -> SpanError:
+    exception = next(
+        (event for event in reversed(record.events) if event.name == conv.EXCEPTION_EVENT), None
+    )
+    type_name = message = None
+    if exception is not None:
+        type_name = str_or_none(exception.attributes.get(conv.EXCEPTION_TYPE))
+        message = str_or_none(exception.attributes.get(conv.EXCEPTION_MESSAGE))
+    return SpanError(type=type_name, message=message or record.status_description or "")
