@@ -30,11 +30,10 @@ from evaltrace.trace._fields import (
     optional_str,
     str_field,
 )
-from evaltrace.trace.spans import SpanEventRecord, SpanRecord, StatusCode
+from evaltrace.trace.spans.records import STATUS_CODES, SpanEventRecord, SpanRecord
 
 __all__ = ["is_phoenix_page", "is_phoenix_span", "phoenix_span"]
 
-_STATUS_CODES: Mapping[str, StatusCode] = {"UNSET": "UNSET", "OK": "OK", "ERROR": "ERROR"}
 _NO_KIND = "UNKNOWN"
 
 
@@ -56,7 +55,7 @@ def phoenix_span(data: Mapping[str, Any]) -> SpanRecord:
     parent = data.get("parent_id")
     start = iso_time_ns(data.get("start_time"), "start_time")
     end = data.get("end_time")
-    code = _STATUS_CODES.get(str(data.get("status_code") or "UNSET").upper())
+    code = STATUS_CODES.get(str(data.get("status_code") or "UNSET").upper())
     if code is None:
         raise Invalid(
             f'field "status_code" must be "UNSET", "OK" or "ERROR", found {data["status_code"]!r}'

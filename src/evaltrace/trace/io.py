@@ -37,7 +37,8 @@ from evaltrace.trace._fields import (
 )
 from evaltrace.trace._otlp_json import is_otlp_document, is_otlp_span, otlp_records, otlp_span
 from evaltrace.trace._phoenix_json import is_phoenix_page, is_phoenix_span, phoenix_span
-from evaltrace.trace.spans import SpanEventRecord, SpanRecord, StatusCode, parse_named_values
+from evaltrace.trace.spans import SpanEventRecord, SpanRecord, parse_named_values
+from evaltrace.trace.spans.records import STATUS_CODES
 from evaltrace.trace.tree import ObservationNode, build_trace
 
 if TYPE_CHECKING:
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = ["load_traces", "save_traces", "span_to_json"]
 
-_STATUS_CODES: Mapping[str, StatusCode] = {"UNSET": "UNSET", "OK": "OK", "ERROR": "ERROR"}
 _PURPOSES: Mapping[str, Purpose] = {"input": "input", "output": "output", "state": "state"}
 _JSONL_HINT = (
     "Each line must be one JSON object describing a span (as save_traces writes), "
@@ -332,7 +332,7 @@ def _record_from_json(data: dict[str, Any]) -> tuple[SpanRecord, list[WrapRecord
     status = data.get("status") or {}
     if not isinstance(status, dict):
         raise Invalid(f'field "status" must be an object, found {json_type(status)}')
-    code = _STATUS_CODES.get(str(status.get("code", "UNSET")).upper())
+    code = STATUS_CODES.get(str(status.get("code", "UNSET")).upper())
     if code is None:
         raise Invalid(
             f'field "status.code" must be "UNSET", "OK" or "ERROR", found {status.get("code")!r}'

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["SpanEventRecord", "SpanRecord", "StatusCode"]
+__all__ = ["STATUS_CODES", "SpanEventRecord", "SpanRecord", "StatusCode"]
 
 StatusCode: TypeAlias = Literal["UNSET", "OK", "ERROR"]
 """The OpenTelemetry status code of a span, by name."""
 
-_STATUS_CODES: Mapping[str, StatusCode] = {"OK": "OK", "ERROR": "ERROR", "UNSET": "UNSET"}
+STATUS_CODES: Mapping[str, StatusCode] = {"OK": "OK", "ERROR": "ERROR", "UNSET": "UNSET"}
+"""Each status code by its name, for readers of spans from any source."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -100,7 +101,7 @@ class SpanRecord:
                 )
                 for event in span.events
             ),
-            status_code=_STATUS_CODES.get(span.status.status_code.name, "UNSET"),
+            status_code=STATUS_CODES.get(span.status.status_code.name, "UNSET"),
             status_description=span.status.description,
             kind=span.kind.name,
             resource_attributes=span.resource.attributes,
