@@ -550,3 +550,88 @@ def test_fake_judge_fixture_is_reset_for_each_test_first(fake_judge: FakeJudgeSe
 
 def test_fake_judge_fixture_is_reset_for_each_test_second(fake_judge: FakeJudgeServer) -> None:
     assert fake_judge.requests == [] and fake_judge.rules == []
+
+
+ORDER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "lookup_order",
+        "description": "Find an order by its id",
+        "parameters": {
+            "type": "object",
+            "properties": {"order_id": {"type": "string"}},
+            "required": ["order_id"],
+        },
+    },
+}
+
+
+def test_a_rule_can_make_the_model_call_an_offered_tool_of_its_own_accord() -> None:
+    with FakeJudgeServer() as judge:
+        judge.add_rule('"status": "shipped"', content="Order A-1 shipped yesterday.")
+        judge.add_rule("Where is my order", tool_call="lookup_order", json={"order_id": "A-1"})
+        client = openai.OpenAI(base_url=judge.base_url, api_key="test")
+        messages: list[Any] = [{"role": "user", "content": "Where is my order A-1?"}]
+        first = client.chat.completions.create(
+            model="app-model", messages=messages, tools=[ORDER_TOOL]
+        )
+        (call,) = first.choices[0].message.tool_calls or []
+        assert first.choices[0].finish_reason == "tool_calls"
+        assert (call.function.name, call.function.arguments) == (
+            "lookup_order",
+            '{"order_id": "A-1"}',
+        )
+        messages += [
+            first.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": '{"status": "shipped"}'},
+        ]
+        second = client.chat.completions.create(
+            model="app-model", messages=messages, tools=[ORDER_TOOL]
+        )
+        assert second.choices[0].message.content == "Order A-1 shipped yesterday."
+
+
+def test_a_scripted_tool_the_request_does_not_offer_is_a_clear_400() -> None:
+    with FakeJudgeServer() as judge:
+        judge.add_rule("order", tool_call="lookup_order")
+        client = openai.OpenAI(base_url=judge.base_url, api_key="test", max_retries=0)
+        with pytest.raises(openai.BadRequestError, match="the matching rule calls the function"):
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "my order"}], tools=[]
+            )
+
+
+def test_tool_choice_none_gets_text_even_when_a_rule_scripts_a_tool_call() -> None:
+    with FakeJudgeServer(default_content="no tools here") as judge:
+        judge.add_rule("order", tool_call="lookup_order")
+        client = openai.OpenAI(base_url=judge.base_url, api_key="test")
+        reply = client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "my order"}],
+            tools=[ORDER_TOOL],
+            tool_choice="none",
+        )
+        assert reply.choices[0].message.tool_calls is None
+        assert reply.choices[0].message.content == "no tools here"
+
+
+def test_the_responses_api_gets_the_scripted_tool_call_too() -> None:
+    with FakeJudgeServer() as judge:
+        judge.add_rule("order", tool_call="lookup_order", json={"order_id": "B-2"})
+        client = openai.OpenAI(base_url=judge.base_url, api_key="test")
+        reply = client.responses.create(
+            model="m",
+            input="my order B-2",
+            tools=[{"type": "function", **ORDER_TOOL["function"]}],
+        )
+        (item,) = reply.output
+        assert item.type == "function_call" and item.name == "lookup_order"
+        assert item.arguments == '{"order_id": "B-2"}'
+
+
+def test_a_tool_call_rule_is_checked_when_it_is_added() -> None:
+    judge = FakeJudgeServer()
+    with pytest.raises(ConfigurationError, match="tool_call=''"):
+        judge.add_rule("x", tool_call="")
+    with pytest.raises(ConfigurationError, match="sequence= together with tool_call="):
+        judge.add_rule("x", tool_call="t", sequence=["a"])

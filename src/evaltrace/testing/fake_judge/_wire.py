@@ -89,6 +89,8 @@ class Answer:
     """A JSON object given as is: tool-call arguments or a structured reply."""
     reasons: str | None = None
     """The ``reasons`` text of a tool call."""
+    tool_call: str | None = None
+    """A tool the model calls of its own accord (the request offers it, forcing nothing)."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -325,7 +327,9 @@ def _text_answer(
     return given.choice if given.choice is not None else settings.default_content
 
 
-def _tool_named(tools: Any, name: str, *, nested: bool) -> Mapping[str, Any]:
+def _tool_named(
+    tools: Any, name: str, *, nested: bool, asked_by: str = "tool_choice names"
+) -> Mapping[str, Any]:
     """Find the function tool called ``name``; ``nested`` for chat's ``{"function": {...}}``."""
     names: list[str] = []
     for tool in tools if isinstance(tools, list) else ():
@@ -337,9 +341,23 @@ def _tool_named(tools: Any, name: str, *, nested: bool) -> Mapping[str, Any]:
             if spec.get("name") == name:
                 return spec
     raise RequestError(
-        f"tool_choice names the function {name!r}, but tools only defines "
+        f"{asked_by} the function {name!r}, but tools only defines "
         f"{', '.join(repr(found) for found in names) or 'no functions'}.",
-        param="tool_choice",
+        param="tools" if asked_by != "tool_choice names" else "tool_choice",
+    )
+
+
+def _called_tool(
+    body: JSONObject, answer: Answer | None, *, nested: bool
+) -> Mapping[str, Any] | None:
+    """The tool the reply calls: the one the request forces, else the one the rule scripts."""
+    forced = _forced_tool(body, nested=nested)
+    if forced is not None or answer is None or answer.tool_call is None:
+        return forced
+    if body.get("tool_choice") == "none":
+        return None
+    return _tool_named(
+        body.get("tools"), answer.tool_call, nested=nested, asked_by="the matching rule calls"
     )
 
 
@@ -428,7 +446,7 @@ def _build_chat(
 ) -> JSONObject:
     model = _model(body, "chat/completions")
     _reject_streaming(body)
-    tool = _forced_tool(body, nested=True)
+    tool = _called_tool(body, answer, nested=True)
     message: JSONObject = {"role": "assistant", "content": None, "refusal": None}
     if tool is not None:
         arguments = _tool_arguments(_parameters(tool), answer)
@@ -469,7 +487,7 @@ def _build_response(
 ) -> JSONObject:
     model = _model(body, "responses")
     _reject_streaming(body)
-    tool = _forced_tool(body, nested=False)
+    tool = _called_tool(body, answer, nested=False)
     item: JSONObject
     if tool is not None:
         produced = _tool_arguments(_parameters(tool), answer)

@@ -96,6 +96,9 @@ class Rule:
     """Seconds to wait before answering a matching request, instead of the server's latency."""
     status: int | None = None
     """An HTTP error status to answer every matching request with, instead of a reply."""
+    tool_call: str | None = None
+    """A tool the reply calls although the request forces none (``json`` holds its arguments):
+    scripts the model of an app that uses tools."""
 
     def matches(self, text: str) -> bool:
         """Return whether ``text`` contains the substring or matches the pattern.
@@ -121,7 +124,11 @@ class _ScriptedRule:
         self.hits += 1
         if not rule.sequence:
             return Answer(
-                choice=rule.choice, content=rule.content, json=rule.json, reasons=rule.reasons
+                choice=rule.choice,
+                content=rule.content,
+                json=rule.json,
+                reasons=rule.reasons,
+                tool_call=rule.tool_call,
             )
         item = rule.sequence[min(self.hits, len(rule.sequence)) - 1]
         if isinstance(item, str):
@@ -299,6 +306,7 @@ class FakeJudgeServer:
         endpoint: Endpoint | None = None,
         latency: float | None = None,
         status: int | None = None,
+        tool_call: str | None = None,
     ) -> Rule:
         """Script the answer to requests whose text matches; the first matching rule wins.
 
@@ -314,6 +322,10 @@ class FakeJudgeServer:
         * a ``json_schema`` response format: ``json`` as given, else an object built from the
           schema with ``choice`` in its enum property, else ``content`` verbatim.
         * plain text: ``content``, else ``json`` serialised, else ``choice``.
+        * ``tool_call``: the model calls that tool (one the request offers) although the request
+          forces none, with ``json`` as the arguments (or arguments built from the tool's
+          schema): the model of an app that uses tools. A request that forces a tool, or sets
+          ``tool_choice="none"``, is answered as above instead.
 
         ``sequence`` answers successive matching calls in turn (then repeats its last item):
         a string item acts as both ``choice`` and ``content``, a mapping as ``json``.
@@ -329,6 +341,7 @@ class FakeJudgeServer:
             endpoint: Apply the rule to this endpoint only.
             latency: Seconds to wait before answering, instead of the server's latency.
             status: Answer with this HTTP error status (400-599) instead of a reply.
+            tool_call: The name of a tool the reply calls of its own accord.
 
         Returns:
             The rule as stored.
@@ -351,6 +364,16 @@ class FakeJudgeServer:
         if sequence is not None and not items:
             raise ConfigurationError(
                 "add_rule(sequence=[]) has no answers; give at least one choice, text or object."
+            )
+        if tool_call is not None and (not isinstance(tool_call, str) or not tool_call):
+            raise ConfigurationError(
+                f"add_rule(tool_call={tool_call!r}) must be the name of a tool the request offers, "
+                "such as 'lookup_order'."
+            )
+        if items and tool_call is not None:
+            raise ConfigurationError(
+                "add_rule() got sequence= together with tool_call=; script the tool call and the "
+                "answers that follow it as separate rules matching each request's text."
             )
         if items and (choice is not None or content is not None or json is not None):
             raise ConfigurationError(
@@ -376,6 +399,7 @@ class FakeJudgeServer:
             endpoint=endpoint,
             latency=None if latency is None else _check_seconds("add_rule(latency=...)", latency),
             status=status,
+            tool_call=tool_call,
         )
         with self._lock:
             self._rules.append(_ScriptedRule(rule=rule))
