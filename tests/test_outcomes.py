@@ -291,7 +291,7 @@ def test_a_folder_without_agent_files_is_no_score_logged() -> None:
 
 
 def test_a_task_run_folder_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match=r"task run folder .* is not a folder"):
+    with pytest.raises(ConfigurationError, match=r"task run folder of task .* is not a folder"):
         extract_task_outcome(tmp_path / "nowhere", TASKS["cooking_success"])
 
 
@@ -350,6 +350,11 @@ def test_collecting_an_experiment_reads_every_defined_run_and_lists_the_rest() -
     assert len(found.outcomes) == 13
     assert found.unknown_folders == ["stray_folder"]
     assert found.tasks_without_run == ["cooking_not_run"]
+
+
+def test_an_experiment_folder_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r"experiment folder .* is not a folder"):
+        collect_task_outcomes(tmp_path / "nowhere", TASKS)
 
 
 def test_the_summary_gives_the_success_rate_overall_and_by_task_type() -> None:

@@ -334,17 +334,32 @@ def test_the_data_element_holds_the_scorecard_as_json_no_value_can_close(
 ) -> None:
     text = data_element(html)
     assert not set(text) & {"<", ">", "&", "\u2028", "\u2029"}
-    data = json.loads(text)
+    data = json.loads(text)["card"]
     assert [entry["name"] for entry in data["entries"]] == ["capital", "boom", "xss", "river"]
     assert data["entries"][2]["output"] == f"Paris {HOSTILE}"
     assert HOSTILE not in html  # nowhere on the page as markup, only escaped
+
+
+def test_fields_at_their_default_are_left_out_and_listed_once(html: str) -> None:
+    data = json.loads(data_element(html))
+    river = data["card"]["entries"][3]
+    assert "error" not in river and "trace_problem" not in river
+    assert data["defaults"]["entry"]["error"] is None
+    assert data["defaults"]["span"]["children"] == []
+    assert data["defaults"]["evaluation"] == {
+        "reasoning": "",
+        "details": {},
+        "error": None,
+        "skipped": False,
+        "evaluator": None,
+    }
 
 
 def test_line_and_paragraph_separators_are_escaped_in_the_data() -> None:
     run = RunResult(name="r", entries=[EntryResult(index=0, name="a\u2028b\u2029c & d")])
     text = data_element(generate_dataset_scorecard_html(run))
     assert "a\\u2028b\\u2029c \\u0026 d" in text
-    assert json.loads(text)["entries"][0]["name"] == "a\u2028b\u2029c & d"
+    assert json.loads(text)["card"]["entries"][0]["name"] == "a\u2028b\u2029c & d"
 
 
 def test_text_the_template_writes_is_escaped_and_never_evaluated(html: str) -> None:

@@ -331,12 +331,7 @@ def extract_task_outcome(
         True
     """
     definition = _definition(task_definition, "task_definition")
-    where = Path(folder)
-    if not where.is_dir():
-        raise ConfigurationError(
-            f"task run folder {os.fspath(folder)!r} of task {definition.task_id!r} is not a "
-            "folder; give the folder that holds the agents' trace files"
-        )
+    where = _folder(folder, f"task run folder of task {definition.task_id!r}", "the agents' traces")
     files = sorted(
         (
             path
@@ -474,12 +469,7 @@ def collect_task_outcomes(
         >>> print(format_outcome_summary(found))  # doctest: +SKIP
     """
     definitions = tasks if isinstance(tasks, Mapping) else load_task_definitions(tasks)
-    where = Path(folder)
-    if not where.is_dir():
-        raise ConfigurationError(
-            f"experiment folder {os.fspath(folder)!r} is not a folder; give the folder that "
-            "holds one subfolder per task run"
-        )
+    where = _folder(folder, "experiment folder", "one subfolder per task run")
     runs = sorted(
         (path for path in where.iterdir() if path.is_dir() and not path.name.startswith(".")),
         key=lambda path: _natural_key(path.name),
@@ -539,6 +529,15 @@ def format_outcome_summary(outcomes: TaskOutcomes | Iterable[TaskOutcome]) -> st
     if collected is not None and collected.tasks_without_run:
         lines.append("tasks with no run folder: " + ", ".join(collected.tasks_without_run))
     return "\n".join(lines)
+
+
+def _folder(folder: str | os.PathLike[str], what: str, holds: str) -> Path:
+    where = Path(folder)
+    if not where.is_dir():
+        raise ConfigurationError(
+            f"{what} {os.fspath(folder)!r} is not a folder; give the folder that holds {holds}"
+        )
+    return where
 
 
 def _rate(part: int, whole: int) -> str:

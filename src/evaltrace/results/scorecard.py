@@ -43,7 +43,7 @@ from evaltrace.evals.result import CompletionStatus, EntryResult, RunResult
 from evaltrace.judges.repeated import RepeatedDetails
 from evaltrace.metrics.classification import ClassificationDetails
 from evaltrace.results import charts
-from evaltrace.results.trace_tree import TraceSpan, compact_trace, roots_by_trace_id
+from evaltrace.results.trace_tree import TraceMessage, TraceSpan, compact_trace, roots_by_trace_id
 from evaltrace.trace import ObservationNode, load_traces
 
 if TYPE_CHECKING:
@@ -425,7 +425,7 @@ def generate_dataset_scorecard_html(scorecard: DatasetScorecard | RunResult) -> 
 
     style = _asset("scorecard.css")
     script = _asset("scorecard.js")
-    data = card.model_dump_json(exclude={"dataset_results", "settings", "baseline_evaluator_means"})
+    data = _page_data(card)
     policy = (
         "default-src 'none'; "
         f"style-src '{_sha256(style)}'; script-src '{_sha256(script)}'; "
@@ -657,6 +657,33 @@ def _dataset_result(key: str, evaluation: Evaluation) -> _DatasetResult:
 
 
 # --- helpers --------------------------------------------------------------------------------
+
+
+def _page_data(card: DatasetScorecard) -> str:
+    """The JSON the page's script reads: the scorecard without its default values, and them.
+
+    Leaving out defaults (``null``, ``[]``, ``false``) makes a large page about a third
+    smaller; the script puts them back from ``defaults`` before it reads anything.
+    """
+    body = card.model_dump_json(
+        exclude={"dataset_results", "settings", "baseline_evaluator_means"}, exclude_defaults=True
+    )
+    defaults = {
+        "card": _defaults(DatasetScorecard),
+        "entry": _defaults(DatasetEntryResult),
+        "evaluation": _defaults(Evaluation),
+        "span": _defaults(TraceSpan),
+        "message": _defaults(TraceMessage),
+    }
+    return f'{{"defaults":{json.dumps(defaults, separators=(",", ":"))},"card":{body}}}'
+
+
+def _defaults(model: type[BaseModel]) -> dict[str, Any]:
+    return {
+        name: field.get_default(call_default_factory=True)
+        for name, field in model.model_fields.items()
+        if not field.is_required()
+    }
 
 
 def _read_result(source: RunResult | str | os.PathLike[str], argument: str) -> RunResult:

@@ -118,6 +118,8 @@ def compact_trace(
 
 
 def _compact(node: ObservationNode, origin: int, limit: int) -> TraceSpan:
+    # model_construct: these nodes are built from parsed spans, field by field, so the
+    # validation a large run would pay per span (tens of thousands) checks nothing new.
     span = node.span
     record = span.record
     error = None
@@ -125,7 +127,13 @@ def _compact(node: ObservationNode, origin: int, limit: int) -> TraceSpan:
         error = (
             f"{span.error.type}: {span.error.message}" if span.error.type else span.error.message
         )
-    fields: dict[str, Any] = {}
+    # Every field is given: model_construct looks a missing one's default factory up slowly.
+    fields: dict[str, Any] = {
+        "model": None,
+        "input_tokens": None,
+        "output_tokens": None,
+        "messages": [],
+    }
     if isinstance(span, LLMSpan):
         fields = {
             "model": span.model,
@@ -136,7 +144,7 @@ def _compact(node: ObservationNode, origin: int, limit: int) -> TraceSpan:
                 *(_message("out", message, limit) for message in span.output_messages),
             ],
         }
-    return TraceSpan(
+    return TraceSpan.model_construct(
         name=span.name,
         kind=span.kind,
         status=span.status,
@@ -146,7 +154,9 @@ def _compact(node: ObservationNode, origin: int, limit: int) -> TraceSpan:
         input=None if span.input is None else _text(span.input, limit),
         output=None if span.output is None else _text(span.output, limit),
         values=[
-            TraceValue(name=value.name, purpose=value.purpose, value=_text(value.value, limit))
+            TraceValue.model_construct(
+                name=value.name, purpose=value.purpose, value=_text(value.value, limit)
+            )
             for value in span.named_values
         ],
         children=[_compact(child, origin, limit) for child in node.children],
@@ -155,7 +165,7 @@ def _compact(node: ObservationNode, origin: int, limit: int) -> TraceSpan:
 
 
 def _message(direction: str, message: LLMMessage, limit: int) -> TraceMessage:
-    return TraceMessage(
+    return TraceMessage.model_construct(
         direction=direction,
         role=message.role,
         content=None if message.content is None else _cut(message.content, limit),

@@ -3,7 +3,33 @@
 (function () {
   "use strict";
 
-  var DATA = JSON.parse(document.getElementById("scorecard-data").textContent);
+  var RAW = JSON.parse(document.getElementById("scorecard-data").textContent);
+  var DEFAULTS = RAW.defaults;
+
+  // The data leaves out every field at its default value; put them back first.
+  function fill(object, defaults) {
+    Object.keys(defaults).forEach(function (key) {
+      if (!(key in object)) {
+        var value = defaults[key];
+        object[key] = value !== null && typeof value === "object" ? JSON.parse(JSON.stringify(value)) : value;
+      }
+    });
+    return object;
+  }
+
+  function fillSpan(span) {
+    fill(span, DEFAULTS.span);
+    span.messages.forEach(function (message) { fill(message, DEFAULTS.message); });
+    span.children.forEach(fillSpan);
+  }
+
+  var DATA = fill(RAW.card, DEFAULTS.card);
+  DATA.entries.forEach(function (entry) {
+    fill(entry, DEFAULTS.entry);
+    entry.evaluations.forEach(function (evaluation) { fill(evaluation, DEFAULTS.evaluation); });
+    entry.trace.forEach(fillSpan);
+  });
+
   var entries = DATA.entries;
   var evaluators = DATA.evaluators;
   var threshold = DATA.threshold;
