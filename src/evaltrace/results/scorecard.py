@@ -287,14 +287,12 @@ class DatasetScorecard(BaseModel):
         entries = []
         for entry in result.entries:
             roots: list[ObservationNode] = []
-            missing: list[str] = []
-            for trace_id in entry.trace_ids if by_id is not None else ():
-                found = by_id.get(trace_id.lower()) if by_id is not None else None
-                if found:
-                    roots.extend(found)
-                else:
-                    missing.append(trace_id)
-            problem = f"trace {', '.join(missing)} is not in {traces_name}" if missing else None
+            problem = None
+            if by_id is not None:
+                missing = [tid for tid in entry.trace_ids if tid.lower() not in by_id]
+                roots = [root for tid in entry.trace_ids for root in by_id.get(tid.lower(), ())]
+                if missing:
+                    problem = f"trace {', '.join(missing)} is not in {traces_name}"
             entries.append(
                 DatasetEntryResult.from_entry(
                     entry, trace=roots, trace_problem=problem, baseline=matches.get(entry.index)

@@ -63,7 +63,7 @@
 
   // Each entry's evaluations by evaluator name, and its text for the filter (built lazily).
   var byEvaluator = entries.map(function (entry) {
-    var found = {};
+    var found = Object.create(null);  // evaluator names are data: "constructor" is one
     entry.evaluations.forEach(function (evaluation) {
       found[evaluation.evaluator] = evaluation;
     });
@@ -76,6 +76,10 @@
     if (className) node.className = className;
     if (text !== undefined && text !== null) node.textContent = String(text);
     return node;
+  }
+
+  function own(object, key) {
+    return Object.prototype.hasOwnProperty.call(object, key);
   }
 
   function asText(value) {
@@ -213,7 +217,7 @@
       td.title = evaluation.reasoning;
     }
     var entry = entries[index];
-    if (hasBaseline && entry.in_baseline && name in entry.baseline_scores) {
+    if (hasBaseline && entry.in_baseline && own(entry.baseline_scores, name)) {
       var base = entry.baseline_scores[name];
       var delta = el("span", "delta");
       if (base === null || evaluation.score === null) {
@@ -226,8 +230,8 @@
         delta.title = "baseline " + formatScore(base);
       }
       td.appendChild(delta);
-    } else if (hasBaseline && !entry.in_baseline) {
-      td.appendChild(el("span", "delta same", "new"));
+    } else if (hasBaseline) {
+      td.appendChild(el("span", "delta same", "new"));  // no such entry or evaluation before
     }
     return td;
   }
@@ -352,7 +356,7 @@
       if (evaluation.score !== null) score.style.backgroundColor = scoreColour(evaluation.score);
       tr.appendChild(score);
       if (hasBaseline) {
-        var known = entry.in_baseline && evaluation.evaluator in entry.baseline_scores;
+        var known = entry.in_baseline && own(entry.baseline_scores, evaluation.evaluator);
         tr.appendChild(el("td", null, known ? formatScore(entry.baseline_scores[evaluation.evaluator]) : "—"));
       }
       var passed = evaluation.score !== null && evaluation.score >= threshold;
