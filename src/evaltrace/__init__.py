@@ -147,6 +147,15 @@ if TYPE_CHECKING:
         compute_dataset_evaluator_results,
     )
     from evaltrace.pipeline import EvaluationResult, Metric, MetricsResult, evaluate_runnable
+    from evaltrace.results import (
+        DatasetEntryResult,
+        DatasetScorecard,
+        aggregate_results_to_dataframe,
+        analyze_agent_log,
+        extract_task_outcome,
+        generate_dataset_scorecard_html,
+        save_dataset_scorecard,
+    )
 
 __all__ = [
     "UNSET",
@@ -170,7 +179,9 @@ __all__ = [
     "ContextThreadPoolExecutor",
     "Dataset",
     "DatasetEntry",
+    "DatasetEntryResult",
     "DatasetError",
+    "DatasetScorecard",
     "DocumentMAP",
     "DocumentMRR",
     "DocumentNDCG",
@@ -227,6 +238,8 @@ __all__ = [
     "WrapRecord",
     "add_handler",
     "aggregate_repeated_results",
+    "aggregate_results_to_dataframe",
+    "analyze_agent_log",
     "assert_dataset_pass",
     "assert_pass",
     "build_aggregation_strategy",
@@ -243,8 +256,10 @@ __all__ = [
     "evaluate_inputs",
     "evaluate_runnable",
     "export_stats",
+    "extract_task_outcome",
     "first_llm_call",
     "flush",
+    "generate_dataset_scorecard_html",
     "handler_stats",
     "init",
     "last_llm_call",
@@ -256,6 +271,7 @@ __all__ = [
     "root",
     "run",
     "run_and_evaluate",
+    "save_dataset_scorecard",
     "save_traces",
     "shutdown",
     "split_traces",
@@ -267,6 +283,7 @@ _LAZY_FLOORS = (
     "evaltrace.llm",
     "evaltrace.judges",
     "evaltrace.metrics",
+    "evaltrace.results",
     "evaltrace.datasets",
     "evaltrace.pipeline",
 )

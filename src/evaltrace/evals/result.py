@@ -28,17 +28,22 @@ FAILED_PARTIAL_SCORE   some scored evaluation is below the threshold, not all ar
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_serializer
 
+from evaltrace.errors import MissingExtraError
 from evaltrace.evals.evaluable import UNSET, NamedData, Unset
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = [
+    "RECORD_COLUMNS",
     "SCHEMA_VERSION",
     "TIMEOUT_ERROR_TYPES",
     "ComponentRecord",
@@ -55,6 +60,25 @@ TIMEOUT_ERROR_TYPES: Final = frozenset(
     {"EvaluatorTimeoutError", "TimeoutError", "APITimeoutError", "ReadTimeout"}
 )
 """Error types that mean "took too long" rather than "failed"."""
+
+RECORD_COLUMNS: Final = (
+    "run_id",
+    "run",
+    "entry_index",
+    "entry",
+    "description",
+    "entry_status",
+    "evaluator",
+    "evaluation_status",
+    "score",
+    "passed",
+    "error_type",
+    "error_where",
+    "error_message",
+    "reasoning",
+    "duration_s",
+)
+"""The columns of :meth:`RunResult.to_records`, before the ``meta.*`` columns."""
 
 
 class CompletionStatus(StrEnum):
@@ -273,3 +297,82 @@ class RunResult(BaseModel):
     def passed(self) -> bool:
         """Whether there are entries and every one succeeded."""
         return bool(self.entries) and all(entry.status.passed for entry in self.entries)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """The run as flat rows: one per entry and evaluation, in entry and evaluator order.
+
+        Each row has the :data:`RECORD_COLUMNS` (``duration_s`` is the entry's latency,
+        ``passed`` whether the evaluation reached the run's threshold) and one ``meta.<key>``
+        column per key of any entry's ``eval_metadata`` (nested objects flattened with dots:
+        ``meta.source.page``; ``None`` where an entry lacks the key). An entry with no
+        evaluation (its runnable failed before any evaluator ran) still gives one row, with
+        ``evaluator=None`` and the entry's error.
+
+        Example:
+            >>> entry = EntryResult(index=0, name="a", eval_metadata={"topic": "geo"},
+            ...                     evaluations=[Evaluation(score=1.0, evaluator="exact")])
+            >>> row = RunResult(name="demo", entries=[entry]).to_records()[0]
+            >>> row["entry"], row["evaluator"], row["score"], row["meta.topic"]
+            ('a', 'exact', 1.0, 'geo')
+        """
+        metadata = [_flat_metadata(entry.eval_metadata or {}) for entry in self.entries]
+        meta_columns = sorted({key for flat in metadata for key in flat})
+        rows: list[dict[str, Any]] = []
+        for entry, flat in zip(self.entries, metadata, strict=True):
+            common = {
+                "run_id": self.run_id,
+                "run": self.name,
+                "entry_index": entry.index,
+                "entry": entry.name,
+                "description": entry.description,
+                "entry_status": entry.status.value,
+            }
+            meta = {column: flat.get(column) for column in meta_columns}
+            evaluations: Sequence[Evaluation | None] = entry.evaluations or [None]
+            for evaluation in evaluations:
+                error = entry.error if evaluation is None else evaluation.error
+                rows.append(
+                    {
+                        **common,
+                        "evaluator": None if evaluation is None else evaluation.evaluator,
+                        "evaluation_status": None if evaluation is None else evaluation.status,
+                        "score": None if evaluation is None else evaluation.score,
+                        "passed": evaluation is not None and evaluation.passed(self.threshold),
+                        "error_type": None if error is None else error.type,
+                        "error_where": None if error is None else error.where,
+                        "error_message": None if error is None else error.message,
+                        "reasoning": None if evaluation is None else evaluation.reasoning,
+                        "duration_s": entry.duration_s,
+                        **meta,
+                    }
+                )
+        return rows
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """The rows of :meth:`to_records` as a pandas DataFrame (needs ``evaltrace[pandas]``).
+
+        Example:
+            >>> frame = result.to_dataframe()  # doctest: +SKIP
+            >>> frame.groupby("meta.topic")["score"].mean()  # doctest: +SKIP
+
+        Raises:
+            MissingExtraError: pandas is not installed.
+        """
+        try:
+            import pandas
+        except ImportError:
+            raise MissingExtraError("RunResult.to_dataframe()", "pandas", "pandas") from None
+        records = self.to_records()
+        columns = list(records[0]) if records else list(RECORD_COLUMNS)
+        return pandas.DataFrame.from_records(records, columns=columns)
+
+
+def _flat_metadata(metadata: Mapping[str, JsonValue], prefix: str = "meta.") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` as ``{"meta.a.b": 1}``; lists and scalars are kept as they are."""
+    flat: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flat_metadata(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat

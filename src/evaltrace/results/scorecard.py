@@ -1,0 +1,789 @@
+r"""The HTML scorecard: one self-contained page to review a run.
+
+:meth:`DatasetScorecard.from_run` (or :meth:`~DatasetScorecard.from_folder`) gathers what a
+reviewer looks at from a saved :class:`~evaltrace.evals.result.RunResult`, its stored traces
+and, optionally, a baseline run; :func:`generate_dataset_scorecard_html` renders it and
+:func:`save_dataset_scorecard` writes it. The page holds a summary (pass rate, statuses, wall
+time, the run's settings), a sortable and filterable grid of entries by evaluators coloured by
+score, charts (score distribution per evaluator, the spread of repeated judges' runs), the
+dataset-level results (precision, recall, F-beta, confusion matrix), and per entry a detail
+view with its input, output, expectation, metadata, every evaluation and its trace.
+
+The page is one file that makes no request: its stylesheet and script are inline (allowed by
+hash in its Content-Security-Policy, which also forbids every fetch), it is rendered by jinja2
+with autoescaping, and the run's data travels as JSON in a
+``<script type="application/json">`` element with ``<``, ``>``, ``&``, U+2028 and U+2029
+written as ``\uXXXX`` escapes, so no value can close the element or be read as markup. The
+script puts data on the page only as text.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from evaltrace._safe_text import exception_message
+from evaltrace.errors import ConfigurationError, TraceFormatError
+from evaltrace.evals.evaluable import NamedData, Unset
+from evaltrace.evals.evaluation import Evaluation, EvaluationError
+from evaltrace.evals.result import CompletionStatus, EntryResult, RunResult
+from evaltrace.judges.repeated import RepeatedDetails
+from evaltrace.metrics.classification import ClassificationDetails
+from evaltrace.results import charts
+from evaltrace.results.trace_tree import TraceMessage, TraceSpan, compact_trace, roots_by_trace_id
+from evaltrace.trace import ObservationNode, load_traces
+
+if TYPE_CHECKING:
+    import jinja2
+
+__all__ = [
+    "RESULT_FILE",
+    "SCORECARD_FILE",
+    "TRACES_FILE",
+    "BaselineSummary",
+    "DatasetEntryResult",
+    "DatasetScorecard",
+    "EvaluatorSummary",
+    "generate_dataset_scorecard_html",
+    "save_dataset_scorecard",
+    "write_scorecard",
+]
+
+RESULT_FILE: Final = "result.json"
+"""The saved run in a results folder."""
+TRACES_FILE: Final = "traces.jsonl"
+"""The entries' spans in a results folder."""
+SCORECARD_FILE: Final = "scorecard.html"
+"""The scorecard written into a results folder."""
+
+_TEMPLATES: Final = "templates"
+_HEAT_LEVELS: Final = 10
+_SCRIPT_JSON_ESCAPES: Final = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+class DatasetEntryResult(BaseModel):
+    """One entry as the scorecard shows it: the saved entry, its trace, its baseline scores."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    """The entry's position in the run."""
+    name: str
+    """The entry's name."""
+    description: str | None = None
+    """Its human-readable label."""
+    status: CompletionStatus
+    """How it ended."""
+    input: JsonValue = None
+    """What the runnable was given."""
+    eval_input: list[NamedData] = Field(default_factory=list)
+    """The named inputs it was served."""
+    output: JsonValue = None
+    """What the runnable returned."""
+    eval_output: list[NamedData] | None = None
+    """What the evaluators scored."""
+    has_expectation: bool = False
+    """Whether the entry gave an expectation (which may be ``None``)."""
+    expectation: JsonValue = None
+    """The expectation, when given."""
+    metadata: dict[str, JsonValue] | None = None
+    """The entry's ``eval_metadata``."""
+    evaluations: list[Evaluation] = Field(default_factory=list)
+    """One evaluation per evaluator applied to it."""
+    error: EvaluationError | None = None
+    """What failed before the evaluators ran."""
+    duration_s: float = 0.0
+    """Wall time of the runnable."""
+    trace_ids: list[str] = Field(default_factory=list)
+    """Its traces' ids."""
+    trace: list[TraceSpan] = Field(default_factory=list)
+    """Its trace as a compact tree (empty when no trace was given or found)."""
+    trace_problem: str | None = None
+    """Why its trace is not shown, when traces were given but it is missing from them."""
+    in_baseline: bool = False
+    """Whether the baseline run has an entry of the same name."""
+    baseline_status: CompletionStatus | None = None
+    """The entry's status in the baseline run."""
+    baseline_scores: dict[str, float | None] = Field(default_factory=dict)
+    """The baseline's score per evaluator (``None``: it errored or skipped there)."""
+
+    @classmethod
+    def from_entry(
+        cls,
+        entry: EntryResult,
+        *,
+        trace: Sequence[ObservationNode] = (),
+        trace_problem: str | None = None,
+        baseline: EntryResult | None = None,
+    ) -> DatasetEntryResult:
+        """The scorecard's view of a saved entry, its trace roots and its baseline entry."""
+        return cls(
+            index=entry.index,
+            name=entry.name,
+            description=entry.description,
+            status=entry.status,
+            input=entry.input,
+            eval_input=entry.eval_input,
+            output=entry.output,
+            eval_output=entry.eval_output,
+            has_expectation=entry.has_expectation,
+            expectation=None if isinstance(entry.expectation, Unset) else entry.expectation,
+            metadata=entry.eval_metadata,
+            evaluations=[
+                evaluation.with_evaluator(_position_name(position))
+                for position, evaluation in enumerate(entry.evaluations)
+            ],
+            error=entry.error,
+            duration_s=entry.duration_s,
+            trace_ids=entry.trace_ids,
+            trace=compact_trace(trace),
+            trace_problem=trace_problem,
+            in_baseline=baseline is not None,
+            baseline_status=None if baseline is None else baseline.status,
+            baseline_scores=(
+                {}
+                if baseline is None
+                else {
+                    evaluation.evaluator or _position_name(position): evaluation.score
+                    for position, evaluation in enumerate(baseline.evaluations)
+                }
+            ),
+        )
+
+
+class EvaluatorSummary(BaseModel):
+    """How one evaluator did over the run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """The evaluator's display name."""
+    applied: int
+    """Entries it was applied to."""
+    scored: int
+    """Entries it scored."""
+    passed: int
+    """Entries whose score reached the run's threshold."""
+    errored: int
+    """Entries where it failed."""
+    skipped: int
+    """Entries it declined to score."""
+    mean: float | None
+    """Its mean score over the scored entries."""
+    baseline_mean: float | None = None
+    """Its mean score in the baseline run."""
+
+
+class BaselineSummary(BaseModel):
+    """The baseline run a scorecard compares with."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """The baseline run's name."""
+    run_id: str
+    """Its run id."""
+    total: int
+    """Its entries."""
+    passed: int
+    """Its entries that succeeded."""
+    matched: int
+    """Entries of this run found in the baseline (by name)."""
+    only_in_baseline: int
+    """Baseline entries with no entry of that name in this run."""
+
+
+class DatasetScorecard(BaseModel):
+    """Everything a scorecard page shows, built from a saved run.
+
+    Example:
+        >>> card = DatasetScorecard.from_run(RunResult(name="demo"))
+        >>> card.pass_rate
+        0.0
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """What was run."""
+    run_id: str = ""
+    """The run's id."""
+    source: str | None = None
+    """The dataset file, when the run came from one."""
+    started_at: datetime | None = None
+    """When the run started."""
+    finished_at: datetime | None = None
+    """When it finished."""
+    duration_s: float = 0.0
+    """Its wall time."""
+    threshold: float = 0.5
+    """The score an evaluation had to reach to pass."""
+    settings: dict[str, JsonValue] = Field(default_factory=dict)
+    """How the run was made (model, judge, concurrency, ...)."""
+    evaluators: list[str] = Field(default_factory=list)
+    """Every evaluator of the run, the run's order first (entries may use different ones)."""
+    entries: list[DatasetEntryResult] = Field(default_factory=list)
+    """The entries, in run order."""
+    dataset_results: dict[str, Evaluation] = Field(default_factory=dict)
+    """Dataset-level results (precision, recall, F-beta, confusion matrix, ...)."""
+    baseline: BaselineSummary | None = None
+    """The run compared with, if any."""
+    baseline_evaluator_means: dict[str, float | None] = Field(default_factory=dict)
+    """Each evaluator's mean score in the baseline run."""
+    problems: list[str] = Field(default_factory=list)
+    """What could not be shown and why (an unreadable trace file, ...)."""
+
+    @classmethod
+    def from_run(
+        cls,
+        result: RunResult,
+        *,
+        traces: str | os.PathLike[str] | Sequence[ObservationNode] | None = None,
+        baseline: RunResult | str | os.PathLike[str] | None = None,
+    ) -> DatasetScorecard:
+        """Build the scorecard of a run.
+
+        Args:
+            result: The run.
+            traces: Its stored traces: the ``traces.jsonl`` path, or loaded roots. Each entry's
+                trace is found by its ``trace_ids``. An unreadable file is reported on the page.
+            baseline: A run to compare with (a :class:`RunResult`, a results folder or a
+                ``result.json``): entries are matched by name and each cell shows its delta.
+
+        Returns:
+            The scorecard.
+
+        Raises:
+            ConfigurationError: ``baseline`` is a path that holds no readable saved run.
+        """
+        problems: list[str] = []
+        by_id: dict[str, list[ObservationNode]] | None = None
+        traces_name = "the traces given"
+        if isinstance(traces, str | os.PathLike):
+            traces_name = os.fspath(traces)
+            try:
+                by_id = roots_by_trace_id(load_traces(traces))
+            except (TraceFormatError, OSError) as exc:
+                problems.append(f"Traces are not shown: {exception_message(exc)}")
+        elif traces is not None:
+            by_id = roots_by_trace_id(traces)
+        base = _read_result(baseline, "baseline") if baseline is not None else None
+        matches = _match_baseline(result.entries, base.entries if base is not None else [])
+        entries = []
+        for entry in result.entries:
+            roots: list[ObservationNode] = []
+            problem = None
+            if by_id is not None:
+                missing = [tid for tid in entry.trace_ids if tid.lower() not in by_id]
+                roots = [root for tid in entry.trace_ids for root in by_id.get(tid.lower(), ())]
+                if missing:
+                    problem = f"trace {', '.join(missing)} is not in {traces_name}"
+            entries.append(
+                DatasetEntryResult.from_entry(
+                    entry, trace=roots, trace_problem=problem, baseline=matches.get(entry.index)
+                )
+            )
+        baseline_summary = None
+        baseline_means: dict[str, float | None] = {}
+        if base is not None:
+            baseline_summary = BaselineSummary(
+                name=base.name,
+                run_id=base.run_id,
+                total=len(base.entries),
+                passed=sum(entry.status.passed for entry in base.entries),
+                matched=len(matches),
+                only_in_baseline=len(base.entries) - len(matches),
+            )
+            baseline_means = {
+                name: _mean(scores) for name, scores in _scores_by_evaluator(base.entries).items()
+            }
+        return cls(
+            name=result.name,
+            run_id=result.run_id,
+            source=result.source,
+            started_at=result.started_at,
+            finished_at=result.finished_at,
+            duration_s=result.duration_s,
+            threshold=result.threshold,
+            settings=result.settings,
+            evaluators=_evaluator_names(result),
+            entries=entries,
+            dataset_results=result.dataset_results,
+            baseline=baseline_summary,
+            baseline_evaluator_means=baseline_means,
+            problems=problems,
+        )
+
+    @classmethod
+    def from_folder(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        baseline: RunResult | str | os.PathLike[str] | None = None,
+    ) -> DatasetScorecard:
+        """Build the scorecard of a results folder (``result.json`` and ``traces.jsonl``).
+
+        Args:
+            path: The results folder, or its ``result.json`` (the traces are read from the
+                ``traces.jsonl`` beside it, when there is one).
+            baseline: A run to compare with, as for :meth:`from_run`.
+
+        Raises:
+            ConfigurationError: No readable ``result.json`` is there.
+        """
+        where = Path(path)
+        result_file = where / RESULT_FILE if where.is_dir() else where
+        result = _read_result(result_file, "path")
+        traces = result_file.parent / TRACES_FILE
+        card = cls.from_run(result, traces=traces if traces.is_file() else None, baseline=baseline)
+        if traces.is_file() or not any(entry.trace_ids for entry in result.entries):
+            return card
+        note = f"Traces are not shown: there is no {TRACES_FILE} beside {result_file}."
+        return card.model_copy(update={"problems": [*card.problems, note]})
+
+    @property
+    def passed(self) -> int:
+        """Entries that succeeded."""
+        return sum(entry.status.passed for entry in self.entries)
+
+    @property
+    def pass_rate(self) -> float:
+        """The share of entries that succeeded (0.0 for an empty run)."""
+        return self.passed / len(self.entries) if self.entries else 0.0
+
+    @property
+    def status_counts(self) -> dict[CompletionStatus, int]:
+        """Entries per status, in the order of :class:`CompletionStatus`, zeros left out."""
+        counts = {status: 0 for status in CompletionStatus}
+        for entry in self.entries:
+            counts[entry.status] += 1
+        return {status: count for status, count in counts.items() if count}
+
+    def evaluator_summaries(self) -> list[EvaluatorSummary]:
+        """How each evaluator did, in :attr:`evaluators` order."""
+        summaries = []
+        for name in self.evaluators:
+            found = [
+                evaluation
+                for entry in self.entries
+                for evaluation in entry.evaluations
+                if evaluation.evaluator == name
+            ]
+            scores = [e.score for e in found if e.score is not None]
+            summaries.append(
+                EvaluatorSummary(
+                    name=name,
+                    applied=len(found),
+                    scored=len(scores),
+                    passed=sum(e.passed(self.threshold) for e in found),
+                    errored=sum(e.error is not None for e in found),
+                    skipped=sum(e.skipped for e in found),
+                    mean=_mean(scores),
+                    baseline_mean=self.baseline_evaluator_means.get(name),
+                )
+            )
+        return summaries
+
+
+def generate_dataset_scorecard_html(scorecard: DatasetScorecard | RunResult) -> str:
+    """Render a scorecard as one self-contained HTML page.
+
+    Args:
+        scorecard: The scorecard, or a run (rendered without traces or baseline).
+
+    Returns:
+        The page. It loads nothing: style, script and data are inline.
+
+    Example:
+        >>> html = generate_dataset_scorecard_html(RunResult(name="demo"))
+        >>> html.startswith("<!DOCTYPE html>")
+        True
+    """
+    card = (
+        scorecard
+        if isinstance(scorecard, DatasetScorecard)
+        else DatasetScorecard.from_run(scorecard)
+    )
+    import markupsafe
+
+    style = _asset("scorecard.css")
+    script = _asset("scorecard.js")
+    data = _page_data(card)
+    policy = (
+        "default-src 'none'; "
+        f"style-src '{_sha256(style)}'; script-src '{_sha256(script)}'; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+    return (
+        _environment()
+        .get_template("scorecard.html.j2")
+        .render(
+            card=card,
+            summary=_summary(card),
+            evaluators=card.evaluator_summaries(),
+            histograms=_histograms(card),
+            repeated=_repeated_charts(card),
+            dataset_results=[
+                _dataset_result(key, value) for key, value in card.dataset_results.items()
+            ],
+            csp=policy,
+            style=markupsafe.Markup(style),
+            script=markupsafe.Markup(script),
+            data=markupsafe.Markup(data.translate(_SCRIPT_JSON_ESCAPES)),
+        )
+    )
+
+
+def save_dataset_scorecard(
+    scorecard: DatasetScorecard | RunResult, path: str | os.PathLike[str]
+) -> Path:
+    """Write the scorecard page to ``path`` (replaced whole, never left half-written).
+
+    Returns:
+        The path written.
+
+    Example:
+        >>> save_dataset_scorecard(card, "scorecard.html")  # doctest: +SKIP
+        PosixPath('scorecard.html')
+    """
+    html = generate_dataset_scorecard_html(scorecard)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
+            file.write(html)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_scorecard(
+    folder: str | os.PathLike[str],
+    *,
+    baseline: RunResult | str | os.PathLike[str] | None = None,
+) -> Path:
+    """Write ``scorecard.html`` into a results folder, from its ``result.json`` and traces.
+
+    Returns:
+        The path of the page.
+
+    Example:
+        >>> print(write_scorecard("evaltrace_results/20260101-120000"))  # doctest: +SKIP
+        evaltrace_results/20260101-120000/scorecard.html
+    """
+    card = DatasetScorecard.from_folder(folder, baseline=baseline)
+    return save_dataset_scorecard(card, Path(folder) / SCORECARD_FILE)
+
+
+# --- rendering context ----------------------------------------------------------------------
+
+
+@dataclass(kw_only=True, frozen=True)
+class _Cell:
+    text: str
+    heat: int
+    label: str
+
+
+@dataclass(kw_only=True, frozen=True)
+class _ClassRow:
+    name: str
+    precision: str
+    recall: str
+    f_score: str
+    support: int
+    counts: str
+
+
+@dataclass(kw_only=True, frozen=True)
+class _DatasetResult:
+    key: str
+    score: str
+    reasoning: str
+    error: str | None
+    classification: ClassificationDetails | None = None
+    rows: list[_ClassRow] | None = None
+    matrix: list[tuple[str, list[_Cell]]] | None = None
+
+
+def _summary(card: DatasetScorecard) -> dict[str, Any]:
+    counts = {status.value: count for status, count in card.status_counts.items()}
+    base = card.baseline
+    return {
+        "total": len(card.entries),
+        "passed": card.passed,
+        "pass_rate": _percent(card.pass_rate),
+        "counts": counts,
+        "status_bar": charts.stacked_bar(counts),
+        "duration": _duration(card.duration_s),
+        "started_at": card.started_at.isoformat(timespec="seconds") if card.started_at else None,
+        "finished_at": card.finished_at.isoformat(timespec="seconds") if card.finished_at else None,
+        "settings": [(key, _setting(value)) for key, value in card.settings.items()],
+        "baseline_pass_rate": _percent(base.passed / base.total) if base and base.total else None,
+    }
+
+
+def _histograms(card: DatasetScorecard) -> list[charts.Histogram]:
+    found = []
+    for summary in card.evaluator_summaries():
+        scores = [
+            evaluation.score
+            for entry in card.entries
+            for evaluation in entry.evaluations
+            if evaluation.evaluator == summary.name and evaluation.score is not None
+        ]
+        left_out = [
+            f"{count:,} {what}"
+            for count, what in ((summary.errored, "errored"), (summary.skipped, "skipped"))
+            if count
+        ]
+        note = f"not counted: {', '.join(left_out)}" if left_out else ""
+        found.append(charts.score_histogram(summary.name, scores, note=note))
+    return found
+
+
+def _repeated_charts(card: DatasetScorecard) -> list[charts.RangeChart]:
+    runs: dict[str, dict[str, tuple[list[float], float | None]]] = {}
+    for entry in card.entries:
+        for evaluation in entry.evaluations:
+            details = _repeated_details(evaluation)
+            if details is None or evaluation.evaluator is None:
+                continue
+            scores = [run.score for run in details.runs if run.score is not None]
+            label = f"{entry.name} (#{entry.index})"
+            runs.setdefault(evaluation.evaluator, {})[label] = (scores, evaluation.score)
+    return [
+        charts.range_chart(f"{name}: spread of the repeated runs", by_entry)
+        for name, by_entry in runs.items()
+    ]
+
+
+def _repeated_details(evaluation: Evaluation) -> RepeatedDetails | None:
+    details = evaluation.details
+    if not isinstance(details, dict) or "runs" not in details or "num_judges" not in details:
+        return None
+    try:
+        return RepeatedDetails.model_validate(details)
+    except ValidationError:
+        return None
+
+
+def _dataset_result(key: str, evaluation: Evaluation) -> _DatasetResult:
+    error = (
+        None if evaluation.error is None else f"{evaluation.error.type}: {evaluation.error.message}"
+    )
+    plain = _DatasetResult(
+        key=key,
+        score="—" if evaluation.score is None else f"{evaluation.score:.3f}",
+        reasoning=evaluation.reasoning,
+        error=error,
+    )
+    details = evaluation.details
+    if not isinstance(details, dict) or "confusion_matrix" not in details:
+        return plain
+    try:
+        parsed = ClassificationDetails.model_validate(details)
+    except ValidationError:
+        return plain
+    rows = [
+        _ClassRow(
+            name=name,
+            precision=f"{metrics.precision:.3f}",
+            recall=f"{metrics.recall:.3f}",
+            f_score=f"{metrics.f_score:.3f}",
+            support=metrics.support,
+            counts=f"TP {metrics.tp} · FP {metrics.fp} · FN {metrics.fn} · TN {metrics.tn}",
+        )
+        for name, metrics in parsed.per_class.items()
+    ]
+    for label, averaged in (("micro", parsed.micro), ("macro", parsed.macro)):
+        rows.append(
+            _ClassRow(
+                name=f"{label} average",
+                precision=f"{averaged.precision:.3f}",
+                recall=f"{averaged.recall:.3f}",
+                f_score=f"{averaged.f_score:.3f}",
+                support=parsed.n_scored,
+                counts="",
+            )
+        )
+    top = max((count for row in parsed.confusion_matrix for count in row), default=0) or 1
+    matrix = [
+        (
+            parsed.classes[predicted],
+            [
+                _Cell(
+                    text=f"{count:,}",
+                    heat=math.ceil((_HEAT_LEVELS - 1) * count / top),
+                    label=(
+                        f"predicted {parsed.classes[predicted]}, expected "
+                        f"{parsed.classes[expected]}: {count:,}"
+                    ),
+                )
+                for expected, count in enumerate(row)
+            ],
+        )
+        for predicted, row in enumerate(parsed.confusion_matrix)
+    ]
+    return _DatasetResult(
+        key=key,
+        score=plain.score,
+        reasoning=plain.reasoning,
+        error=plain.error,
+        classification=parsed,
+        rows=rows,
+        matrix=matrix,
+    )
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _page_data(card: DatasetScorecard) -> str:
+    """The JSON the page's script reads: the scorecard without its default values, and them.
+
+    Leaving out defaults (``null``, ``[]``, ``false``) makes a large page about a third
+    smaller; the script puts them back from ``defaults`` before it reads anything.
+    """
+    body = card.model_dump_json(
+        exclude={"dataset_results", "settings", "baseline_evaluator_means"}, exclude_defaults=True
+    )
+    defaults = {
+        "card": _defaults(DatasetScorecard),
+        "entry": _defaults(DatasetEntryResult),
+        "evaluation": _defaults(Evaluation),
+        "span": _defaults(TraceSpan),
+        "message": _defaults(TraceMessage),
+    }
+    return f'{{"defaults":{json.dumps(defaults, separators=(",", ":"))},"card":{body}}}'
+
+
+def _defaults(model: type[BaseModel]) -> dict[str, Any]:
+    return {
+        name: field.get_default(call_default_factory=True)
+        for name, field in model.model_fields.items()
+        if not field.is_required()
+    }
+
+
+def _read_result(source: RunResult | str | os.PathLike[str], argument: str) -> RunResult:
+    if isinstance(source, RunResult):
+        return source
+    path = Path(source)
+    if path.is_dir():
+        path = path / RESULT_FILE
+    try:
+        return RunResult.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise ConfigurationError(
+            f"{argument}: cannot read a saved run from {os.fspath(path)!r} "
+            f"({exception_message(exc)}); give a results folder or its {RESULT_FILE}"
+        ) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the document"
+        raise ConfigurationError(
+            f"{argument}: {os.fspath(path)!r} is not a saved run ({where}: {first['msg']}; "
+            f"{exc.error_count()} problem(s)); give the {RESULT_FILE} that a run wrote"
+        ) from None
+
+
+def _match_baseline(
+    entries: Sequence[EntryResult], baseline: Sequence[EntryResult]
+) -> dict[int, EntryResult]:
+    """Each entry's baseline entry, by name (the n-th of a repeated name takes the n-th)."""
+    by_name: dict[str, list[EntryResult]] = {}
+    for entry in baseline:
+        by_name.setdefault(entry.name, []).append(entry)
+    matches = {}
+    for entry in entries:
+        candidates = by_name.get(entry.name)
+        if candidates:
+            matches[entry.index] = candidates.pop(0)
+    return matches
+
+
+def _scores_by_evaluator(entries: Sequence[EntryResult]) -> dict[str, list[float]]:
+    scores: dict[str, list[float]] = {}
+    for entry in entries:
+        for position, evaluation in enumerate(entry.evaluations):
+            name = evaluation.evaluator or _position_name(position)
+            bucket = scores.setdefault(name, [])
+            if evaluation.score is not None:
+                bucket.append(evaluation.score)
+    return scores
+
+
+def _evaluator_names(result: RunResult) -> list[str]:
+    names = dict.fromkeys(result.evaluators)
+    for entry in result.entries:
+        for position, evaluation in enumerate(entry.evaluations):
+            names.setdefault(evaluation.evaluator or _position_name(position))
+    return list(names)
+
+
+def _position_name(position: int) -> str:
+    return f"evaluator {position + 1}"
+
+
+def _mean(scores: Sequence[float]) -> float | None:
+    return sum(scores) / len(scores) if scores else None
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.1f}%"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"
+
+
+def _setting(value: JsonValue) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _sha256(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "sha256-" + base64.b64encode(digest).decode("ascii")
+
+
+@functools.cache
+def _asset(name: str) -> str:
+    return files("evaltrace.results").joinpath(_TEMPLATES, name).read_text(encoding="utf-8")
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    # jinja2 is loaded on first render only: ``import evaltrace`` never pays for it.
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("evaltrace.results", _TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
