@@ -40,7 +40,7 @@ from evaltrace.errors import ConfigurationError, TraceFormatError
 from evaltrace.evals.evaluable import NamedData, Unset
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.result import CompletionStatus, EntryResult, RunResult
-from evaltrace.judges.repeated import RepeatedDetails
+from evaltrace.judges.strategies import RepeatedDetails
 from evaltrace.metrics.classification import ClassificationDetails
 from evaltrace.results import charts
 from evaltrace.results.trace_tree import TraceMessage, TraceSpan, compact_trace, roots_by_trace_id
