@@ -778,3 +778,10 @@ async def test_each_evaluator_runs_in_its_own_copy_of_the_context() -> None:
 
     await evaluate_inputs(str.upper, ["a", "b", "c"], [dirties, reads, dirties], concurrency=1)
     assert seen == ["clean"] * 9
+
+
+@pytest.mark.anyio
+async def test_a_runnable_that_cannot_be_called_is_an_errored_run() -> None:
+    result = await run_and_evaluate(upper_ok, "not a function", "q")  # type: ignore[arg-type]
+    assert result.error is not None
+    assert (result.error.type, result.error.where) == ("TypeError", "runnable")

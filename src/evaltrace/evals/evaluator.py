@@ -116,6 +116,8 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
         fn = fn.func
     if inspect.isroutine(fn):
         return inspect.iscoroutinefunction(fn)
+    if not callable(fn):  # calling it fails later, where the failure is reported
+        return False
     return inspect.iscoroutinefunction(type(fn).__call__)
 
 

@@ -143,13 +143,28 @@ def _runnable_name(runnable: Callable[..., Any]) -> str:
     return name if isinstance(name, str) and name != "<lambda>" else type_name(runnable)
 
 
-async def _call(runnable: Callable[..., Any], eval_input: Any) -> Any:
-    if is_async_callable(runnable):
-        return await runnable(eval_input)
-    result = await run_in_worker_thread(functools.partial(runnable, eval_input))
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+@dataclass(frozen=True, slots=True)
+class _Runnable:
+    """The app entry point, with its name and kind worked out once per run."""
+
+    function: Callable[..., Any]
+    """The entry point as given."""
+    name: str
+    """The name of its root span."""
+    is_async: bool
+    """Whether calling it gives a coroutine (else it runs in a worker thread)."""
+
+    @classmethod
+    def of(cls, function: Callable[..., Any]) -> _Runnable:
+        return cls(function, _runnable_name(function), is_async_callable(function))
+
+    async def __call__(self, eval_input: Any) -> Any:
+        if self.is_async:
+            return await self.function(eval_input)
+        result = await run_in_worker_thread(functools.partial(self.function, eval_input))
+        if inspect.isawaitable(result):
+            result = await result
+        return result
 
 
 class _FailableCall(Protocol):
@@ -190,21 +205,34 @@ async def run_captured(
         The outcome; the runnable's exception is kept in it, never raised.
     """
     check_timeout(timeout)
+    return await _run_captured(
+        _Runnable.of(runnable), eval_input, inputs=inputs, entry=entry, timeout=timeout
+    )
+
+
+async def _run_captured(
+    runnable: _Runnable,
+    eval_input: Any,
+    *,
+    inputs: Mapping[str, Any] | None,
+    entry: str | None,
+    timeout: float | None,
+) -> RunOutcome:
     started = time.perf_counter()
     started_at = datetime.now(UTC)
     output: Any = None
     error: BaseException | None = None
-    name = _runnable_name(runnable)
+    name = runnable.name
     scope = _eval_inputs_scope(inputs, entry=entry) if inputs is not None else _NO_INPUTS
     with capture_traces() as handler, scope:
         call = start_span_call(name, "chain", eval_input, {conv.RUN_SPAN_ATTRIBUTE: True})
         call.attach()
         try:
             if timeout is None:
-                output = await _call(runnable, eval_input)
+                output = await runnable(eval_input)
             else:
                 with anyio.fail_after(timeout):
-                    output = await _call(runnable, eval_input)
+                    output = await runnable(eval_input)
         except TimeoutError:
             error = EvaluatorTimeoutError(f"runnable {name!r} did not finish within {timeout:g} s")
             _record_failure(call, error)
@@ -365,7 +393,7 @@ def _evaluable_from_run(
 
 
 async def _prepare(
-    runnable: Callable[..., Any],
+    runnable: _Runnable,
     eval_input: Any,
     *,
     base: Evaluable | None,
@@ -379,7 +407,7 @@ async def _prepare(
         if isinstance(expected_output, Unset):
             return base, None, None
         return base.model_copy(update={"expectation": json_value(expected_output)}), None, None
-    run = await run_captured(
+    run = await _run_captured(
         runnable, eval_input, inputs=_injected_inputs(base), entry=entry, timeout=timeout
     )
     if run.error is not None:
@@ -426,7 +454,7 @@ async def run_and_evaluate(
     check_timeout(timeout)
     prepared = prepare_evaluator(evaluator)
     built, run, failure = await _prepare(
-        runnable,
+        _Runnable.of(runnable),
         eval_input,
         base=evaluable,
         expected_output=expected_output,
@@ -522,6 +550,7 @@ async def evaluate_inputs(
     names = _entry_names(entry_names, cases, len(items))
     run_attributes = _run_attributes(attributes)
     run_id = run_id if run_id is not None else uuid.uuid4().hex
+    app = _Runnable.of(runnable)
     results: list[InputResult] = [
         InputResult(index=i, eval_input=item, evaluable=None) for i, item in enumerate(items)
     ]
@@ -531,7 +560,7 @@ async def evaluate_inputs(
         evaluators = plans[index][0]
         name = names[index]
         evaluable, run, failure = await _prepare(
-            runnable,
+            app,
             outcome.eval_input,
             base=cases[index] if cases is not None else None,
             expected_output=UNSET,
