@@ -231,18 +231,23 @@ def prepare_evaluator(evaluator: EvaluatorFunction, name: str | None = None) -> 
     return PreparedEvaluator(evaluator, label, call, is_async)
 
 
-_PLAIN_RESULTS: Final = (Evaluation, bool, int, float)
-"""Results that are not awaitables; checked first, so they skip the slower awaitable test."""
-
 _BUILTIN_SCORES: Final = frozenset({bool, int, float})
+"""Result types checked by exact type first: cheaper than ``isinstance`` on a model class."""
 
 _NO_TIMEOUT: Final = contextlib.nullcontext()
 
 
+def _is_pending(result: object) -> bool:
+    """Whether ``result`` is an awaitable still to await (a sync call may return one)."""
+    if type(result) in _BUILTIN_SCORES or isinstance(result, Evaluation):
+        return False
+    return inspect.isawaitable(result)
+
+
 def _coerce(result: object, name: str) -> Evaluation:
-    if isinstance(result, Evaluation):
-        return result.with_evaluator(name)
     if type(result) not in _BUILTIN_SCORES:  # subclasses too: np.float64 is a float
+        if isinstance(result, Evaluation):
+            return result.with_evaluator(name)
         item = getattr(result, "item", None)
         if callable(item) and hasattr(result, "dtype"):  # a numpy scalar: np.bool_, np.float32...
             result = item()
@@ -277,7 +282,7 @@ async def evaluate_prepared(
                 result = await prepared.call(ctx)
             else:
                 result = await run_in_worker_thread(functools.partial(prepared.call, ctx))
-            if not isinstance(result, _PLAIN_RESULTS) and inspect.isawaitable(result):
+            if _is_pending(result):
                 result = await result
         return _coerce(result, label)
     except TimeoutError as exc:

@@ -11,7 +11,7 @@ import logging
 import time
 import types
 import uuid
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
@@ -302,7 +302,7 @@ async def _evaluate_entry(
 
 @types.coroutine
 def _drive(
-    coroutine: Generator[Any, Any, Evaluation] | Any,
+    coroutine: Coroutine[Any, Any, Evaluation],
     awaited: Any,
     context: contextvars.Context,
 ) -> Generator[Any, Any, Evaluation]:
@@ -478,22 +478,14 @@ def _context(
     run_id: str | None,
     attributes: Mapping[str, Any] = _NO_ATTRIBUTES,
 ) -> EvaluatorContext:
-    if run is None:
-        return EvaluatorContext(
-            evaluable=evaluable,
-            entry_name=entry_name,
-            entry_index=entry_index,
-            run_id=run_id,
-            attributes=attributes,
-        )
     return EvaluatorContext(
         evaluable=evaluable,
-        trace=run.trace,
+        trace=run.trace if run is not None else None,
         entry_name=entry_name,
         entry_index=entry_index,
         run_id=run_id,
         attributes=attributes,
-        duration_s=run.duration_s,
+        duration_s=run.duration_s if run is not None else None,
     )
 
 
