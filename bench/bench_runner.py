@@ -6,6 +6,7 @@ benchmark environment; see bench/README.md). Figures are ratios measured in the 
 
 from __future__ import annotations
 
+import gc
 import math
 import sys
 import time
@@ -163,8 +164,13 @@ async def main() -> int:
     else:
         ours_times, classes_times, theirs_times = [], [], []
         for _ in range(rounds):  # interleaved, so machine noise hits every side alike
+            # Each side starts from a collected heap, so that no side pays for a full
+            # collection of the garbage the side before it left.
+            gc.collect()
             ours_times.append(await ours_overhead(FUNCTIONS))
+            gc.collect()
             classes_times.append(await ours_overhead(CLASSES))
+            gc.collect()
             theirs_times.append(await pydantic_evals_overhead())
         ours, classes, theirs = min(ours_times), min(classes_times), min(theirs_times)
         print(
