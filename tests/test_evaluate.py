@@ -391,10 +391,14 @@ async def test_a_context_annotation_under_an_alias_is_recognised() -> None:
         "from __future__ import annotations\n"
         "from evaltrace import EvaluatorContext as Ctx\n"
         "def judge(ctx: Ctx) -> bool:\n"
-        "    return ctx.output('answer') == '4'\n",
+        "    return ctx.output('answer') == '4'\n"
+        "class Judge:\n"
+        "    async def __call__(self, ctx: Ctx) -> bool:\n"
+        "        return ctx.output('answer') == '4'\n",
         namespace,
     )
     assert (await evaluate(namespace["judge"], EXPECTING_4)).score == 1.0
+    assert (await evaluate(namespace["Judge"](), EXPECTING_4)).score == 1.0
 
 
 @pytest.mark.anyio

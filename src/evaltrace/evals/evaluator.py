@@ -137,8 +137,11 @@ def _annotated_context(annotation: object, target: Callable[..., Any], parameter
         return False
     if annotation.rpartition(".")[2] == "EvaluatorContext":
         return True
+    hinted = target.func if isinstance(target, functools.partial) else target
+    if not inspect.isroutine(hinted):  # a callable object: its __call__ holds the hints
+        hinted = type(hinted).__call__
     try:  # an alias such as `Ctx` under `from __future__ import annotations`
-        hints = typing.get_type_hints(target)
+        hints = typing.get_type_hints(hinted)
     except Exception:  # a name the hints cannot resolve: not the context then
         return False
     return hints.get(parameter) is EvaluatorContext
