@@ -6,6 +6,7 @@ benchmark environment; see bench/README.md). Figures are ratios measured in the 
 
 from __future__ import annotations
 
+import gc
 import math
 import sys
 import time
@@ -16,7 +17,8 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import report
-from evaltrace import Evaluable, evaluate_inputs
+from evaltrace import Evaluable, Evaluator, EvaluatorContext, evaluate_inputs
+from evaltrace.evals import EvaluatorFunction
 
 N = 1_000
 
@@ -37,11 +39,30 @@ async def even(evaluable: Evaluable) -> bool:
     return evaluable.output_value() % 2 == 0
 
 
-async def ours_overhead() -> float:
+class Doubled(Evaluator):
+    async def evaluate(self, ctx: EvaluatorContext) -> float:
+        return 1.0 if ctx.output() == 2 * ctx.input() else 0.0
+
+
+class Positive(Evaluator):
+    async def evaluate(self, ctx: EvaluatorContext) -> bool:
+        return bool(ctx.output() >= 0)
+
+
+class Even(Evaluator):
+    async def evaluate(self, ctx: EvaluatorContext) -> bool:
+        return bool(ctx.output() % 2 == 0)
+
+
+FUNCTIONS: list[EvaluatorFunction] = [doubled, positive, even]
+"""Evaluators as plain functions of the evaluable."""
+CLASSES: list[EvaluatorFunction] = [Doubled(), Positive(), Even()]
+"""The same evaluators written the documented way, reading an EvaluatorContext."""
+
+
+async def ours_overhead(evaluators: list[EvaluatorFunction] = FUNCTIONS) -> float:
     started = time.perf_counter()
-    results = await evaluate_inputs(
-        task, list(range(N)), [doubled, positive, even], concurrency=100
-    )
+    results = await evaluate_inputs(task, list(range(N)), evaluators, concurrency=100)
     elapsed = time.perf_counter() - started
     assert all(e.score == 1.0 for item in results for e in item.evaluations)
     return elapsed
@@ -51,27 +72,28 @@ async def pydantic_evals_overhead() -> float:
     from dataclasses import dataclass
 
     from pydantic_evals import Case, Dataset
-    from pydantic_evals.evaluators import Evaluator, EvaluatorContext
+    from pydantic_evals.evaluators import Evaluator as PydanticEvaluator
+    from pydantic_evals.evaluators import EvaluatorContext as PydanticContext
 
     @dataclass
-    class Doubled(Evaluator[int, int]):
-        async def evaluate(self, ctx: EvaluatorContext[int, int]) -> float:
+    class PydanticDoubled(PydanticEvaluator[int, int]):
+        async def evaluate(self, ctx: PydanticContext[int, int]) -> float:
             return 1.0 if ctx.output == 2 * ctx.inputs else 0.0
 
     @dataclass
-    class Positive(Evaluator[int, int]):
-        async def evaluate(self, ctx: EvaluatorContext[int, int]) -> bool:
+    class PydanticPositive(PydanticEvaluator[int, int]):
+        async def evaluate(self, ctx: PydanticContext[int, int]) -> bool:
             return ctx.output >= 0
 
     @dataclass
-    class Even(Evaluator[int, int]):
-        async def evaluate(self, ctx: EvaluatorContext[int, int]) -> bool:
+    class PydanticEven(PydanticEvaluator[int, int]):
+        async def evaluate(self, ctx: PydanticContext[int, int]) -> bool:
             return ctx.output % 2 == 0
 
     dataset = Dataset(
         name="bench",
         cases=[Case(name=f"c{i}", inputs=i) for i in range(N)],
-        evaluators=[Doubled(), Positive(), Even()],
+        evaluators=[PydanticDoubled(), PydanticPositive(), PydanticEven()],
     )
     started = time.perf_counter()
     report_ = await dataset.evaluate(task, max_concurrency=100, progress=False)
@@ -140,14 +162,20 @@ async def main() -> int:
             f"({N / ours:,.0f} entries/s)"
         )
     else:
-        ours_times, theirs_times = [], []
-        for _ in range(rounds):  # interleaved, so machine noise hits both sides alike
-            ours_times.append(await ours_overhead())
+        ours_times, classes_times, theirs_times = [], [], []
+        for _ in range(rounds):  # interleaved, so machine noise hits every side alike
+            # Each side starts from a collected heap, so that no side pays for a full
+            # collection of the garbage the side before it left.
+            gc.collect()
+            ours_times.append(await ours_overhead(FUNCTIONS))
+            gc.collect()
+            classes_times.append(await ours_overhead(CLASSES))
+            gc.collect()
             theirs_times.append(await pydantic_evals_overhead())
-        ours, theirs = min(ours_times), min(theirs_times)
+        ours, classes, theirs = min(ours_times), min(classes_times), min(theirs_times)
         print(
             f"evaltrace: {N} inputs x 3 evaluators in {ours * 1000:.0f} ms "
-            f"({N / ours:,.0f} entries/s)"
+            f"({N / ours:,.0f} entries/s); as Evaluator classes {classes * 1000:.0f} ms"
         )
         print(
             f"pydantic-evals: {N} cases x 3 evaluators in {theirs * 1000:.0f} ms "
@@ -158,7 +186,14 @@ async def main() -> int:
             ours * 1000,
             theirs * 1000,
             "ms",
-            0.8,
+            0.5,
+        )
+        ok &= report(
+            "  the same with Evaluator classes reading the context",
+            classes * 1000,
+            theirs * 1000,
+            "ms",
+            0.5,
         )
     concurrency = 100
     ideal = math.ceil(N / concurrency) * 0.030

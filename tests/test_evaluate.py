@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from evaltrace import Evaluable, Evaluation, NamedData, evaluate
+from evaltrace import Evaluable, Evaluation, Evaluator, EvaluatorContext, NamedData, evaluate
 from evaltrace.evals import evaluator_name
 
 CASE = Evaluable(
@@ -282,3 +282,163 @@ def test_evaluable_json_values_are_kept_as_they_are() -> None:
     value = {"api_key": "kept", "items": [1, 2.5, None, True]}
     case = Evaluable(expectation=value, eval_output=[NamedData(name="v", value=value)])
     assert case.expectation == value and case.output_value() == value
+
+
+class MatchesExpectation(Evaluator):
+    """A class-based evaluator reading everything from its context."""
+
+    def __init__(self) -> None:
+        self.seen: list[EvaluatorContext] = []
+
+    def evaluate(self, ctx: EvaluatorContext) -> bool:
+        self.seen.append(ctx)
+        return bool(ctx.output("answer") == ctx.expectation)
+
+
+EXPECTING_4 = Evaluable(
+    eval_input=[NamedData(name="question", value="2+2?")],
+    eval_output=[NamedData(name="answer", value="4")],
+    expectation="4",
+    eval_metadata={"topic": "arithmetic"},
+)
+
+
+@pytest.mark.anyio
+async def test_a_subclass_of_evaluator_is_given_the_context() -> None:
+    judge = MatchesExpectation()
+    result = await evaluate(judge, EXPECTING_4, trace=["the trace"])  # type: ignore[list-item]
+    assert (result.score, result.evaluator) == (1.0, "MatchesExpectation")
+    (ctx,) = judge.seen
+    assert ctx.evaluable is EXPECTING_4 and ctx.trace == ["the trace"]
+
+
+@pytest.mark.anyio
+async def test_an_async_subclass_of_evaluator_is_awaited_in_the_event_loop() -> None:
+    import threading
+
+    class Async(Evaluator):
+        name = "async-judge"
+
+        async def evaluate(self, ctx: EvaluatorContext) -> float:
+            await anyio.sleep(0)
+            return 1.0 if threading.current_thread() is threading.main_thread() else 0.0
+
+    result = await evaluate(Async(), EXPECTING_4)
+    assert (result.score, result.evaluator) == (1.0, "async-judge")
+
+
+@pytest.mark.anyio
+async def test_a_sync_subclass_of_evaluator_runs_in_a_worker_thread() -> None:
+    import threading
+
+    class Sync(Evaluator):
+        def evaluate(self, ctx: EvaluatorContext) -> bool:
+            return threading.current_thread() is not threading.main_thread()
+
+    assert (await evaluate(Sync(), EXPECTING_4)).score == 1.0
+
+
+def test_a_subclass_of_evaluator_is_also_a_plain_evaluator_callable() -> None:
+    judge = MatchesExpectation()
+    assert judge(EXPECTING_4) is True
+    assert judge(EXPECTING_4, trace=[]) is True
+    assert judge.seen[1].trace == []
+
+
+def test_an_evaluator_subclass_must_implement_evaluate() -> None:
+    class Unfinished(Evaluator):
+        pass
+
+    with pytest.raises(TypeError, match=r"abstract method '?evaluate"):
+        Unfinished()  # type: ignore[abstract]
+
+
+def test_plain_callables_are_evaluators_without_being_evaluator_instances() -> None:
+    assert isinstance(MatchesExpectation(), Evaluator)
+    assert not isinstance(sync_exact, Evaluator)
+
+
+def takes_the_context(ctx: EvaluatorContext) -> bool:
+    return bool(ctx.input("question") == "2+2?" and ctx.metadata["topic"] == "arithmetic")
+
+
+async def takes_the_context_async(ctx: EvaluatorContext, *, strict: bool = True) -> bool:
+    return bool(ctx.has_expectation and ctx.output() == "4")
+
+
+def takes_the_context_unannotated_string(ctx):  # type: ignore[no-untyped-def]
+    return ctx.output("answer") == "4"
+
+
+takes_the_context_unannotated_string.__annotations__["ctx"] = EvaluatorContext
+
+
+@pytest.mark.parametrize(
+    "function",
+    [takes_the_context, takes_the_context_async, takes_the_context_unannotated_string],
+    ids=["string annotation", "async", "class annotation"],
+)
+@pytest.mark.anyio
+async def test_a_function_annotated_with_the_context_is_given_the_context(function: Any) -> None:
+    result = await evaluate(function, EXPECTING_4)
+    assert (result.status, result.score) == ("scored", 1.0)
+
+
+@pytest.mark.anyio
+async def test_a_context_annotation_under_an_alias_is_recognised() -> None:
+    namespace: dict[str, Any] = {}
+    exec(
+        "from __future__ import annotations\n"
+        "from evaltrace import EvaluatorContext as Ctx\n"
+        "def judge(ctx: Ctx) -> bool:\n"
+        "    return ctx.output('answer') == '4'\n"
+        "class Judge:\n"
+        "    async def __call__(self, ctx: Ctx) -> bool:\n"
+        "        return ctx.output('answer') == '4'\n",
+        namespace,
+    )
+    assert (await evaluate(namespace["judge"], EXPECTING_4)).score == 1.0
+    assert (await evaluate(namespace["Judge"](), EXPECTING_4)).score == 1.0
+
+
+@pytest.mark.anyio
+async def test_evaluate_hands_a_whole_context_on() -> None:
+    judge = MatchesExpectation()
+    ctx = EvaluatorContext(evaluable=EXPECTING_4, entry_name="sum", run_id="r1")
+    assert (await evaluate(judge, ctx)).score == 1.0
+    assert judge.seen == [ctx]
+    assert (
+        await evaluate(with_trace, EvaluatorContext(evaluable=CASE, trace=["the trace"]))
+    ).score == 1.0  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="the context carries its own trace"):
+        await evaluate(judge, ctx, trace=[])
+
+
+def test_the_context_reads_the_evaluable() -> None:
+    from evaltrace import UNSET
+
+    ctx = EvaluatorContext(evaluable=EXPECTING_4)
+    assert (ctx.input(), ctx.input("question"), ctx.input("missing", "-")) == ("2+2?", "2+2?", "-")
+    assert (ctx.output(), ctx.output("answer"), ctx.output("missing")) == ("4", "4", None)
+    assert (ctx.expectation, ctx.has_expectation) == ("4", True)
+    assert dict(ctx.metadata) == {"topic": "arithmetic"}
+    bare = EvaluatorContext(evaluable=Evaluable())
+    assert (bare.expectation, bare.has_expectation, dict(bare.metadata)) == (UNSET, False, {})
+    assert (bare.trace, bare.entry_name, bare.entry_index, bare.run_id) == (None,) * 4
+    assert (dict(bare.attributes), bare.duration_s) == ({}, None)
+
+
+def test_the_context_is_frozen() -> None:
+    import dataclasses
+
+    ctx = EvaluatorContext(evaluable=EXPECTING_4)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ctx.entry_name = "changed"  # type: ignore[misc]
+
+
+def test_the_context_is_exported_from_the_root_and_evals() -> None:
+    import evaltrace
+    import evaltrace.evals
+
+    assert evaltrace.EvaluatorContext is evaltrace.evals.EvaluatorContext is EvaluatorContext
+    assert "EvaluatorContext" in evaltrace.__all__ and "EvaluatorContext" in evaltrace.evals.__all__

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 import threading
@@ -10,7 +11,15 @@ from typing import Any
 import anyio
 import pytest
 
-from evaltrace import Evaluable, Evaluation, NamedData, capture_traces, wrap
+from evaltrace import (
+    Evaluable,
+    Evaluation,
+    Evaluator,
+    EvaluatorContext,
+    NamedData,
+    capture_traces,
+    wrap,
+)
 from evaltrace.evals import (
     EvalAssertionError,
     ScoreThreshold,
@@ -597,3 +606,182 @@ async def test_per_input_evaluators_are_checked_against_the_inputs() -> None:
         await evaluate_inputs(str.upper, ["a"], [], per_input_evaluators=[None])
     with pytest.raises(TypeError, match=r"per_input_evaluators\[0\]\[0\] is int"):
         await evaluate_inputs(str.upper, ["a"], [upper_ok], per_input_evaluators=[[3]])
+
+
+class RecordsContexts(Evaluator):
+    """Keeps the context of every entry it scores."""
+
+    def __init__(self) -> None:
+        self.seen: list[EvaluatorContext] = []
+
+    async def evaluate(self, ctx: EvaluatorContext) -> bool:
+        self.seen.append(ctx)
+        return True
+
+
+@pytest.mark.anyio
+async def test_evaluators_learn_the_entry_and_the_run_from_the_context() -> None:
+    judge = RecordsContexts()
+    attributes = {"dataset": "capitals"}
+    await evaluate_inputs(
+        str.upper,
+        ["a", "b"],
+        [judge],
+        evaluables=[Evaluable(expectation="A"), Evaluable(expectation="B")],
+        entry_names=["first", "second"],
+        run_id="run-7",
+        attributes=attributes,
+    )
+    attributes["dataset"] = "changed after the run started"
+    seen = sorted(judge.seen, key=lambda ctx: ctx.entry_index or 0)
+    assert [(ctx.entry_name, ctx.entry_index) for ctx in seen] == [("first", 0), ("second", 1)]
+    assert [(ctx.output(), ctx.expectation) for ctx in seen] == [("A", "A"), ("B", "B")]
+    assert {ctx.run_id for ctx in seen} == {"run-7"}
+    assert [dict(ctx.attributes) for ctx in seen] == [{"dataset": "capitals"}] * 2
+    for ctx in seen:
+        assert ctx.trace is not None and [node.span.name for node in ctx.trace] == ["upper"]
+        assert ctx.duration_s is not None and ctx.duration_s >= 0
+
+
+@pytest.mark.anyio
+async def test_each_run_gets_one_new_run_id_shared_by_its_entries() -> None:
+    judge = RecordsContexts()
+    await evaluate_inputs(str.upper, ["a", "b"], [judge])
+    await evaluate_inputs(str.upper, ["c"], [judge])
+    first, second = {judge.seen[0].run_id, judge.seen[1].run_id}, judge.seen[2].run_id
+    assert len(first) == 1 and None not in first and second not in first
+
+
+@pytest.mark.anyio
+async def test_entry_names_default_to_the_evaluables_descriptions() -> None:
+    judge = RecordsContexts()
+    cases = [Evaluable(description="greeting"), Evaluable()]
+    await evaluate_inputs(str.upper, ["a", "b"], [judge], evaluables=cases, concurrency=1)
+    assert [ctx.entry_name for ctx in judge.seen] == ["greeting", None]
+    await evaluate_inputs(
+        str.upper, ["a"], [judge], evaluables=cases[:1], entry_names=[None], concurrency=1
+    )
+    assert judge.seen[-1].entry_name == "greeting"
+
+
+@pytest.mark.anyio
+async def test_entry_names_and_attributes_are_checked() -> None:
+    with pytest.raises(ValueError, match="entry_names has 1 items but eval_inputs has 2"):
+        await evaluate_inputs(str.upper, ["a", "b"], [upper_ok], entry_names=["x"])
+    with pytest.raises(TypeError, match=r"entry_names\[0\] is int, not a str or None"):
+        await evaluate_inputs(str.upper, ["a"], [upper_ok], entry_names=[3])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="attributes must be a mapping"):
+        await evaluate_inputs(str.upper, ["a"], [upper_ok], attributes=["dataset"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="attributes keys must be str, got int 1"):
+        await evaluate_inputs(str.upper, ["a"], [upper_ok], attributes={1: "x"})  # type: ignore[dict-item]
+
+
+@pytest.mark.anyio
+async def test_run_and_evaluate_gives_the_context_the_run() -> None:
+    judge = RecordsContexts()
+    case = Evaluable(description="one question", eval_metadata={"level": 1})
+    result = await run_and_evaluate(judge, str.upper, "a", evaluable=case)
+    assert (result.score, result.evaluator) == (1.0, "RecordsContexts")
+    (ctx,) = judge.seen
+    assert (ctx.entry_name, ctx.output(), dict(ctx.metadata)) == ("one question", "A", {"level": 1})
+    assert ctx.trace is not None and ctx.duration_s is not None
+
+
+class CountsInspections:
+    """A callable evaluator that counts how often its signature is read (and is unhashable)."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        self.inspections = 0
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        self.inspections += 1
+        return inspect.signature(lambda evaluable, *, trace=None: None)
+
+    async def __call__(self, evaluable: Evaluable, *, trace: Any = None) -> bool:
+        return trace is not None
+
+
+@pytest.mark.anyio
+async def test_an_evaluator_is_inspected_once_per_run_not_once_per_entry() -> None:
+    judge = CountsInspections()
+    results = await evaluate_inputs(str.upper, list("abcdefghij"), [judge, judge])
+    assert all(e.score == 1.0 for item in results for e in item.evaluations)
+    assert judge.inspections == 1
+
+
+@pytest.mark.anyio
+async def test_the_evaluators_of_one_input_wait_concurrently() -> None:
+    arrived = 0
+    everyone_here = anyio.Event()
+
+    async def meets_the_others(evaluable: Evaluable) -> bool:
+        nonlocal arrived
+        arrived += 1
+        if arrived == 3:
+            everyone_here.set()
+        await everyone_here.wait()  # one at a time, the first would wait here forever
+        return True
+
+    (row,) = await evaluate_inputs(
+        str.upper, ["a"], [meets_the_others] * 3, timeout=30, concurrency=1
+    )
+    assert [e.score for e in row.evaluations] == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.anyio
+async def test_an_evaluator_may_keep_a_cancel_scope_and_a_task_group_open_across_waits() -> None:
+    async def scoped(evaluable: Evaluable) -> float:
+        with anyio.fail_after(60):
+            await anyio.sleep(0)
+            async with anyio.create_task_group() as group:
+                group.start_soon(anyio.sleep, 0)
+                await anyio.sleep(0)
+        return 1.0
+
+    for timeout in (None, 60):
+        rows = await evaluate_inputs(
+            str.upper, ["a", "b"], [nonempty, scoped, scoped], timeout=timeout
+        )
+        assert [[e.status for e in row.evaluations] for row in rows] == [["scored"] * 3] * 2
+
+
+@pytest.mark.anyio
+async def test_a_hanging_evaluator_times_out_alone() -> None:
+    async def hangs(evaluable: Evaluable) -> float:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    (row,) = await evaluate_inputs(str.upper, ["a"], [nonempty, hangs, nonempty], timeout=0.05)
+    assert [e.status for e in row.evaluations] == ["scored", "errored", "scored"]
+    assert row.evaluations[1].error is not None
+    assert row.evaluations[1].error.type == "EvaluatorTimeoutError"
+
+
+@pytest.mark.anyio
+async def test_each_evaluator_runs_in_its_own_copy_of_the_context() -> None:
+    import contextvars
+
+    mark: contextvars.ContextVar[str] = contextvars.ContextVar("mark", default="clean")
+    seen: list[str] = []
+
+    async def dirties(evaluable: Evaluable) -> bool:
+        seen.append(mark.get())
+        mark.set("dirty")  # never reset: must not reach any other evaluator
+        return True
+
+    def reads(evaluable: Evaluable) -> bool:
+        seen.append(mark.get())
+        return True
+
+    await evaluate_inputs(str.upper, ["a", "b", "c"], [dirties, reads, dirties], concurrency=1)
+    assert seen == ["clean"] * 9
+
+
+@pytest.mark.anyio
+async def test_a_runnable_that_cannot_be_called_is_an_errored_run() -> None:
+    result = await run_and_evaluate(upper_ok, "not a function", "q")  # type: ignore[arg-type]
+    assert result.error is not None
+    assert (result.error.type, result.error.where) == ("TypeError", "runnable")

@@ -1,6 +1,7 @@
 """Evaluation: evaluables, evaluations, evaluators, running and asserting."""
 
 from evaltrace.evals.assertions import EvalAssertionError, assert_pass
+from evaltrace.evals.context import EvaluatorContext
 from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
 from evaltrace.evals.evaluable import (
     UNSET,
@@ -13,7 +14,13 @@ from evaltrace.evals.evaluable import (
     json_value,
 )
 from evaltrace.evals.evaluation import Evaluation, EvaluationError, EvaluationStatus
-from evaltrace.evals.evaluator import Evaluator, evaluate, evaluator_name
+from evaltrace.evals.evaluator import (
+    Evaluator,
+    EvaluatorFunction,
+    EvaluatorOutput,
+    evaluate,
+    evaluator_name,
+)
 from evaltrace.evals.report import results_table
 from evaltrace.evals.result import (
     CompletionStatus,
@@ -57,6 +64,9 @@ __all__ = [
     "EvaluationError",
     "EvaluationStatus",
     "Evaluator",
+    "EvaluatorContext",
+    "EvaluatorFunction",
+    "EvaluatorOutput",
     "InputResult",
     "NamedData",
     "PassCriteria",

@@ -1,12 +1,27 @@
-"""Running one evaluator on one evaluable, with failures reported as data."""
+"""Evaluators, and running one of them on one entry with failures reported as data.
+
+An evaluator is any sync or async callable. It takes one of two shapes, told apart once per
+evaluator (when a run prepares it), never per call:
+
+- it takes an :class:`~evaltrace.evals.context.EvaluatorContext`, the documented way: a
+  subclass of :class:`Evaluator` (its ``evaluate(ctx)``), or a function whose first parameter
+  is annotated ``EvaluatorContext``;
+- or it takes the :class:`Evaluable` itself, ``(evaluable, *, trace=None)``, receiving
+  ``trace`` only if it accepts that keyword.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import functools
 import inspect
 import math
-from collections.abc import Callable
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+import typing
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
 
 import anyio
 
@@ -14,32 +29,64 @@ from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.checks import check_timeout
 from evaltrace.errors import EvaluatorTimeoutError, InvalidEvaluatorResultError
 from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
+from evaltrace.evals.context import EvaluatorContext
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.worker_threads import run_in_worker_thread
+from evaltrace.trace.tree import ObservationNode
 
-__all__ = ["Evaluator", "EvaluatorFunction", "evaluate", "evaluator_name"]
+__all__ = [
+    "Evaluator",
+    "EvaluatorFunction",
+    "EvaluatorOutput",
+    "PreparedEvaluator",
+    "evaluate",
+    "evaluate_prepared",
+    "evaluator_name",
+    "is_async_callable",
+    "prepare_evaluator",
+]
 
-
-@runtime_checkable
-class Evaluator(Protocol):
-    """Anything that scores an :class:`Evaluable`.
-
-    A plain function works as well as an object with ``__call__``; it may be sync or async,
-    may accept a ``trace`` keyword (it receives the captured trace tree only if it does), and
-    may return an :class:`Evaluation`, a float in ``[0, 1]`` or a bool.
-
-    Example:
-        >>> def has_answer(evaluable: Evaluable) -> bool:
-        ...     return evaluable.output_value() is not None
-    """
-
-    def __call__(self, evaluable: Evaluable, /) -> Any:
-        """Score ``evaluable``."""
-
+EvaluatorOutput: TypeAlias = Evaluation | float | bool
+"""What an evaluator returns: an :class:`Evaluation`, a score in ``[0, 1]`` or a bool."""
 
 EvaluatorFunction: TypeAlias = Callable[..., Any]
-"""The loose type evaluators are accepted as: any callable following :class:`Evaluator`."""
+"""The loose type evaluators are accepted as: an :class:`Evaluator`, a function of an
+:class:`EvaluatorContext`, or a callable ``(evaluable, *, trace=None)``."""
+
+
+class Evaluator(ABC):
+    """Base class of evaluators: implement ``evaluate(ctx)``, sync or ``async``.
+
+    ``ctx`` is the :class:`EvaluatorContext` of the entry: the evaluable, the trace, the
+    expectation and metadata, the entry's name and the run's attributes. Return an
+    :class:`Evaluation`, a float in ``[0, 1]`` or a bool. A sync ``evaluate`` runs in a
+    worker thread. The reports name the evaluator after its ``name`` attribute when it has
+    one, else after its class.
+
+    A subclass is also a plain callable ``(evaluable, *, trace=None)``, so it fits wherever
+    an evaluator function does.
+
+    Plain callables stay evaluators without subclassing this class, so
+    ``isinstance(obj, Evaluator)`` is true only for subclasses (it was a structural protocol
+    matching any callable before); annotate a list of any evaluators as
+    :data:`EvaluatorFunction`.
+
+    Example:
+        >>> class MentionsParis(Evaluator):
+        ...     def evaluate(self, ctx: EvaluatorContext) -> bool:
+        ...         return "Paris" in ctx.output("answer", "")
+    """
+
+    @abstractmethod
+    def evaluate(self, ctx: EvaluatorContext) -> EvaluatorOutput | Awaitable[EvaluatorOutput]:
+        """Score the entry described by ``ctx``."""
+
+    def __call__(
+        self, evaluable: Evaluable, /, *, trace: Sequence[ObservationNode] | None = None
+    ) -> EvaluatorOutput | Awaitable[EvaluatorOutput]:
+        """Score ``evaluable`` as a plain evaluator: ``evaluate`` with a context holding it."""
+        return self.evaluate(EvaluatorContext(evaluable=evaluable, trace=trace))
 
 
 def evaluator_name(evaluator: object) -> str:
@@ -63,56 +110,150 @@ def evaluator_name(evaluator: object) -> str:
     return type_name(evaluator)
 
 
-@functools.lru_cache(maxsize=2048)
-def _call_shape(target: Callable[..., Any]) -> tuple[bool, bool]:
-    """Whether ``target`` accepts a ``trace`` keyword, and whether it is a coroutine function."""
-    try:
-        params = inspect.signature(target).parameters.values()
-    except (TypeError, ValueError):
-        accepts_trace = False
-    else:
-        accepts_trace = any(
-            p.kind is p.VAR_KEYWORD
-            or (p.name == "trace" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
-            for p in params
-        )
-    return accepts_trace, is_async_callable(target)
-
-
 def is_async_callable(fn: Callable[..., Any]) -> bool:
     """Whether calling ``fn`` gives a coroutine (functions, partials and callable objects)."""
     while isinstance(fn, functools.partial):
         fn = fn.func
     if inspect.isroutine(fn):
         return inspect.iscoroutinefunction(fn)
+    if not callable(fn):  # calling it fails later, where the failure is reported
+        return False
     return inspect.iscoroutinefunction(type(fn).__call__)
 
 
-def _shape_of(evaluator: Callable[..., Any]) -> tuple[bool, bool]:
+class _Takes(enum.Enum):
+    """What a plain callable evaluator is called with."""
+
+    CONTEXT = "context"
+    EVALUABLE_AND_TRACE = "evaluable and trace"
+    EVALUABLE = "evaluable"
+
+
+def _annotated_context(annotation: object, target: Callable[..., Any], parameter: str) -> bool:
+    """Whether a first parameter's annotation names :class:`EvaluatorContext`."""
+    if annotation is EvaluatorContext:
+        return True
+    if not isinstance(annotation, str):
+        return False
+    if annotation.rpartition(".")[2] == "EvaluatorContext":
+        return True
+    hinted = target.func if isinstance(target, functools.partial) else target
+    if not inspect.isroutine(hinted):  # a callable object: its __call__ holds the hints
+        hinted = type(hinted).__call__
+    try:  # an alias such as `Ctx` under `from __future__ import annotations`
+        hints = typing.get_type_hints(hinted)
+    except Exception:  # a name the hints cannot resolve: not the context then
+        return False
+    return hints.get(parameter) is EvaluatorContext
+
+
+@functools.lru_cache(maxsize=2048)
+def _call_shape(target: Callable[..., Any]) -> tuple[_Takes, bool]:
+    """What ``target`` takes, and whether it is a coroutine function."""
+    try:
+        params = list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        takes = _Takes.EVALUABLE
+    else:
+        first = params[0] if params else None
+        if (
+            first is not None
+            and first.kind in (first.POSITIONAL_ONLY, first.POSITIONAL_OR_KEYWORD)
+            and _annotated_context(first.annotation, target, first.name)
+        ):
+            takes = _Takes.CONTEXT
+        elif any(
+            p.kind is p.VAR_KEYWORD
+            or (p.name == "trace" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+            for p in params
+        ):
+            takes = _Takes.EVALUABLE_AND_TRACE
+        else:
+            takes = _Takes.EVALUABLE
+    return takes, is_async_callable(target)
+
+
+def _shape_of(evaluator: Callable[..., Any]) -> tuple[_Takes, bool]:
     try:
         return _call_shape(evaluator)
-    except TypeError:  # unhashable callable object: inspect it every time
+    except TypeError:  # an unhashable callable object: inspected each time it is prepared
         return _call_shape.__wrapped__(evaluator)
 
 
-async def _invoke(evaluator: Callable[..., Any], evaluable: Evaluable, trace: Any) -> Any:
-    accepts_trace, is_async = _shape_of(evaluator)
-    kwargs = {"trace": trace} if accepts_trace else {}
-    if is_async:
-        result = await evaluator(evaluable, **kwargs)
+@dataclass(frozen=True, slots=True)
+class PreparedEvaluator:
+    """An evaluator with its shape worked out once: how to call it, and what it is called."""
+
+    evaluator: EvaluatorFunction
+    """The evaluator as given."""
+    name: str
+    """The display name its evaluations carry."""
+    call: Callable[[EvaluatorContext], Any]
+    """Calls the evaluator for one entry; gives its result, or an awaitable of it."""
+    is_async: bool
+    """Whether ``call`` gives a coroutine (else it runs in a worker thread)."""
+
+
+def prepare_evaluator(evaluator: EvaluatorFunction, name: str | None = None) -> PreparedEvaluator:
+    """Work out once how to call ``evaluator``, so that scoring an entry inspects nothing.
+
+    Args:
+        evaluator: An :class:`Evaluator`, a function of an :class:`EvaluatorContext`, or a
+            callable ``(evaluable, *, trace=None)``; sync or async.
+        name: The display name (derived from the evaluator when omitted).
+
+    Returns:
+        The prepared evaluator.
+
+    Raises:
+        TypeError: ``evaluator`` is not callable.
+    """
+    if not callable(evaluator):
+        raise TypeError(
+            f"an evaluator must be a callable, got {type_name(evaluator)} "
+            f"{safe_repr(evaluator)[:80]}"
+        )
+    label = name or evaluator_name(evaluator)
+    if isinstance(evaluator, Evaluator):
+        method = evaluator.evaluate
+        return PreparedEvaluator(evaluator, label, method, is_async_callable(method))
+    takes, is_async = _shape_of(evaluator)
+    call: Callable[[EvaluatorContext], Any]
+    if takes is _Takes.CONTEXT:
+        call = evaluator
+    elif takes is _Takes.EVALUABLE_AND_TRACE:
+
+        def call(ctx: EvaluatorContext) -> Any:
+            return evaluator(ctx.evaluable, trace=ctx.trace)
+
     else:
-        result = await run_in_worker_thread(functools.partial(evaluator, evaluable, **kwargs))
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+
+        def call(ctx: EvaluatorContext) -> Any:
+            return evaluator(ctx.evaluable)
+
+    return PreparedEvaluator(evaluator, label, call, is_async)
+
+
+_BUILTIN_SCORES: Final = frozenset({bool, int, float})
+"""Result types checked by exact type first: cheaper than ``isinstance`` on a model class."""
+
+_NO_TIMEOUT: Final = contextlib.nullcontext()
+
+
+def _is_pending(result: object) -> bool:
+    """Whether ``result`` is an awaitable still to await (a sync call may return one)."""
+    if type(result) in _BUILTIN_SCORES or isinstance(result, Evaluation):
+        return False
+    return inspect.isawaitable(result)
 
 
 def _coerce(result: object, name: str) -> Evaluation:
-    if isinstance(result, Evaluation):
-        return result.with_evaluator(name)
-    item = getattr(result, "item", None)
-    if callable(item) and hasattr(result, "dtype"):  # a numpy scalar: np.bool_, np.float32...
-        result = item()
+    if type(result) not in _BUILTIN_SCORES:  # subclasses too: np.float64 is a float
+        if isinstance(result, Evaluation):
+            return result.with_evaluator(name)
+        item = getattr(result, "item", None)
+        if callable(item) and hasattr(result, "dtype"):  # a numpy scalar: np.bool_, np.float32...
+            result = item()
     if isinstance(result, bool):
         return Evaluation(score=1.0 if result else 0.0, evaluator=name)
     if isinstance(result, int | float):
@@ -129,62 +270,23 @@ def _coerce(result: object, name: str) -> Evaluation:
     )
 
 
-async def evaluate(
-    evaluator: EvaluatorFunction,
-    evaluable: Evaluable,
-    *,
-    trace: Any = None,
-    timeout: float | None = None,
-    name: str | None = None,
+async def evaluate_prepared(
+    prepared: PreparedEvaluator, ctx: EvaluatorContext, timeout: float | None = None
 ) -> Evaluation:
-    """Run one evaluator on one evaluable; never raises for the evaluator's failures.
+    """Run a prepared evaluator on one entry; never raises for the evaluator's failures.
 
-    Sync evaluators run in a worker thread with the caller's context copied (a daemon thread
-    on asyncio, so one abandoned after its timeout never delays interpreter exit). An
-    exception, a timeout, or a result that is not a valid score becomes an errored
-    :class:`Evaluation` (``score=None``) saying what went wrong; so does a ``CancelledError``
-    raised while the caller is not being cancelled. A real cancellation of the caller
-    propagates.
-
-    Args:
-        evaluator: A sync or async evaluator callable.
-        evaluable: What to score.
-        trace: The captured trace tree; passed only to evaluators that accept ``trace``.
-        timeout: Seconds after which the evaluation is errored with a timeout.
-        name: The display name to report (derived from the evaluator when omitted).
-
-    Returns:
-        The evaluation, named after the evaluator.
-
-    Raises:
-        TypeError: ``evaluator`` is not callable, or ``evaluable`` is not an
-            :class:`Evaluable`.
-        ValueError: ``timeout`` is not a positive number.
-
-    Example:
-        >>> import anyio
-        >>> anyio.run(evaluate, lambda e: 0.5, Evaluable()).score
-        0.5
+    The work of :func:`evaluate`, for callers that prepared the evaluator and checked the
+    timeout once (the runner).
     """
-    if not callable(evaluator):
-        raise TypeError(
-            f"evaluate(evaluator, evaluable): evaluator must be a callable, got "
-            f"{type_name(evaluator)} {safe_repr(evaluator)[:80]}"
-        )
-    if not isinstance(evaluable, Evaluable):
-        raise TypeError(
-            f"evaluate(evaluator, evaluable): evaluable must be an evaltrace.Evaluable, got "
-            f"{type_name(evaluable)} {safe_repr(evaluable)[:80]}; build one with "
-            "Evaluable(eval_output=[NamedData(name='output', value=...)], expectation=...)"
-        )
-    label = name or evaluator_name(evaluator)
-    check_timeout(timeout)
+    label = prepared.name
     try:
-        if timeout is None:
-            result = await _invoke(evaluator, evaluable, trace)
-        else:
-            with anyio.fail_after(timeout):
-                result = await _invoke(evaluator, evaluable, trace)
+        with _NO_TIMEOUT if timeout is None else anyio.fail_after(timeout):
+            if prepared.is_async:
+                result = await prepared.call(ctx)
+            else:
+                result = await run_in_worker_thread(functools.partial(prepared.call, ctx))
+            if _is_pending(result):
+                result = await result
         return _coerce(result, label)
     except TimeoutError as exc:
         if isinstance(exc, EvaluatorTimeoutError) or timeout is None:
@@ -201,3 +303,68 @@ async def evaluate(
         stray = StrayCancellationError(f"evaluator {label!r}")
         stray.__cause__ = exc
         return Evaluation.errored(stray, where="evaluator", evaluator=label)
+
+
+async def evaluate(
+    evaluator: EvaluatorFunction,
+    evaluable: Evaluable | EvaluatorContext,
+    *,
+    trace: Sequence[ObservationNode] | None = None,
+    timeout: float | None = None,
+    name: str | None = None,
+) -> Evaluation:
+    """Run one evaluator on one evaluable; never raises for the evaluator's failures.
+
+    Sync evaluators run in a worker thread with the caller's context copied (a daemon thread
+    on asyncio, so one abandoned after its timeout never delays interpreter exit). An
+    exception, a timeout, or a result that is not a valid score becomes an errored
+    :class:`Evaluation` (``score=None``) saying what went wrong; so does a ``CancelledError``
+    raised while the caller is not being cancelled. A real cancellation of the caller
+    propagates.
+
+    Args:
+        evaluator: An :class:`Evaluator`, a function of an :class:`EvaluatorContext`, or a
+            callable ``(evaluable, *, trace=None)``; sync or async.
+        evaluable: What to score, or a whole :class:`EvaluatorContext` (an evaluator that
+            runs others hands its own context on this way).
+        trace: The captured trace tree; passed only to evaluators that accept ``trace`` or
+            take the context. Give it inside the context when ``evaluable`` is one.
+        timeout: Seconds after which the evaluation is errored with a timeout.
+        name: The display name to report (derived from the evaluator when omitted).
+
+    Returns:
+        The evaluation, named after the evaluator.
+
+    Raises:
+        TypeError: ``evaluator`` is not callable, ``evaluable`` is neither an
+            :class:`Evaluable` nor an :class:`EvaluatorContext`, or ``trace`` is given
+            beside a context.
+        ValueError: ``timeout`` is not a positive number.
+
+    Example:
+        >>> import anyio
+        >>> anyio.run(evaluate, lambda e: 0.5, Evaluable()).score
+        0.5
+    """
+    if not callable(evaluator):
+        raise TypeError(
+            f"evaluate(evaluator, evaluable): evaluator must be a callable, got "
+            f"{type_name(evaluator)} {safe_repr(evaluator)[:80]}"
+        )
+    if isinstance(evaluable, EvaluatorContext):
+        if trace is not None:
+            raise TypeError(
+                "evaluate(evaluator, ctx, trace=...): the context carries its own trace; "
+                "give trace= only with an Evaluable, or build the context with trace=..."
+            )
+        ctx = evaluable
+    elif isinstance(evaluable, Evaluable):
+        ctx = EvaluatorContext(evaluable=evaluable, trace=trace)
+    else:
+        raise TypeError(
+            f"evaluate(evaluator, evaluable): evaluable must be an evaltrace.Evaluable, got "
+            f"{type_name(evaluable)} {safe_repr(evaluable)[:80]}; build one with "
+            "Evaluable(eval_output=[NamedData(name='output', value=...)], expectation=...)"
+        )
+    check_timeout(timeout)
+    return await evaluate_prepared(prepare_evaluator(evaluator, name), ctx, timeout)

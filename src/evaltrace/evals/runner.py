@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import functools
 import inspect
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+import types
+import uuid
+from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import anyio
 
@@ -21,13 +25,15 @@ from evaltrace.capture.wrap import start_span_call
 from evaltrace.checks import check_count, check_timeout
 from evaltrace.errors import EvaluatorTimeoutError
 from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
+from evaltrace.evals.context import EvaluatorContext
 from evaltrace.evals.evaluable import UNSET, Evaluable, Unset, json_value, saved_value
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import (
     EvaluatorFunction,
-    evaluate,
-    evaluator_name,
+    PreparedEvaluator,
+    evaluate_prepared,
     is_async_callable,
+    prepare_evaluator,
 )
 from evaltrace.evals.result import EntryResult, entry_status
 from evaltrace.evals.selectors import TraceSelector, root
@@ -43,6 +49,11 @@ __all__ = [
 ]
 
 logger = logging.getLogger("evaltrace")
+
+_NO_INPUTS: Final = contextlib.nullcontext()
+"""The scope of a run given no inputs to serve (one reusable, stateless instance)."""
+
+_NO_ATTRIBUTES: Final[Mapping[str, Any]] = types.MappingProxyType({})
 
 
 @dataclass(kw_only=True)
@@ -132,13 +143,28 @@ def _runnable_name(runnable: Callable[..., Any]) -> str:
     return name if isinstance(name, str) and name != "<lambda>" else type_name(runnable)
 
 
-async def _call(runnable: Callable[..., Any], eval_input: Any) -> Any:
-    if is_async_callable(runnable):
-        return await runnable(eval_input)
-    result = await run_in_worker_thread(functools.partial(runnable, eval_input))
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+@dataclass(frozen=True, slots=True)
+class _Runnable:
+    """The app entry point, with its name and kind worked out once per run."""
+
+    function: Callable[..., Any]
+    """The entry point as given."""
+    name: str
+    """The name of its root span."""
+    is_async: bool
+    """Whether calling it gives a coroutine (else it runs in a worker thread)."""
+
+    @classmethod
+    def of(cls, function: Callable[..., Any]) -> _Runnable:
+        return cls(function, _runnable_name(function), is_async_callable(function))
+
+    async def __call__(self, eval_input: Any) -> Any:
+        if self.is_async:
+            return await self.function(eval_input)
+        result = await run_in_worker_thread(functools.partial(self.function, eval_input))
+        if inspect.isawaitable(result):
+            result = await result
+        return result
 
 
 class _FailableCall(Protocol):
@@ -179,45 +205,51 @@ async def run_captured(
         The outcome; the runnable's exception is kept in it, never raised.
     """
     check_timeout(timeout)
+    return await _run_captured(
+        _Runnable.of(runnable), eval_input, inputs=inputs, entry=entry, timeout=timeout
+    )
+
+
+async def _run_captured(
+    runnable: _Runnable,
+    eval_input: Any,
+    *,
+    inputs: Mapping[str, Any] | None,
+    entry: str | None,
+    timeout: float | None,
+) -> RunOutcome:
     started = time.perf_counter()
     started_at = datetime.now(UTC)
     output: Any = None
     error: BaseException | None = None
-    name = _runnable_name(runnable)
-    async with capture_traces() as handler:
-        scope = (
-            _eval_inputs_scope(inputs, entry=entry)
-            if inputs is not None
-            else contextlib.nullcontext()
-        )
-        with scope:
-            call = start_span_call(name, "chain", eval_input, {conv.RUN_SPAN_ATTRIBUTE: True})
-            call.attach()
-            try:
-                if timeout is None:
-                    output = await _call(runnable, eval_input)
-                else:
-                    with anyio.fail_after(timeout):
-                        output = await _call(runnable, eval_input)
-            except TimeoutError:
-                error = EvaluatorTimeoutError(
-                    f"runnable {name!r} did not finish within {timeout:g} s"
-                )
-                _record_failure(call, error)
-            except Exception as exc:  # the app's failure is reported as data
-                error = exc
-                _record_failure(call, exc)
-            except BaseException as exc:
-                if not is_stray_cancellation(exc):
-                    raise
-                error = StrayCancellationError(f"runnable {name!r}")
-                error.__cause__ = exc
-                _record_failure(call, error)
+    name = runnable.name
+    scope = _eval_inputs_scope(inputs, entry=entry) if inputs is not None else _NO_INPUTS
+    with capture_traces() as handler, scope:
+        call = start_span_call(name, "chain", eval_input, {conv.RUN_SPAN_ATTRIBUTE: True})
+        call.attach()
+        try:
+            if timeout is None:
+                output = await runnable(eval_input)
             else:
-                call.output(output)
-            finally:
-                call.detach()
-                call.end()
+                with anyio.fail_after(timeout):
+                    output = await runnable(eval_input)
+        except TimeoutError:
+            error = EvaluatorTimeoutError(f"runnable {name!r} did not finish within {timeout:g} s")
+            _record_failure(call, error)
+        except Exception as exc:  # the app's failure is reported as data
+            error = exc
+            _record_failure(call, exc)
+        except BaseException as exc:
+            if not is_stray_cancellation(exc):
+                raise
+            error = StrayCancellationError(f"runnable {name!r}")
+            error.__cause__ = exc
+            _record_failure(call, error)
+        else:
+            call.output(output)
+        finally:
+            call.detach()
+            call.end()
     return RunOutcome(
         output=output,
         error=error,
@@ -227,37 +259,88 @@ async def run_captured(
     )
 
 
-async def _gather(coroutines: list[Coroutine[Any, Any, Evaluation]]) -> list[Evaluation]:
-    """Await evaluation coroutines concurrently, results in order.
+async def _evaluate_entry(
+    evaluators: Sequence[PreparedEvaluator], ctx: EvaluatorContext, timeout: float | None
+) -> list[Evaluation]:
+    """Score one entry with each evaluator, concurrently; the results in evaluator order.
 
-    The coroutines never raise (``evaluate`` turns failures into data), so on asyncio the
-    cheaper ``asyncio.gather`` is used; other backends get an anyio task group.
+    The evaluations never raise (failures are data), only a cancellation of the run does.
+    On asyncio each evaluator starts in this task, in its own copy of the context, so one
+    that finishes without waiting (a pure scorer) costs no task. The first one that has to
+    wait is driven on in this task, so a cancel scope it entered stays in the task that
+    entered it, while the evaluators after it start as tasks and wait alongside it. Other
+    event loops (trio) get a task per evaluator, in a task group.
     """
-    if len(coroutines) == 1:
-        return [await coroutines[0]]
-    import asyncio
-
     try:
-        asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
     except RuntimeError:  # another anyio backend (trio)
-        pass
-    else:
-        # The others start as tasks; the first runs in this task meanwhile (one task fewer).
-        others = [asyncio.ensure_future(coroutine) for coroutine in coroutines[1:]]
+        return await _evaluate_in_task_group(evaluators, ctx, timeout)
+    results: list[Evaluation] = []
+    for position, prepared in enumerate(evaluators):
+        context = contextvars.copy_context()
+        coroutine = evaluate_prepared(prepared, ctx, timeout)
         try:
-            first = await coroutines[0]
+            awaited = context.run(coroutine.send, None)
+        except StopIteration as finished:
+            results.append(finished.value)
+            continue
+        rest = [
+            loop.create_task(evaluate_prepared(later, ctx, timeout))
+            for later in evaluators[position + 1 :]
+        ]
+        try:
+            results.append(await _drive(coroutine, awaited, context))
+            for task in rest:
+                results.append(await task)
         except BaseException:  # cancelled: the others must not run on, orphaned
-            for task in others:
+            for task in rest:
                 task.cancel()
             raise
-        return [first, *await asyncio.gather(*others)]
-    slots: list[Evaluation | None] = [None] * len(coroutines)
+        break
+    return results
+
+
+@types.coroutine
+def _drive(
+    coroutine: Coroutine[Any, Any, Evaluation],
+    awaited: Any,
+    context: contextvars.Context,
+) -> Generator[Any, Any, Evaluation]:
+    """Await ``coroutine``, which already ran up to its first wait (on ``awaited``).
+
+    It goes on in the task awaiting this, in ``context``: what the task's event loop sends
+    or throws (a cancellation) is passed to it, as ``await`` itself would.
+    """
+    while True:
+        try:
+            sent = yield awaited
+        except GeneratorExit:
+            coroutine.close()
+            raise
+        except BaseException as exc:  # thrown in by the task: a cancellation
+            try:
+                awaited = context.run(coroutine.throw, exc)
+            except StopIteration as finished:
+                result: Evaluation = finished.value
+                return result
+        else:
+            try:
+                awaited = context.run(coroutine.send, sent)
+            except StopIteration as finished:
+                result = finished.value
+                return result
+
+
+async def _evaluate_in_task_group(
+    evaluators: Sequence[PreparedEvaluator], ctx: EvaluatorContext, timeout: float | None
+) -> list[Evaluation]:
+    slots: list[Evaluation | None] = [None] * len(evaluators)
 
     async def one(position: int) -> None:
-        slots[position] = await coroutines[position]
+        slots[position] = await evaluate_prepared(evaluators[position], ctx, timeout)
 
     async with anyio.create_task_group() as group:
-        for position in range(len(coroutines)):
+        for position in range(len(evaluators)):
             group.start_soon(one, position)
     return [slot if slot is not None else _missing(None) for slot in slots]
 
@@ -310,7 +393,7 @@ def _evaluable_from_run(
 
 
 async def _prepare(
-    runnable: Callable[..., Any],
+    runnable: _Runnable,
     eval_input: Any,
     *,
     base: Evaluable | None,
@@ -324,7 +407,7 @@ async def _prepare(
         if isinstance(expected_output, Unset):
             return base, None, None
         return base.model_copy(update={"expectation": json_value(expected_output)}), None, None
-    run = await run_captured(
+    run = await _run_captured(
         runnable, eval_input, inputs=_injected_inputs(base), entry=entry, timeout=timeout
     )
     if run.error is not None:
@@ -369,9 +452,9 @@ async def run_and_evaluate(
         1.0
     """
     check_timeout(timeout)
-    name = evaluator_name(evaluator)
+    prepared = prepare_evaluator(evaluator)
     built, run, failure = await _prepare(
-        runnable,
+        _Runnable.of(runnable),
         eval_input,
         base=evaluable,
         expected_output=expected_output,
@@ -381,9 +464,29 @@ async def run_and_evaluate(
     )
     if failure is not None or built is None:
         assert failure is not None
-        return failure.model_copy(update={"evaluator": name})
-    trace = run.trace if run is not None else None
-    return await evaluate(evaluator, built, trace=trace, timeout=timeout, name=name)
+        return failure.model_copy(update={"evaluator": prepared.name})
+    ctx = _context(built, run, entry_name=built.description, entry_index=None, run_id=None)
+    return await evaluate_prepared(prepared, ctx, timeout)
+
+
+def _context(
+    evaluable: Evaluable,
+    run: RunOutcome | None,
+    *,
+    entry_name: str | None,
+    entry_index: int | None,
+    run_id: str | None,
+    attributes: Mapping[str, Any] = _NO_ATTRIBUTES,
+) -> EvaluatorContext:
+    return EvaluatorContext(
+        evaluable=evaluable,
+        trace=run.trace if run is not None else None,
+        entry_name=entry_name,
+        entry_index=entry_index,
+        run_id=run_id,
+        attributes=attributes,
+        duration_s=run.duration_s if run is not None else None,
+    )
 
 
 async def evaluate_inputs(
@@ -397,6 +500,9 @@ async def evaluate_inputs(
     timeout: float | None = None,
     on_progress: Callable[[InputResult, int, int], object] | None = None,
     per_input_evaluators: Sequence[Sequence[EvaluatorFunction] | None] | None = None,
+    entry_names: Sequence[str | None] | None = None,
+    run_id: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> list[InputResult]:
     """Run each input once and score it with every evaluator; never raises for failures.
 
@@ -416,45 +522,60 @@ async def evaluate_inputs(
             logged, not propagated.
         per_input_evaluators: One list per input that replaces ``evaluators`` for that input
             (``None`` keeps ``evaluators``): dataset entries may each declare their own.
+        entry_names: One name per input (or ``None``), given to evaluators as
+            :attr:`EvaluatorContext.entry_name` and quoted in errors; by default the
+            evaluable's ``description``.
+        run_id: The run's id, given to evaluators as :attr:`EvaluatorContext.run_id`; a new
+            random one by default.
+        attributes: Attributes of the whole run (e.g. ``{"dataset": "qa"}``), given to
+            evaluators as :attr:`EvaluatorContext.attributes`.
 
     Raises:
         TypeError: ``eval_inputs`` is a string or not a sequence, or ``runnable``, an
-            evaluator or an evaluable has the wrong type.
+            evaluator, an evaluable, an entry name or the attributes have the wrong type.
         ValueError: Mismatched lengths, no evaluators, or a bad ``concurrency``/``timeout``.
     """
     items, cases, checks = _checked_arguments(runnable, eval_inputs, evaluators, evaluables)
     check_count(concurrency, "concurrency")
     check_timeout(timeout)
     plans = _evaluator_plans(checks, per_input_evaluators, len(items))
+    names = _entry_names(entry_names, cases, len(items))
+    run_attributes = _run_attributes(attributes)
+    run_id = run_id if run_id is not None else uuid.uuid4().hex
+    app = _Runnable.of(runnable)
     results: list[InputResult] = [
         InputResult(index=i, eval_input=item, evaluable=None) for i, item in enumerate(items)
     ]
 
     async def score(outcome: InputResult) -> None:
-        checks, names = plans[outcome.index]
-        base = cases[outcome.index] if cases is not None else None
-        label = base.description if base is not None else None
+        index = outcome.index
+        evaluators = plans[index][0]
+        name = names[index]
         evaluable, run, failure = await _prepare(
-            runnable,
+            app,
             outcome.eval_input,
-            base=base,
+            base=cases[index] if cases is not None else None,
             expected_output=UNSET,
             from_trace=from_trace,
             timeout=timeout,
-            entry=label or f"input #{outcome.index}",
+            entry=name or f"input #{index}",
         )
         outcome.evaluable, outcome.run = evaluable, run
         if failure is not None or evaluable is None:
             assert failure is not None
-            outcome.evaluations = [failure.model_copy(update={"evaluator": n}) for n in names]
-            return
-        trace = run.trace if run is not None else None
-        outcome.evaluations = await _gather(
-            [
-                evaluate(check, evaluable, trace=trace, timeout=timeout, name=name)
-                for check, name in zip(checks, names, strict=True)
+            outcome.evaluations = [
+                failure.model_copy(update={"evaluator": n}) for n in plans[index][1]
             ]
+            return
+        ctx = _context(
+            evaluable,
+            run,
+            entry_name=name,
+            entry_index=index,
+            run_id=run_id,
+            attributes=run_attributes,
         )
+        outcome.evaluations = await _evaluate_entry(evaluators, ctx, timeout)
 
     async def score_never_losing_the_row(outcome: InputResult) -> None:
         names = plans[outcome.index][1]
@@ -490,7 +611,8 @@ async def evaluate_inputs(
     return results
 
 
-_Plan = tuple[list[EvaluatorFunction], list[str]]
+_Plan = tuple[list[PreparedEvaluator], list[str]]
+"""The evaluators of an input, prepared, and their names."""
 
 
 def _evaluator_plans(
@@ -498,18 +620,29 @@ def _evaluator_plans(
     per_input: Sequence[Sequence[EvaluatorFunction] | None] | None,
     count: int,
 ) -> list[_Plan]:
-    """The evaluators (and their names) of each input; inputs sharing a list share a plan."""
-    shared: _Plan = (checks, [evaluator_name(check) for check in checks])
+    """The evaluators of each input, each prepared once; inputs sharing a list share a plan."""
+    prepared: dict[int, PreparedEvaluator] = {}  # the lists keep the evaluators alive
+
+    def plan_of(listed: list[EvaluatorFunction]) -> _Plan:
+        evaluators = []
+        for check in listed:
+            one = prepared.get(id(check))
+            if one is None:
+                one = prepared[id(check)] = prepare_evaluator(check)
+            evaluators.append(one)
+        return evaluators, [one.name for one in evaluators]
+
     if per_input is None:
         if not checks:
             raise ValueError("at least one evaluator is needed")
-        return [shared] * count
+        return [plan_of(checks)] * count
     given = _as_list(per_input, "per_input_evaluators", "one list of evaluators per input")
     if len(given) != count:
         raise ValueError(
             f"per_input_evaluators has {len(given)} items but eval_inputs has {count}; "
             "give one list (or None) per input"
         )
+    shared = plan_of(checks)
     plans: dict[int, _Plan] = {}
     result: list[_Plan] = []
     for position, own in enumerate(given):
@@ -532,9 +665,47 @@ def _evaluator_plans(
                         f"per_input_evaluators[{position}][{index}] is {type_name(check)}, "
                         "not callable"
                     )
-            plan = plans[id(own)] = (listed, [evaluator_name(check) for check in listed])
+            plan = plans[id(own)] = plan_of(listed)
         result.append(plan)
     return result
+
+
+def _entry_names(
+    given: Sequence[str | None] | None, cases: list[Evaluable] | None, count: int
+) -> list[str | None]:
+    """Each input's name: the one given, else its evaluable's description, else ``None``."""
+    if given is None:
+        return [case.description for case in cases] if cases is not None else [None] * count
+    names = _as_list(given, "entry_names", "one name (or None) per input")
+    if len(names) != count:
+        raise ValueError(
+            f"entry_names has {len(names)} items but eval_inputs has {count}; "
+            "give one name (or None) per input"
+        )
+    for position, name in enumerate(names):
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"entry_names[{position}] is {type_name(name)}, not a str or None")
+    if cases is not None:
+        return [
+            name if name is not None else case.description
+            for name, case in zip(names, cases, strict=True)
+        ]
+    return names
+
+
+def _run_attributes(attributes: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A read-only copy of the run's attributes, shared by every entry's context."""
+    if attributes is None:
+        return _NO_ATTRIBUTES
+    if not isinstance(attributes, Mapping):
+        raise TypeError(
+            f"attributes must be a mapping of names to values (e.g. {{'dataset': 'qa'}}), got "
+            f"{type_name(attributes)}"
+        )
+    for key in attributes:
+        if not isinstance(key, str):
+            raise TypeError(f"attributes keys must be str, got {type_name(key)} {safe_repr(key)}")
+    return types.MappingProxyType(dict(attributes))
 
 
 def _checked_arguments(
