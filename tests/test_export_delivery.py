@@ -55,6 +55,7 @@ def delta(before: ExportStats) -> ExportStats:
         failed=now.failed - before.failed,
         dropped=now.dropped - before.dropped,
         queued=now.queued,
+        exporting=now.exporting,
     )
 
 
@@ -119,7 +120,7 @@ def test_a_full_export_queue_drops_and_counts_the_spans(monkeypatch: pytest.Monk
     assert exporter.entered.wait(10)  # span 0 is being exported, the queue is empty
     for i in range(1, 11):
         step(i)
-    assert delta(before) == ExportStats(exported=0, failed=0, dropped=6, queued=4)
+    assert delta(before) == ExportStats(exported=0, failed=0, dropped=6, queued=4, exporting=1)
     exporter.release.set()
     assert flush() is False  # six spans were dropped since the previous flush
     assert delta(before) == ExportStats(exported=5, failed=0, dropped=6, queued=0)
@@ -138,9 +139,53 @@ def test_shutdown_drops_and_counts_what_it_could_not_export_in_time() -> None:
     step(2)
     try:
         assert evaltrace.shutdown(timeout_millis=50) is False
-        assert delta(before) == ExportStats(exported=0, failed=0, dropped=2, queued=0)
+        # the two queued spans and the one stuck in the exporter
+        assert delta(before) == ExportStats(exported=0, failed=0, dropped=3, queued=0)
     finally:
         exporter.release.set()
+
+
+def test_an_export_that_returns_after_shutdown_gave_up_on_it_is_not_counted_twice() -> None:
+    exporter = ListExporter()
+    exporter.release.clear()
+    exported = threading.Event()
+    returning = exporter.export
+
+    def export(spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            return returning(spans)
+        finally:
+            exported.set()
+
+    exporter.export = export  # type: ignore[method-assign]
+    init(exporters=[exporter])
+    before = export_stats()
+    step(0)
+    assert flush(timeout_millis=0) is False
+    assert exporter.entered.wait(10)
+    assert evaltrace.shutdown(timeout_millis=0) is False
+    assert delta(before) == ExportStats(exported=0, failed=0, dropped=1, queued=0, exporting=0)
+    exporter.release.set()
+    assert exported.wait(10)
+    evaltrace.flush()  # the export thread has counted (or not) under the queue's lock by now
+    assert delta(before) == ExportStats(exported=0, failed=0, dropped=1, queued=0, exporting=0)
+
+
+@pytest.mark.usefixtures("fresh_runtime")
+def test_export_stats_count_the_spans_being_exported() -> None:
+    exporter = ListExporter()
+    exporter.release.clear()
+    init(exporters=[exporter])
+    before = export_stats()
+    step(0)
+    assert flush(timeout_millis=0) is False
+    assert exporter.entered.wait(10)
+    try:
+        assert delta(before) == ExportStats(exported=0, failed=0, dropped=0, queued=0, exporting=1)
+    finally:
+        exporter.release.set()
+    assert flush()
+    assert delta(before) == ExportStats(exported=1, failed=0, dropped=0, queued=0, exporting=0)
 
 
 def closed_port() -> int:
