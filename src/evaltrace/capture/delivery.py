@@ -503,16 +503,21 @@ class ExportQueue(_BoundedQueue[ReadableSpan]):
                     self._urgent = False
                 self._exporting = len(batch)
             exported = self._export(batch)
+            count = len(batch)
+            # A failed export leaves reference cycles (exception, traceback, frames) that keep
+            # the list passed to the exporter alive until a full garbage collection; emptied,
+            # it no longer holds the spans.
+            batch.clear()
             with self._changed:
                 if self._abandoned:  # shutdown counted this batch as dropped already
                     self._abandoned = False
                     continue
                 self._exporting = 0
                 if exported:
-                    self._exported += len(batch)
+                    self._exported += count
                 else:
-                    self._failed += len(batch)
-                self._finished += len(batch)
+                    self._failed += count
+                self._finished += count
                 self._changed.notify_all()
 
     def _export(self, batch: list[ReadableSpan]) -> bool:

@@ -21,6 +21,7 @@ from evaltrace.testing.otlp_receiver import (
     ReceivedExport,
     ReceivedSpan,
 )
+from evaltrace.testing.phoenix import PhoenixError, PhoenixServer
 
 __all__ = [
     "DEFAULT_FLAGGED_WORDS",
@@ -29,6 +30,8 @@ __all__ = [
     "FakeJudgeStateError",
     "OTLPReceiver",
     "OTLPReceiverStateError",
+    "PhoenixError",
+    "PhoenixServer",
     "ReceivedExport",
     "ReceivedSpan",
     "RecordedRequest",
