@@ -26,7 +26,7 @@ def test_the_export_guide_python_examples_run_in_order(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "ExportStats(exported=0, failed=1, dropped=0, queued=0, exporting=0)" in result.stdout
-    assert "greet {\"name\":\"Ada\"} evaltrace-app" in result.stdout
+    assert 'greet {"name":"Ada"} evaltrace-app' in result.stdout
 
 
 def variables_read_by_the_package() -> set[str]:
