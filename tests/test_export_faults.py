@@ -61,6 +61,11 @@ def warnings_in(stderr: str) -> list[str]:
 EXPECTED = [2 * i for i in range(SPANS)]
 
 
+def counts(*, failed: int, dropped: int) -> dict[str, int]:
+    """export_stats() of an app whose every span failed or was dropped."""
+    return {"exported": 0, "failed": failed, "dropped": dropped, "queued": 0, "exporting": 0}
+
+
 def test_an_absent_collector_fails_every_batch_with_one_warning() -> None:
     absent = OTLPReceiver().start()
     absent.stop()  # nothing listens on its port now
@@ -71,13 +76,7 @@ def test_an_absent_collector_fails_every_batch_with_one_warning() -> None:
     )
     assert outcome["results"] == EXPECTED
     assert outcome["delivered"] is False
-    assert outcome["stats"] == {
-        "exported": 0,
-        "failed": SPANS,
-        "dropped": 0,
-        "queued": 0,
-        "exporting": 0,
-    }
+    assert outcome["stats"] == counts(failed=SPANS, dropped=0)
     (warning,) = warnings_in(stderr)
     assert "failed to export 4 spans" in warning
     assert "Failed to export spans batch" in warning  # the exporter's own reason, quoted
@@ -93,13 +92,7 @@ def test_a_collector_answering_500_fails_every_batch_with_one_warning(
     )
     assert outcome["results"] == EXPECTED
     assert outcome["delivered"] is False
-    assert outcome["stats"] == {
-        "exported": 0,
-        "failed": SPANS,
-        "dropped": 0,
-        "queued": 0,
-        "exporting": 0,
-    }
+    assert outcome["stats"] == counts(failed=SPANS, dropped=0)
     assert receiver.attempts == SPANS // 4
     (warning,) = warnings_in(stderr)
     assert "500" in warning
@@ -117,13 +110,7 @@ def test_exit_does_not_wait_for_a_collector_that_never_answers(receiver: OTLPRec
     assert receiver.hanging == 1
     assert outcome["results"] == EXPECTED
     assert outcome["delivered"] is False
-    assert outcome["stats"] == {
-        "exported": 0,
-        "failed": 0,
-        "dropped": SPANS,
-        "queued": 0,
-        "exporting": 0,
-    }
+    assert outcome["stats"] == counts(failed=0, dropped=SPANS)
     assert f"{SPANS} spans were not exported by OTLPSpanExporter" in stderr
 
 
@@ -138,13 +125,7 @@ def test_exit_does_not_wait_for_the_retries_of_an_absent_collector() -> None:
     )
     assert outcome["results"] == EXPECTED
     # Every span was still waiting or being retried when shutdown gave up on it.
-    assert outcome["stats"] == {
-        "exported": 0,
-        "failed": 0,
-        "dropped": SPANS,
-        "queued": 0,
-        "exporting": 0,
-    }
+    assert outcome["stats"] == counts(failed=0, dropped=SPANS)
     assert warnings_in(stderr) == []  # no batch had failed yet: it was still being retried
 
 
@@ -168,17 +149,6 @@ def triple(x: int) -> int:
     return 3 * x
 
 
-def since(before: ExportStats) -> ExportStats:
-    now = export_stats()
-    return ExportStats(
-        exported=now.exported - before.exported,
-        failed=now.failed - before.failed,
-        dropped=now.dropped - before.dropped,
-        queued=now.queued,
-        exporting=now.exporting,
-    )
-
-
 @pytest.mark.usefixtures("fresh_runtime")
 def test_a_collector_that_restarts_gets_the_spans_sent_after_it_is_back(
     receiver: OTLPReceiver, caplog: pytest.LogCaptureFixture
@@ -200,7 +170,9 @@ def test_a_collector_that_restarts_gets_the_spans_sent_after_it_is_back(
         assert flush()
         assert len(restarted.spans) == 5
 
-    assert since(before) == ExportStats(exported=10, failed=5, dropped=0, queued=0, exporting=0)
+    assert export_stats().since(before) == ExportStats(
+        exported=10, failed=5, dropped=0, queued=0, exporting=0
+    )
     evaltrace_records = [r for r in caplog.records if r.name == "evaltrace"]
     assert [r.levelname for r in evaltrace_records] == ["WARNING", "INFO"]
     assert "exports again (5 spans failed meanwhile)" in evaltrace_records[1].getMessage()
@@ -222,4 +194,6 @@ def test_the_app_is_not_blocked_while_an_export_hangs(
     assert [triple(i) for i in range(200)] == [3 * i for i in range(200)]
 
     assert receiver.hanging == 1
-    assert since(before) == ExportStats(exported=0, failed=0, dropped=150, queued=50, exporting=1)
+    assert export_stats().since(before) == ExportStats(
+        exported=0, failed=0, dropped=150, queued=50, exporting=1
+    )

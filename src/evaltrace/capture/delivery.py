@@ -87,6 +87,25 @@ class ExportStats:
     """Spans in the export calls under way now (every span given to an exporter is in
     exactly one of the five counts)."""
 
+    def since(self, earlier: ExportStats) -> ExportStats:
+        """What happened since ``earlier``.
+
+        The exported, failed and dropped counts are those added since; ``queued`` and
+        ``exporting`` are as now.
+
+        Example:
+            >>> before = ExportStats(exported=5, failed=1, dropped=0, queued=2)
+            >>> ExportStats(exported=9, failed=1, dropped=3, queued=0).since(before)
+            ExportStats(exported=4, failed=0, dropped=3, queued=0, exporting=0)
+        """
+        return ExportStats(
+            exported=self.exported - earlier.exported,
+            failed=self.failed - earlier.failed,
+            dropped=self.dropped - earlier.dropped,
+            queued=self.queued,
+            exporting=self.exporting,
+        )
+
 
 class _BoundedQueue(Generic[T]):
     """A bounded FIFO filled by the app's threads and emptied by one worker thread."""
@@ -550,6 +569,8 @@ class ExportQueue(_BoundedQueue[ReadableSpan]):
         return True
 
     def _report_failure(self, count: int, what: str) -> None:
+        if self._abandoned:  # shutdown gave up on this batch and reported it as dropped
+            return
         first = not self._warned_failure
         self._warned_failure = True
         self._failing = True

@@ -27,7 +27,6 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Literal
 
 from google.protobuf.message import DecodeError
@@ -38,6 +37,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from evaltrace.errors import ConfigurationError, EvaltraceError
+from evaltrace.testing.lifecycle import Started
 
 __all__ = ["OTLPReceiver", "OTLPReceiverStateError", "ReceivedExport", "ReceivedSpan"]
 
@@ -98,7 +98,7 @@ class _Pending:
     status: int = 500
 
 
-class OTLPReceiver:
+class OTLPReceiver(Started):
     """An OTLP/HTTP trace receiver on loopback that records and decodes what it is sent.
 
     Args:
@@ -160,17 +160,6 @@ class OTLPReceiver:
         httpd.cut_connections()  # kept-alive connections would otherwise still be answered
         thread.join()
         self._httpd = self._thread = None
-
-    def __enter__(self) -> OTLPReceiver:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def port(self) -> int:

@@ -24,10 +24,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 from evaltrace.errors import EvaltraceError
+from evaltrace.testing.lifecycle import Started
 
 __all__ = ["PhoenixError", "PhoenixServer"]
 
@@ -43,7 +43,7 @@ def _free_port() -> int:
         return port
 
 
-class PhoenixServer:
+class PhoenixServer(Started):
     """``phoenix serve`` on free loopback ports, telemetry off, in a temporary directory.
 
     Args:
@@ -148,17 +148,6 @@ class PhoenixServer:
         if self._workdir is not None:
             self._workdir.cleanup()
             self._workdir = None
-
-    def __enter__(self) -> PhoenixServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def log(self) -> str:
         """What Phoenix printed so far."""
