@@ -197,3 +197,18 @@ def test_the_app_is_not_blocked_while_an_export_hangs(
     assert export_stats().since(before) == ExportStats(
         exported=0, failed=0, dropped=150, queued=50, exporting=1
     )
+
+
+@pytest.mark.usefixtures("fresh_runtime")
+def test_a_collector_that_closes_the_connection_fails_the_batch(receiver: OTLPReceiver) -> None:
+    receiver.close_next(times=2)  # the exporter retries a dropped connection once at once
+    init(exporters=[OTLPSpanExporter(endpoint=receiver.traces_url, timeout=0.5)])
+    before = export_stats()
+    assert triple(2) == 6
+    assert flush() is False
+    assert export_stats().since(before) == ExportStats(
+        exported=0, failed=1, dropped=0, queued=0, exporting=0
+    )
+    assert triple(3) == 9
+    assert flush()
+    assert [span.name for span in receiver.spans] == ["triple"]
