@@ -381,7 +381,7 @@ _EXPORTER_LOGS = _ExporterLogs()
 def _quiet_exporter_logs(exporter: SpanExporter) -> None:
     """Route the log records of ``exporter``'s modules through :class:`_ExporterLogs`."""
     for cls in type(exporter).__mro__:
-        if cls is not object:
+        if cls.__module__ not in ("builtins", "abc", "typing"):
             logging.getLogger(cls.__module__).addFilter(_EXPORTER_LOGS)
 
 
