@@ -1,32 +1,57 @@
-"""Spans made by a real third-party instrumentor (OpenInference's openai instrumentor) on a real
-``openai`` client talking to the loopback judge server are captured and read as LLM spans."""
+"""Spans made by real third-party instrumentors on a real ``openai`` client talking to the
+loopback judge server are captured and read as the same LLM spans: OpenInference's openai
+instrumentor and the OpenTelemetry GenAI one (``opentelemetry-instrumentation-openai-v2``).
+``init(instrument=["openai"])`` enables one of them on evaltrace's provider."""
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Iterator
 
 import openai
 import pytest
 
+import evaltrace
 from evaltrace import LLMSpan, capture_traces, first_llm_call, last_llm_call, wrap
 from evaltrace.capture import config
+from evaltrace.errors import ConfigurationError
 from evaltrace.testing import FakeJudgeServer
 
-instrumentation = pytest.importorskip("openinference.instrumentation.openai")
+openinference = pytest.importorskip("openinference.instrumentation.openai")
+genai = pytest.importorskip("opentelemetry.instrumentation.openai_v2")
+
+OPENINFERENCE = "openinference.instrumentation.openai"
+GENAI = "opentelemetry.instrumentation.openai_v2"
 
 
-@pytest.fixture(scope="module")
-def instrumented() -> Iterator[None]:
-    instrumentor = instrumentation.OpenAIInstrumentor()
+@pytest.fixture(scope="module", autouse=True)
+def genai_messages_on_spans() -> Iterator[None]:
+    """What the GenAI instrumentor needs to put messages on its spans.
+
+    The conventions opt-in is read once per process, by the first instrumentor that
+    instruments, so it is set for the whole module, before any instrumentor runs. With the
+    older ``CAPTURE_MESSAGE_CONTENT=true``, messages go to log records, which no span holds.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+        patch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "span_only")
+        yield
+
+
+@pytest.fixture(params=["openinference", "genai"])
+def instrumented(request: pytest.FixtureRequest) -> Iterator[str]:
+    module = openinference if request.param == "openinference" else genai
+    instrumentor = module.OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=config.runtime().provider)
     try:
-        yield
+        yield request.param
     finally:
         instrumentor.uninstrument()
 
 
-def test_openinference_openai_spans_are_captured_as_llm_spans(
-    instrumented: None, fake_judge: FakeJudgeServer
+def test_instrumented_openai_spans_are_captured_as_llm_spans(
+    instrumented: str, fake_judge: FakeJudgeServer
 ) -> None:
     fake_judge.add_rule("capital", content="Paris is the capital of France.")
     client = openai.OpenAI(base_url=fake_judge.base_url, api_key="test", max_retries=0)
@@ -63,7 +88,7 @@ def test_openinference_openai_spans_are_captured_as_llm_spans(
 
 
 def test_tool_calls_from_the_instrumentor_are_parsed(
-    instrumented: None, fake_judge: FakeJudgeServer
+    instrumented: str, fake_judge: FakeJudgeServer
 ) -> None:
     client = openai.OpenAI(base_url=fake_judge.base_url, api_key="test", max_retries=0)
     tool = {
@@ -103,7 +128,7 @@ def _ask_through_a_decorated_model_call(client: openai.OpenAI, question: str) ->
 
 
 def test_last_llm_call_picks_the_instrumented_call_inside_a_kind_only_wrapper(
-    instrumented: None, fake_judge: FakeJudgeServer
+    instrumented: str, fake_judge: FakeJudgeServer
 ) -> None:
     fake_judge.add_rule("capital", content="Paris.")
     client = openai.OpenAI(base_url=fake_judge.base_url, api_key="test", max_retries=0)
@@ -120,7 +145,7 @@ def test_last_llm_call_picks_the_instrumented_call_inside_a_kind_only_wrapper(
 
 
 def test_first_llm_call_picks_the_instrumented_call_inside_a_kind_only_wrapper(
-    instrumented: None, fake_judge: FakeJudgeServer
+    instrumented: str, fake_judge: FakeJudgeServer
 ) -> None:
     fake_judge.add_rule("capital", content="Paris.")
     fake_judge.add_rule("river", content="The Seine.")
@@ -138,3 +163,74 @@ def test_first_llm_call_picks_the_instrumented_call_inside_a_kind_only_wrapper(
 
     assert evaluable.input_value("messages")[0]["content"] == "What is the capital of France?"
     assert evaluable.output_value("output") == "Paris."
+
+
+# init(instrument=["openai"]) ------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_runtime() -> Iterator[None]:
+    """The instrumentors init() enables are uninstrumented by shutdown."""
+    yield
+    evaltrace.shutdown(timeout_millis=100)
+
+
+def _ask(fake_judge: FakeJudgeServer) -> LLMSpan:
+    fake_judge.add_rule("Capital", content="Paris.")
+    client = openai.OpenAI(base_url=fake_judge.base_url, api_key="test", max_retries=0)
+    with capture_traces() as handler:
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "Capital of France?"}]
+        )
+    (node,) = handler.trace
+    assert isinstance(node.span, LLMSpan)
+    return node.span
+
+
+@pytest.mark.usefixtures("fresh_runtime")
+def test_instrument_openai_enables_openinference_when_it_is_installed(
+    fake_judge: FakeJudgeServer,
+) -> None:
+    evaltrace.init(instrument=["openai"])
+    span = _ask(fake_judge)
+    assert "llm.model_name" in span.attributes and span.output_text == "Paris."
+    evaltrace.shutdown()
+    assert not openinference.OpenAIInstrumentor().is_instrumented_by_opentelemetry
+
+
+@pytest.mark.usefixtures("fresh_runtime")
+def test_instrument_openai_falls_back_to_the_genai_instrumentor(
+    fake_judge: FakeJudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, OPENINFERENCE, None)  # as if it were not installed
+    evaltrace.init(instrument=["openai"])
+    span = _ask(fake_judge)
+    assert span.attributes["gen_ai.operation.name"] == "chat"
+    assert [(m.role, m.content) for m in span.input_messages] == [("user", "Capital of France?")]
+    assert span.output_text == "Paris."
+
+
+@pytest.mark.usefixtures("fresh_runtime")
+def test_the_genai_instrumentor_without_content_capture_says_what_to_set(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, OPENINFERENCE, None)
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+    with caplog.at_level(logging.WARNING, logger="evaltrace"):
+        evaltrace.init(instrument=["openai"])
+    (record,) = caplog.records
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only" in record.getMessage()
+
+
+def test_instrument_openai_with_no_instrumentor_installed_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, OPENINFERENCE, None)
+    monkeypatch.setitem(sys.modules, GENAI, None)
+    before = config.settings()
+    with pytest.raises(ConfigurationError) as caught:
+        evaltrace.init(instrument=["openai"], project_name="unchanged")
+    message = str(caught.value)
+    assert "pip install openinference-instrumentation-openai" in message
+    assert "opentelemetry-instrumentation-openai-v2 (" in message
+    assert config.settings() == before

@@ -14,11 +14,26 @@ Environment variables are read once, when this module is imported:
 ``EVALTRACE_REDACT_KEYS``
     Comma-separated extra key names whose values are redacted (added to the defaults).
 ``EVALTRACE_SERVICE_NAME`` (or ``OTEL_SERVICE_NAME``)
-    The ``service.name`` of the tracer provider evaltrace creates when the app has none.
+    The ``service.name`` of the tracer provider evaltrace creates when the app has none
+    (else ``service.name`` of ``OTEL_RESOURCE_ATTRIBUTES``, else ``evaltrace-app``).
 ``EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS``
     How long process exit (and :func:`shutdown`) may wait for exporters and handlers to
     take the spans still queued (default 5000); whatever is left then is dropped, counted
     and logged.
+``EVALTRACE_PROJECT_NAME``
+    The ``openinference.project.name`` resource attribute of a provider evaltrace creates
+    (Arize Phoenix files the spans under that project).
+``EVALTRACE_TRACE_FILE``
+    A JSONL file every finished span is appended to (any provider).
+``EVALTRACE_EXPORT_ON_APP_PROVIDER``
+    ``1``/``true``: export over OTLP per the ``OTEL_*`` variables even when the app set
+    up its own tracer provider (which, being configured by the same variables, usually
+    exports already).
+``OTEL_SDK_DISABLED``
+    ``true`` turns OpenTelemetry off, and evaltrace with it (as ``EVALTRACE_DISABLED``).
+``OTEL_EXPORTER_OTLP_*``, ``OTEL_RESOURCE_ATTRIBUTES``
+    Export over OTLP from a provider evaltrace creates: see
+    :mod:`evaltrace.capture.exporters`.
 """
 
 from __future__ import annotations
@@ -29,14 +44,29 @@ import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider as SDKTracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from evaltrace._safe_text import safe_repr, type_name
+from evaltrace._safe_text import exception_text, safe_repr, type_name
 from evaltrace.capture.context import arm
+from evaltrace.capture.exporters import (
+    EVALTRACE_TRACE_FILE,
+    PROJECT_NAME_ATTRIBUTE,
+    JsonLinesExporter,
+    OTLPSettings,
+    otlp_exporter,
+    otlp_settings_from_env,
+    resource_attributes_from_env,
+)
+from evaltrace.capture.instrumentors import (
+    check_instrument,
+    enable_instrumentors,
+    find_instrumentors,
+)
 from evaltrace.capture.serialize import DEFAULT_REDACT_KEYS, Codec
 from evaltrace.errors import ConfigurationError
 
@@ -69,6 +99,16 @@ class Settings:
     """How many yielded items of a decorated generator are kept as its output."""
     shutdown_timeout_millis: int = 5000
     """How long process exit and :func:`shutdown` may wait for exporters and handlers."""
+    project_name: str | None = None
+    """``openinference.project.name`` on the resource of a provider evaltrace creates."""
+    resource_attributes: Mapping[str, str] = field(default_factory=dict)
+    """Resource attributes of a provider evaltrace creates (``OTEL_RESOURCE_ATTRIBUTES``)."""
+    otlp: OTLPSettings | None = None
+    """Where spans go over OTLP (the ``OTEL_EXPORTER_OTLP_*`` variables); ``None``: nowhere."""
+    trace_file: str | None = None
+    """A JSONL file every finished span is appended to."""
+    export_on_app_provider: bool = False
+    """Whether the OTLP export of :attr:`otlp` is added to a provider the app set up too."""
 
     def codec(self) -> Codec:
         """The value codec for these settings."""
@@ -113,16 +153,35 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
                 "milliseconds (0 or more)"
             )
     extra_keys = {k.strip().lower() for k in env.get("EVALTRACE_REDACT_KEYS", "").split(",")}
+    resource = resource_attributes_from_env(env)
     return Settings(
         service_name=env.get("EVALTRACE_SERVICE_NAME")
         or env.get("OTEL_SERVICE_NAME")
+        or resource.get("service.name")
         or Settings.service_name,
-        disabled=_env_bool(env, "EVALTRACE_DISABLED", False),
+        disabled=_env_bool(env, "EVALTRACE_DISABLED", False) or _sdk_disabled(env),
         capture_content=_env_bool(env, "EVALTRACE_CAPTURE_CONTENT", True),
         max_value_bytes=max_bytes,
         redact_keys=DEFAULT_REDACT_KEYS | {k for k in extra_keys if k},
         shutdown_timeout_millis=timeout,
+        project_name=env.get("EVALTRACE_PROJECT_NAME", "").strip() or None,
+        resource_attributes=resource,
+        otlp=otlp_settings_from_env(env),
+        trace_file=env.get(EVALTRACE_TRACE_FILE, "").strip() or None,
+        export_on_app_provider=_env_bool(env, "EVALTRACE_EXPORT_ON_APP_PROVIDER", False),
     )
+
+
+def _sdk_disabled(env: Mapping[str, str]) -> bool:
+    """``OTEL_SDK_DISABLED``, read as the SDK reads it: only ``true`` turns it off."""
+    raw = env.get("OTEL_SDK_DISABLED")
+    value = "" if raw is None else raw.strip().lower()
+    if value not in ("true", "false", ""):
+        raise ConfigurationError(
+            f"OTEL_SDK_DISABLED={raw!r} is neither 'true' nor 'false' (OpenTelemetry reads "
+            "only 'true' as true, so this value would leave the SDK on)"
+        )
+    return value == "true"
 
 
 def _check_max_bytes(value: int, source: str) -> None:
@@ -154,6 +213,10 @@ class Runtime:
         self.tracer = provider.get_tracer("evaltrace")
         self.processor = processor
         self.owns_provider = owns_provider
+        self.otlp_added = False
+        """Whether the OTLP exporter of the ``OTEL_*`` variables was added."""
+        self.instrumented: list[Any] = []
+        """Instrumentors that ``init(instrument=...)`` enabled, uninstrumented on shutdown."""
         self.spans_leave_process = not owns_provider
         """Whether spans may be seen outside captures (the app's provider, exporters,
         handlers); when not, ``wrap`` skips span events outside captures."""
@@ -199,12 +262,22 @@ def init(
     tracer_provider: otel_trace.TracerProvider | None = None,
     disabled: bool | None = None,
     shutdown_timeout_millis: int | None = None,
+    project_name: str | None = None,
+    export_on_app_provider: bool | None = None,
+    instrument: Sequence[str] = (),
 ) -> Runtime:
     """Configure evaltrace. Optional: the API initialises itself with defaults on first use.
 
     If the app already set an SDK ``TracerProvider``, evaltrace adds its span processor to it;
     only when there is none does it create one (and set it as the global provider). It never
     replaces the app's provider.
+
+    A provider evaltrace creates is configured by the OpenTelemetry variables: its resource
+    by ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES``, its OTLP export by
+    ``OTEL_EXPORTER_OTLP_*`` (see :mod:`evaltrace.capture.exporters`). On the app's own
+    provider evaltrace adds its processor and nothing else, unless asked:
+    ``export_on_app_provider=True``, or ``exporters``. ``EVALTRACE_TRACE_FILE`` is honoured on
+    either.
 
     Args:
         service_name: ``service.name`` of the provider evaltrace creates (if it creates one).
@@ -217,14 +290,22 @@ def init(
         disabled: Turn instrumentation off.
         shutdown_timeout_millis: How long process exit (and :func:`shutdown`) may wait for
             exporters and handlers to take the spans still queued.
+        project_name: The ``openinference.project.name`` resource attribute of the provider
+            evaltrace creates (Arize Phoenix's project); ``EVALTRACE_PROJECT_NAME`` by default.
+        export_on_app_provider: Export over OTLP per the ``OTEL_*`` variables even when the
+            app set up its own provider (``EVALTRACE_EXPORT_ON_APP_PROVIDER``).
+        instrument: Libraries to instrument on evaltrace's provider with an installed
+            third-party instrumentor, e.g. ``["openai"]`` (see
+            :mod:`evaltrace.capture.instrumentors`).
 
     Returns:
         The runtime in effect. Calling ``init`` again replaces the settings and adds the
-        given exporters; the span processor is registered once.
+        given exporters; the span processor is registered once, and the provider (with its
+        resource) stays the one made first.
 
     Raises:
-        ConfigurationError: An argument or ``EVALTRACE_*`` variable is invalid; nothing is
-            changed then.
+        ConfigurationError: An argument or environment variable is invalid, an exporter it
+            asks for cannot be made, or an instrumentor is missing; nothing is changed then.
     """
     global RUNTIME
     if _ENV_ERROR is not None:
@@ -238,33 +319,71 @@ def init(
         tracer_provider=tracer_provider,
         disabled=disabled,
         shutdown_timeout_millis=shutdown_timeout_millis,
+        project_name=project_name,
+        export_on_app_provider=export_on_app_provider,
     )
+    instrumentors = find_instrumentors(check_instrument(instrument))
     with _LOCK:
         base = RUNTIME.settings if RUNTIME is not None else _ENV_SETTINGS
-        updates: dict[str, object] = {}
-        if service_name is not None:
-            updates["service_name"] = service_name
-        if capture_content is not None:
-            updates["capture_content"] = capture_content
-        if max_value_bytes is not None:
-            updates["max_value_bytes"] = max_value_bytes
-        if keys is not None:
-            updates["redact_keys"] = base.redact_keys | keys
-        if disabled is not None:
-            updates["disabled"] = disabled
-        if shutdown_timeout_millis is not None:
-            updates["shutdown_timeout_millis"] = shutdown_timeout_millis
+        options = {
+            "service_name": service_name,
+            "capture_content": capture_content,
+            "max_value_bytes": max_value_bytes,
+            "redact_keys": None if keys is None else base.redact_keys | keys,
+            "disabled": disabled,
+            "shutdown_timeout_millis": shutdown_timeout_millis,
+            "project_name": project_name,
+            "export_on_app_provider": export_on_app_provider,
+        }
+        updates = {name: value for name, value in options.items() if value is not None}
         new_settings = replace(base, **updates)  # type: ignore[arg-type]
         if RUNTIME is None or tracer_provider is not None:
             RUNTIME = _build_runtime(new_settings, tracer_provider)
         else:
-            RUNTIME.settings = new_settings
-            RUNTIME.codec = new_settings.codec()
-            RUNTIME.processor.shutdown_timeout_millis = new_settings.shutdown_timeout_millis
+            _update_runtime(RUNTIME, new_settings)
         for exporter in exporters:
-            RUNTIME.processor.add_exporter(exporter)
-            RUNTIME.spans_now_leave_process()
+            _add_exporter(RUNTIME, exporter)
+        if not RUNTIME.settings.disabled:
+            RUNTIME.instrumented += enable_instrumentors(
+                instrumentors, RUNTIME.provider, os.environ
+            )
         return RUNTIME
+
+
+def _update_runtime(rt: Runtime, new: Settings) -> None:
+    """Apply ``new`` settings to the runtime in effect (its provider stays)."""
+    old = rt.settings
+    if rt.owns_provider and (new.service_name, new.project_name) != (
+        old.service_name,
+        old.project_name,
+    ):
+        logger.warning(
+            "evaltrace: service_name and project_name set the resource of the tracer "
+            "provider evaltrace creates, which was created already (by the first traced call "
+            "or init()); call init() before the first traced call for them to apply"
+        )
+    rt.settings = new
+    rt.codec = new.codec()
+    rt.processor.shutdown_timeout_millis = new.shutdown_timeout_millis
+    if not rt.otlp_added and _exports_over_otlp(new, rt.owns_provider):
+        otlp = new.otlp
+        assert otlp is not None
+        _add_exporter(rt, otlp_exporter(otlp))
+        rt.otlp_added = True
+
+
+def _add_exporter(rt: Runtime, exporter: SpanExporter) -> None:
+    rt.processor.add_exporter(exporter)
+    rt.spans_now_leave_process()
+
+
+def _exports_over_otlp(settings: Settings, owns_provider: bool) -> bool:
+    """Whether the ``OTEL_EXPORTER_OTLP_*`` export applies to the provider in use."""
+    return (
+        settings.otlp is not None
+        and not settings.disabled
+        and (owns_provider or settings.export_on_app_provider)
+    )
 
 
 def _found(value: object) -> str:
@@ -299,6 +418,8 @@ def _check_options(
     tracer_provider: object,
     disabled: object,
     shutdown_timeout_millis: object,
+    project_name: object,
+    export_on_app_provider: object,
 ) -> frozenset[str] | None:
     """Check every option of :func:`init` before anything changes.
 
@@ -310,8 +431,14 @@ def _check_options(
             f"service_name expects a non-empty string; got {_found(service_name)}, "
             "e.g. service_name='checkout-bot'"
         )
+    if project_name is not None and (not isinstance(project_name, str) or not project_name):
+        raise ConfigurationError(
+            f"project_name expects a non-empty string; got {_found(project_name)}, "
+            "e.g. project_name='checkout-bot-evals'"
+        )
     _check_flag("capture_content", capture_content)
     _check_flag("disabled", disabled)
+    _check_flag("export_on_app_provider", export_on_app_provider)
     if max_value_bytes is not None:
         if type(max_value_bytes) is not int:
             raise ConfigurationError(
@@ -377,16 +504,21 @@ def _build_runtime(settings: Settings, explicit: otel_trace.TracerProvider | Non
     from evaltrace.capture.processor import ScopeSpanProcessor
 
     candidate = explicit if explicit is not None else otel_trace.get_tracer_provider()
-    owns = False
+    owns = not isinstance(candidate, SDKTracerProvider)
+    exporters = _environment_exporters(settings, owns)  # may raise: nothing is changed yet
     if isinstance(candidate, SDKTracerProvider):
         provider = candidate
+        if settings.project_name is not None:
+            logger.warning(
+                "evaltrace: project_name (EVALTRACE_PROJECT_NAME) applies to a tracer provider "
+                "evaltrace creates; the app's provider keeps its resource: add the %s "
+                "attribute to it (Resource.create({%r: %r}))",
+                PROJECT_NAME_ATTRIBUTE,
+                PROJECT_NAME_ATTRIBUTE,
+                settings.project_name,
+            )
     else:
-        from opentelemetry.sdk.resources import Resource
-
-        provider = SDKTracerProvider(
-            resource=Resource.create({"service.name": settings.service_name})
-        )
-        owns = True
+        provider = SDKTracerProvider(resource=_resource(settings))
         if explicit is None and isinstance(candidate, otel_trace.ProxyTracerProvider):
             if not settings.disabled:  # disabled: leave the global provider to the app
                 otel_trace.set_tracer_provider(provider)
@@ -399,7 +531,38 @@ def _build_runtime(settings: Settings, explicit: otel_trace.TracerProvider | Non
     processor = ScopeSpanProcessor(settings.shutdown_timeout_millis)
     provider.add_span_processor(processor)
     _register_exit_hook()
-    return Runtime(settings, provider, processor, owns_provider=owns)
+    rt = Runtime(settings, provider, processor, owns_provider=owns)
+    for exporter in exporters:
+        _add_exporter(rt, exporter)
+    rt.otlp_added = _exports_over_otlp(settings, owns)
+    return rt
+
+
+def _resource(settings: Settings) -> Resource:
+    """The resource of a provider evaltrace creates."""
+    attributes: dict[str, str] = {
+        **settings.resource_attributes,
+        "service.name": settings.service_name,
+    }
+    if settings.project_name is not None:
+        attributes[PROJECT_NAME_ATTRIBUTE] = settings.project_name
+    return Resource.create(attributes)
+
+
+def _environment_exporters(settings: Settings, owns_provider: bool) -> list[SpanExporter]:
+    """The exporters the environment asks for, on the provider in use."""
+    if settings.disabled:
+        return []
+    exporters = []
+    if _exports_over_otlp(settings, owns_provider):
+        assert settings.otlp is not None
+        exporters.append(otlp_exporter(settings.otlp))
+    if settings.trace_file is not None:
+        try:
+            exporters.append(JsonLinesExporter(settings.trace_file))
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{EVALTRACE_TRACE_FILE}: {exc}") from None
+    return exporters
 
 
 _EXIT_HOOK_REGISTERED = False
@@ -459,5 +622,16 @@ def shutdown(timeout_millis: int | None = None) -> bool:
             timeout_millis = rt.settings.shutdown_timeout_millis
         delivered = rt.processor.shutdown_within(timeout_millis)
         rt.processor.detached = True
+        for instrumentor in rt.instrumented:
+            _uninstrument(instrumentor)
         RUNTIME = None
         return delivered
+
+
+def _uninstrument(instrumentor: Any) -> None:
+    try:
+        instrumentor.uninstrument()
+    except Exception as exc:  # shutdown runs at exit too: it never breaks the app
+        logger.warning(
+            "evaltrace: %s raised on uninstrument: %s", type_name(instrumentor), exception_text(exc)
+        )

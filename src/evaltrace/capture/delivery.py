@@ -83,6 +83,28 @@ class ExportStats:
     """Spans never given to an exporter: its queue was full, or shutdown came first."""
     queued: int
     """Spans waiting to be exported now."""
+    exporting: int = 0
+    """Spans in the export calls under way now (every span given to an exporter is in
+    exactly one of the five counts)."""
+
+    def since(self, earlier: ExportStats) -> ExportStats:
+        """What happened since ``earlier``.
+
+        The exported, failed and dropped counts are those added since; ``queued`` and
+        ``exporting`` are as now.
+
+        Example:
+            >>> before = ExportStats(exported=5, failed=1, dropped=0, queued=2)
+            >>> ExportStats(exported=9, failed=1, dropped=3, queued=0).since(before)
+            ExportStats(exported=4, failed=0, dropped=3, queued=0, exporting=0)
+        """
+        return ExportStats(
+            exported=self.exported - earlier.exported,
+            failed=self.failed - earlier.failed,
+            dropped=self.dropped - earlier.dropped,
+            queued=self.queued,
+            exporting=self.exporting,
+        )
 
 
 class _BoundedQueue(Generic[T]):
@@ -332,12 +354,48 @@ def _env_int(name: str, default: int, minimum: int) -> int:
     return value
 
 
+class _ExporterLogs(logging.Filter):
+    """Keeps what an exporter logs while evaltrace runs it out of the app's log.
+
+    The SDK's exporters log every failed batch (and every retry); a collector that is down
+    would fill the app's log. On an export thread of ours, their records go to the queue,
+    which logs one warning naming the first reason, and the rest at debug level.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        queue: ExportQueue | None = getattr(_EXPORTING, "queue", None)
+        if queue is None:
+            return True
+        try:
+            queue.heard(record.getMessage())
+        except (TypeError, ValueError):  # a record whose arguments do not fit its format
+            queue.heard(safe_str(record.msg))
+        return False
+
+
+_EXPORTING = threading.local()
+"""``queue``: the export queue whose exporter this thread is running, if any."""
+_EXPORTER_LOGS = _ExporterLogs()
+
+
+def _quiet_exporter_logs(exporter: SpanExporter) -> None:
+    """Route the log records of ``exporter``'s modules through :class:`_ExporterLogs`."""
+    for cls in type(exporter).__mro__:
+        if cls.__module__ not in ("builtins", "abc", "typing"):
+            logging.getLogger(cls.__module__).addFilter(_EXPORTER_LOGS)
+
+
 class ExportQueue(_BoundedQueue[ReadableSpan]):
     """One exporter's queue and thread: spans are exported in batches, results counted.
 
     Sizes follow the OpenTelemetry batch processor's variables, read when the queue is made:
     ``OTEL_BSP_MAX_QUEUE_SIZE`` (2048), ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` (512) and
     ``OTEL_BSP_SCHEDULE_DELAY`` (5000 ms: how long a partial batch waits for more spans).
+
+    A failing exporter is reported once, as a warning that quotes the reason it gave (what
+    it logged, or what it raised); later failures are logged at debug level, and a recovery
+    at info level. The exporter's own log records on this thread are kept out of the app's
+    log (see :class:`_ExporterLogs`).
     """
 
     def __init__(self, exporter: SpanExporter) -> None:
@@ -346,12 +404,22 @@ class ExportQueue(_BoundedQueue[ReadableSpan]):
         self._batch_size = min(_env_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512, 1), self._max)
         self._delay = _env_int("OTEL_BSP_SCHEDULE_DELAY", 5000, 0) / 1000
         self._exported = 0
+        self._exporting = 0
+        self._abandoned = False
         self._due = 0.0
         self._urgent = False
         self._warned_failure = False
+        self._failing = False
+        self._failed_since_success = 0
+        self._said: str | None = None
+        _quiet_exporter_logs(exporter)
         self._start(f"evaltrace-export-{type_name(exporter)}")
         with _EXPORT_QUEUES_LOCK:
             _EXPORT_QUEUES.append(self)
+
+    def _reset_worker_state(self) -> None:
+        self._exporting = 0
+        self._abandoned = False
 
     def offer(self, span: ReadableSpan) -> None:
         """Queue ``span`` for export, or drop and count it when the queue is full."""
@@ -371,15 +439,27 @@ class ExportQueue(_BoundedQueue[ReadableSpan]):
             self._urgent = True
             self._changed.notify_all()
 
-    def counts(self) -> tuple[int, int, int, int]:
-        """Exported, failed, dropped and queued spans so far."""
+    def counts(self) -> ExportStats:
+        """The spans exported, failed, dropped, queued and being exported so far."""
         with self._lock:
-            return self._exported, self._failed, self._dropped, len(self._items)
+            return ExportStats(
+                exported=self._exported,
+                failed=self._failed,
+                dropped=self._dropped,
+                queued=len(self._items),
+                exporting=self._exporting,
+            )
+
+    def heard(self, message: str) -> None:
+        """Keep what the exporter logged during the export under way (its last word)."""
+        self._said = message
 
     def shutdown(self, deadline: float) -> bool:
         """Export what can be exported before ``deadline``, then stop the exporter.
 
-        Spans still queued at the deadline are dropped (counted, and logged as a warning).
+        Spans still queued at the deadline, and those of an export still under way, are
+        dropped (counted, and logged as a warning); an export that returns later is not
+        counted again.
 
         Returns:
             Whether every span given to this exporter since the last flush was exported.
@@ -388,18 +468,19 @@ class ExportQueue(_BoundedQueue[ReadableSpan]):
         delivered = self.wait(deadline)
         with self._lock:
             self._closed = True
-            abandoned = len(self._items)
+            abandoned = len(self._items) + self._exporting
             self._items.clear()
             self._dropped += abandoned
             self._finished += abandoned
-            in_flight = self._accepted - self._finished
+            self._abandoned = self._exporting > 0
+            self._exporting = 0
             self._changed.notify_all()
-        if abandoned or in_flight:
+        if abandoned:
             logger.warning(
                 "evaltrace: %d spans were not exported by %s before the shutdown timeout (the "
                 "collector may be down or slow); raise init(shutdown_timeout_millis=...) or "
                 "EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS to wait longer",
-                abandoned + in_flight,
+                abandoned,
                 type_name(self.exporter),
             )
         # The exporter's shutdown may block too (and interrupts an export stuck in retries):
@@ -409,7 +490,7 @@ class ExportQueue(_BoundedQueue[ReadableSpan]):
         )
         stopper.start()
         stopper.join(max(0.0, deadline - time.monotonic()))
-        return delivered and not abandoned and not in_flight
+        return delivered and not abandoned
 
     def _stop_exporter(self) -> None:
         try:
@@ -439,13 +520,23 @@ class ExportQueue(_BoundedQueue[ReadableSpan]):
                 batch = [self._items.popleft() for _ in range(min(queued, self._batch_size))]
                 if not self._items:
                     self._urgent = False
+                self._exporting = len(batch)
             exported = self._export(batch)
+            count = len(batch)
+            # A failed export leaves reference cycles (exception, traceback, frames) that keep
+            # the list passed to the exporter alive until a full garbage collection; emptied,
+            # it no longer holds the spans.
+            batch.clear()
             with self._changed:
+                if self._abandoned:  # shutdown counted this batch as dropped already
+                    self._abandoned = False
+                    continue
+                self._exporting = 0
                 if exported:
-                    self._exported += len(batch)
+                    self._exported += count
                 else:
-                    self._failed += len(batch)
-                self._finished += len(batch)
+                    self._failed += count
+                self._finished += count
                 self._changed.notify_all()
 
     def _export(self, batch: list[ReadableSpan]) -> bool:
@@ -453,28 +544,44 @@ class ExportQueue(_BoundedQueue[ReadableSpan]):
         token = otel_context.attach(
             otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
         )
+        self._said = None
+        _EXPORTING.queue = self
         try:
             result = self.exporter.export(batch)
         except Exception as exc:  # a failing exporter never breaks the app
             self._report_failure(len(batch), f"raised {exception_text(exc)}")
             return False
         finally:
+            _EXPORTING.queue = None
             otel_context.detach(token)
         if result != SpanExportResult.SUCCESS:
-            self._report_failure(len(batch), f"returned {safe_str(result)}")
+            said = f": {self._said}" if self._said else ""
+            self._report_failure(len(batch), f"reported {safe_str(result)}{said}")
             return False
+        if self._failing:
+            self._failing = False
+            logger.info(
+                "evaltrace: exporter %s exports again (%d spans failed meanwhile)",
+                type_name(self.exporter),
+                self._failed_since_success,
+            )
+        self._failed_since_success = 0
         return True
 
     def _report_failure(self, count: int, what: str) -> None:
+        if self._abandoned:  # shutdown gave up on this batch and reported it as dropped
+            return
         first = not self._warned_failure
         self._warned_failure = True
+        self._failing = True
+        self._failed_since_success += count
         logger.log(
             logging.WARNING if first else logging.DEBUG,
-            "evaltrace: exporter %s %s for %d spans; the app is unaffected and "
-            "evaltrace.export_stats() counts the failed spans%s",
+            "evaltrace: exporter %s failed to export %d spans (it %s); the app is unaffected "
+            "and evaltrace.export_stats() counts the failed spans%s",
             type_name(self.exporter),
-            what,
             count,
+            what,
             " (further failures are logged at debug level)" if first else "",
         )
 
@@ -489,8 +596,11 @@ def export_stats() -> ExportStats:
     """
     with _EXPORT_QUEUES_LOCK:
         queues = list(_EXPORT_QUEUES)
-    exported = failed = dropped = queued = 0
-    for queue in queues:
-        e, f, d, q = queue.counts()
-        exported, failed, dropped, queued = exported + e, failed + f, dropped + d, queued + q
-    return ExportStats(exported=exported, failed=failed, dropped=dropped, queued=queued)
+    counts = [queue.counts() for queue in queues]
+    return ExportStats(
+        exported=sum(c.exported for c in counts),
+        failed=sum(c.failed for c in counts),
+        dropped=sum(c.dropped for c in counts),
+        queued=sum(c.queued for c in counts),
+        exporting=sum(c.exporting for c in counts),
+    )

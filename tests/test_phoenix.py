@@ -1,0 +1,141 @@
+"""A real collector: an app configured only by OTEL_* variables exports to Arize Phoenix over
+OTLP/HTTP and over gRPC, and the spans read back through Phoenix's REST API are the app's.
+
+Phoenix lives in a virtual environment of its own, which the integration tier of ``.ci/run``
+builds; ``EVALTRACE_PHOENIX`` names its ``phoenix`` executable. Without it the test is
+skipped, except under CI (``CI`` set), where a missing integration part fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evaltrace import LLMSpan, last_llm_call, load_traces
+from evaltrace.testing import PhoenixServer
+
+
+@pytest.fixture(scope="module")
+def phoenix() -> Iterator[PhoenixServer]:
+    executable = os.environ.get("EVALTRACE_PHOENIX")
+    if not executable:
+        reason = (
+            "EVALTRACE_PHOENIX is not set: it names the phoenix executable of a virtual "
+            "environment with arize-phoenix (bash .ci/run builds one)"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(f"the integration tier is missing under CI: {reason}")
+        pytest.skip(reason)
+    server = PhoenixServer(executable)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+APP = """
+import openai
+import evaltrace
+from evaltrace.testing import FakeJudgeServer
+
+evaltrace.init(instrument=["openai"])
+
+@evaltrace.wrap(kind="retriever")
+def retrieve(question):
+    return ["Paris is the capital of France."]
+
+@evaltrace.wrap(kind="agent")
+def answer(question):
+    question = evaltrace.wrap(question, purpose="input", name="question")
+    documents = retrieve(question)
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[
+            {"role": "system", "content": "Answer from: " + " ".join(documents)},
+            {"role": "user", "content": question},
+        ],
+    )
+    return evaltrace.wrap(reply.choices[0].message.content, purpose="output", name="answer")
+
+with FakeJudgeServer() as judge:
+    judge.add_rule("capital", content="Paris is the capital of France.")
+    client = openai.OpenAI(base_url=judge.base_url, api_key="test", max_retries=0)
+    print(answer("What is the capital of France?"))
+"""
+
+
+def run_app(**env: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("EVALTRACE_", "OTEL_"))}
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(APP)],
+        capture_output=True,
+        text=True,
+        env={**clean, **env},
+        timeout=120,  # stops a hung test only
+    )
+    assert result.returncode == 0, result.stderr
+    assert "evaltrace: exporter" not in result.stderr, result.stderr  # no failed export
+    return result.stdout.strip()
+
+
+@pytest.mark.parametrize(("protocol", "project"), [("http/protobuf", "http"), ("grpc", "grpc")])
+def test_spans_exported_to_phoenix_read_back_as_the_apps(
+    phoenix: PhoenixServer, protocol: str, project: str, tmp_path: Path
+) -> None:
+    endpoint = phoenix.otlp_grpc_endpoint if protocol == "grpc" else phoenix.otlp_http_endpoint
+    project = f"evaltrace-{project}"
+    output = run_app(
+        OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
+        OTEL_EXPORTER_OTLP_PROTOCOL=protocol,
+        OTEL_SERVICE_NAME="capital-bot",
+        EVALTRACE_PROJECT_NAME=project,
+    )
+    assert output == "Paris is the capital of France."
+
+    spans = phoenix.spans(project, count=3)
+
+    by_name: dict[str, dict[str, Any]] = {span["name"]: span for span in spans}
+    assert sorted(by_name) == ["ChatCompletion", "answer", "retrieve"]
+    agent, retriever, llm = by_name["answer"], by_name["retrieve"], by_name["ChatCompletion"]
+    assert agent["parent_id"] is None
+    agent_id = agent["context"]["span_id"]
+    assert retriever["parent_id"] == agent_id and llm["parent_id"] == agent_id
+    assert {span["context"]["trace_id"] for span in spans} == {agent["context"]["trace_id"]}
+    assert (agent["span_kind"], retriever["span_kind"], llm["span_kind"]) == (
+        "AGENT",
+        "RETRIEVER",
+        "LLM",
+    )
+    assert json.loads(agent["attributes"]["input.value"]) == {
+        "question": "What is the capital of France?"
+    }
+    assert json.loads(agent["attributes"]["output.value"]) == "Paris is the capital of France."
+    assert json.loads(retriever["attributes"]["output.value"]) == [
+        "Paris is the capital of France."
+    ]
+    llm_attributes = llm["attributes"]
+    assert llm_attributes["llm.model_name"].startswith("gpt-4o-mini")
+    assert llm_attributes["llm.token_count.prompt"] > 0
+    assert llm_attributes["llm.input_messages.1.message.content"] == (
+        "What is the capital of France?"
+    )
+
+    # What Phoenix holds is a trace evaltrace evaluates as it would the live run.
+    page = tmp_path / "phoenix.json"
+    page.write_text(json.dumps({"data": spans, "next_cursor": None}))
+    trace = load_traces(page)
+    evaluable = last_llm_call(trace)
+    assert evaluable.output_value("output") == "Paris is the capital of France."
+    (root,) = trace
+    assert [value.name for value in root.span.named_values] == ["question", "answer"]
+    (llm_node,) = root.find("ChatCompletion")
+    assert isinstance(llm_node.span, LLMSpan)
