@@ -18,11 +18,7 @@ Example:
     ('json:dumps', ['ExactMatch'])
 """
 
-from evaltrace.datasets.assertions import (
-    DEFAULT_DATASET_TIMEOUT,
-    DatasetPassResult,
-    assert_dataset_pass,
-)
+from evaltrace.datasets.assertions import DatasetPassResult, assert_dataset_pass
 from evaltrace.datasets.loading import MAX_DATASET_BYTES, dataset_from_data, load_dataset
 from evaltrace.datasets.model import INHERIT, Dataset, DatasetEntry, EvaluatorSpec, NamedInput
 from evaltrace.datasets.problems import DatasetError, DatasetProblem
@@ -40,6 +36,15 @@ from evaltrace.datasets.resolution import (
     ResolvedEvaluator,
     build_evaluator,
     resolve_dataset,
+)
+from evaltrace.datasets.run import (
+    DEFAULT_DATASET_TIMEOUT,
+    EntryFilter,
+    NoEntriesSelectedError,
+    PreparedDataset,
+    matches_filter,
+    prepare_dataset,
+    run_dataset,
 )
 from evaltrace.datasets.runnable import (
     NotRunnableError,
@@ -61,9 +66,12 @@ __all__ = [
     "DatasetError",
     "DatasetProblem",
     "EvaluatorBuildError",
+    "EntryFilter",
     "EvaluatorSpec",
     "NamedInput",
+    "NoEntriesSelectedError",
     "NotRunnableError",
+    "PreparedDataset",
     "Reference",
     "ReferenceLoader",
     "ResolvedDataset",
@@ -77,8 +85,11 @@ __all__ = [
     "dataset_json_schema",
     "load_dataset",
     "lookup_evaluator",
+    "matches_filter",
     "parse_reference",
+    "prepare_dataset",
     "register_evaluator",
     "registered_evaluators",
     "resolve_dataset",
+    "run_dataset",
 ]
