@@ -359,3 +359,26 @@ def test_version_is_printed() -> None:
     done = subprocess.run([EVALTRACE, "--version"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
     assert done.stdout.startswith("evaltrace ")
+
+
+def test_importing_evaltrace_loads_neither_click_nor_rich() -> None:
+    code = (
+        "import sys, evaltrace\n"
+        "evaltrace.wrap(1, purpose='output', name='x')\n"
+        "print([m for m in ('click', 'rich', 'evaltrace.results', 'evaltrace.cli') "
+        "if m in sys.modules])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_run_dataset_and_the_saved_result_are_public_names() -> None:
+    import evaltrace
+    from evaltrace.datasets import run_dataset
+    from evaltrace.evals import result
+
+    assert evaltrace.run_dataset is run_dataset
+    assert evaltrace.RunResult is result.RunResult
+    assert evaltrace.EntryResult is result.EntryResult
+    assert evaltrace.CompletionStatus is result.CompletionStatus

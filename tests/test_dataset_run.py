@@ -397,3 +397,37 @@ async def test_a_user_evaluator_module_with_models_runs_in_a_dataset_run(tmp_pat
 
     assert result.passed
     assert result.entries[0].evaluations[0].details == {"reason": {"text": "HELLO for Ada"}}
+
+
+@pytest.mark.anyio
+async def test_assert_dataset_pass_uses_the_files_runnable_and_evaluators(tmp_path: Path) -> None:
+    from evaltrace import EvalAssertionError
+    from evaltrace.datasets import assert_dataset_pass
+
+    passing = write_project(tmp_path, [entry("a", "one", "ONE for Ada")])
+    outcome = await assert_dataset_pass(None, passing)
+    assert outcome.run.passed and [[e.score for e in row] for row in outcome.results] == [[1.0]]
+
+    failing = write_project(tmp_path, [entry("a", "one", "ONE for Ada"), entry("b", "boom")])
+    with pytest.raises(EvalAssertionError) as info:
+        await assert_dataset_pass(None, failing)
+    message = str(info.value)
+    assert message.startswith(f"assert_dataset_pass failed for {failing}: 1 of 2 inputs passed")
+    assert "entry  input" in message
+    assert 'b      {"question": "boom"}' in message
+    assert "RuntimeError: kaboom" in message
+
+
+@pytest.mark.anyio
+async def test_assert_dataset_pass_fails_when_the_setup_raises(tmp_path: Path) -> None:
+    from evaltrace import EvalAssertionError
+    from evaltrace.datasets import assert_dataset_pass
+
+    dataset = write_project(tmp_path, [entry("a", "one", "ONE for Ada")])
+    app = (tmp_path / "app.py").read_text()
+    (tmp_path / "app.py").write_text(
+        app.replace('EVENTS.append("setup")', 'raise OSError("no db")')
+    )
+
+    with pytest.raises(EvalAssertionError, match="the runnable's setup raised OSError: no db"):
+        await assert_dataset_pass(None, dataset)

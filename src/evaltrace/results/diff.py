@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal, TextIO
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
@@ -88,6 +88,7 @@ class EvaluationChange(BaseModel):
     new: Evaluation | None
     """The new result (``None`` when ``gone``)."""
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def delta(self) -> float | None:
         """``new score - old score`` when both are scored; positive means better."""
@@ -151,6 +152,7 @@ class RunDiff(BaseModel):
         worse += [result for result in self.dataset_results if result.change == "worse"]
         return worse
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def has_regressions(self) -> bool:
         """Whether anything got worse."""

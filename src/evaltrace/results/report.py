@@ -156,17 +156,11 @@ class _Look:
         """A value on one line, shortened."""
         return self.text(short_text(value, width))
 
-    def table(self, *headers: str, title: str | None = None) -> Table:
-        table = Table(
-            box=self.box,
-            title=title,
-            title_justify="left",
-            show_edge=self.plain,
-            header_style="" if self.plain else "bold",
-            title_style="" if self.plain else "bold",
-        )
+    def table(self, *headers: str) -> Table:
+        """A table with these column headers (user text: escaped)."""
+        table = Table(box=self.box, show_edge=self.plain, header_style="" if self.plain else "bold")
         for header in headers:
-            table.add_column(header, overflow="fold")
+            table.add_column(self.text(header), overflow="fold")
         return table
 
 
@@ -339,7 +333,7 @@ def _classification(evaluation: Evaluation) -> ClassificationDetails | None:
 
 def _per_class(key: str, details: ClassificationDetails, look: _Look) -> RenderableType:
     beta = f"F{details.f_value:g}" if details.f_value != 1 else "F1"
-    table = look.table("class", "precision", "recall", beta, "support", title=key)
+    table = look.table("class", "precision", "recall", beta, "support")
     for name, metrics in details.per_class.items():
         table.add_row(
             look.text(name),
@@ -356,18 +350,14 @@ def _per_class(key: str, details: ClassificationDetails, look: _Look) -> Rendera
             f"{averaged.f_score:.4f}",
             str(details.n_scored),
         )
-    return table
+    return Group(look.text(key, "bold"), table)
 
 
 def _confusion_matrix(key: str, details: ClassificationDetails, look: _Look) -> RenderableType:
-    table = look.table(
-        "predicted \\ expected",
-        *(printable(name) for name in details.classes),
-        title=f"{key} (accuracy {details.accuracy:.4f})",
-    )
+    table = look.table("predicted \\ expected", *details.classes)
     for name, row in zip(details.classes, details.confusion_matrix, strict=False):
         table.add_row(look.text(name), *(str(count) for count in row))
-    return table
+    return Group(look.text(f"{key} (accuracy {details.accuracy:.4f})", "bold"), table)
 
 
 def _status_counts(result: RunResult, look: _Look) -> Text:
