@@ -46,6 +46,7 @@ from evaltrace.evals.selectors import TraceSelector
 from evaltrace.metrics.classification import AggregatorSpec, compute_dataset_evaluator_results
 from evaltrace.results.folder import ResultsFolder, ResultsFolderError, new_run_id
 from evaltrace.results.progress import RunProgress
+from evaltrace.trace import walk_trace
 
 __all__ = [
     "DEFAULT_DATASET_TIMEOUT",
@@ -432,6 +433,7 @@ class _Run:
         for item in results:
             if self.entries[item.index] is None:  # its on_progress call failed part-way
                 self.entries[item.index] = self._entry(item)
+        results.clear()  # the runner's rows: what the result needs is in the entries now
         result = self._result(interrupted=False)
         self._write(result, raising=True)
         return result
@@ -446,8 +448,10 @@ class _Run:
         self.entries[item.index] = entry
         if item.run is not None:
             if self.folder is not None and self.write_error is None:
+                # The tree the selector built holds each span as a record already.
+                spans = (node.span.record for node in walk_trace(item.run.handler.trace))
                 try:
-                    self.folder.add_entry(entry, item.run.handler.raw_spans)
+                    self.folder.add_entry(entry, spans)
                 except ResultsFolderError as exc:
                     self.write_error = exc
             item.run.handler.clear()

@@ -6,8 +6,9 @@ microsecond, such as ``20261123T104107.123456Z``):
 * ``traces.jsonl``: every entry's spans in the JSON-lines format of
   :func:`evaltrace.save_traces` (one span per line, as exporters put them on the wire: values
   past the size limit truncated, content left out when content capture is off). Each entry's
-  spans are appended as one write when the entry finishes, so that the run never holds every
-  trace in memory and an interrupted run keeps the traces of the entries that finished.
+  spans are encoded when the entry finishes and appended in batches of whole entries, so that
+  the run never holds every trace in memory, the file never ends part-way through a line, and
+  an interrupted run keeps the traces of the entries that finished.
 * ``result.json``: the :class:`~evaltrace.evals.RunResult`, written once at the end to a
   temporary file that then replaces ``result.json``: a reader never sees half of it, and an
   interrupted run still writes it, with the entries that finished.
@@ -24,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import io
 import os
 import secrets
 import tempfile
@@ -32,7 +34,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Final, Self
+from typing import TYPE_CHECKING, Final, Self
 
 from pydantic import ValidationError
 
@@ -48,6 +50,7 @@ __all__ = [
     "RESULTS_DIR",
     "RESULT_FILE",
     "TRACES_FILE",
+    "WRITE_BATCH_BYTES",
     "ResultFileError",
     "ResultsFolder",
     "ResultsFolderError",
@@ -63,6 +66,8 @@ RESULT_FILE: Final = "result.json"
 """The run's :class:`~evaltrace.evals.RunResult`, in a run's folder."""
 TRACES_FILE: Final = "traces.jsonl"
 """Every entry's spans, in a run's folder."""
+WRITE_BATCH_BYTES: Final = 64 * 1024
+"""How many bytes of finished entries' spans gather before they are written together."""
 
 _RUN_ID_FORMAT: Final = "%Y%m%dT%H%M%S.%fZ"
 _last_run_id: datetime | None = None
@@ -147,12 +152,14 @@ class ResultsFolder:
     entry's spans, once given to :meth:`add_entry`, are on disk and may be dropped.
     """
 
-    def __init__(self, path: Path, run_id: str, traces: IO[str]) -> None:
+    def __init__(self, path: Path, run_id: str, traces: io.FileIO) -> None:
         self.path = path
         """The run's folder."""
         self.run_id = run_id
         """The run id: the folder's name."""
-        self._traces: IO[str] | None = traces
+        self._traces: io.FileIO | None = traces
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
 
     @classmethod
     def create(
@@ -181,7 +188,7 @@ class ResultsFolder:
                 raise _unwritable(folder, exc) from None
             break
         try:
-            traces = open(folder / TRACES_FILE, "x", encoding="utf-8", newline="\n")
+            traces = io.FileIO(folder / TRACES_FILE, "x")
         except OSError as exc:
             raise _unwritable(folder, exc) from None
         return cls(folder, chosen, traces)
@@ -197,50 +204,70 @@ class ResultsFolder:
         return self.path / TRACES_FILE
 
     def add_entry(self, entry: EntryResult, spans: Iterable[ReadableSpan | SpanRecord]) -> None:
-        """Append a finished entry's spans to ``traces.jsonl``, in one write.
+        """Append a finished entry's spans to ``traces.jsonl``.
 
         This is where each entry reaches disk as it finishes; the entry itself is written with
-        the run's ``result.json`` (:meth:`finish`).
+        the run's ``result.json`` (:meth:`finish`). Entries are written whole: their lines are
+        gathered and written, a batch of whole entries at a time, once
+        :data:`WRITE_BATCH_BYTES` have gathered (and at :meth:`close`), so that the file only
+        ever ends with a complete line.
 
         Raises:
             ResultsFolderError: The file cannot be written (the disk is full, ...).
         """
-        lines = [span_to_json(span) for span in spans]
-        if not lines or self._traces is None:
+        if self._traces is None:
             return
+        text = "".join(span_to_json(span) + "\n" for span in spans).encode("utf-8")
+        if not text:
+            return
+        self._pending.append(text)
+        self._pending_bytes += len(text)
+        if self._pending_bytes >= WRITE_BATCH_BYTES:
+            self._flush(entry.name)
+
+    def _flush(self, entry: str | None = None) -> None:
+        if self._traces is None or not self._pending:
+            return
+        data = b"".join(self._pending)
+        self._pending, self._pending_bytes = [], 0
+        view = memoryview(data)
         try:
-            self._traces.write("\n".join(lines) + "\n")
-            self._traces.flush()
+            while view:
+                written = self._traces.write(view)
+                view = view[written or 0 :]
         except OSError as exc:
+            which = f" (entry {entry!r})" if entry is not None else ""
             raise ResultsFolderError(
-                f"cannot write {self.traces_path} (entry {entry.name!r}): "
-                f"{exc.strerror or exception_message(exc)}"
+                f"cannot write {self.traces_path}{which}: {exc.strerror or exception_message(exc)}"
             ) from None
 
     def finish(self, result: RunResult) -> Path:
-        """Close ``traces.jsonl`` and write ``result.json`` atomically.
+        """Write the rest of ``traces.jsonl``, close it, and write ``result.json`` atomically.
+
+        ``result.json`` is written even when the spans could not be.
 
         Returns:
             The path of ``result.json``.
 
         Raises:
-            ResultsFolderError: The file cannot be written; no half-written ``result.json``
-                is left behind.
+            ResultsFolderError: A file cannot be written; no half-written ``result.json`` is
+                left behind.
         """
-        self.close()
-        write_atomically(self.result_path, result.model_dump_json(indent=2) + "\n")
+        try:
+            self.close()
+        finally:
+            write_atomically(self.result_path, result.model_dump_json(indent=2) + "\n")
         return self.result_path
 
     def close(self) -> None:
-        """Close ``traces.jsonl`` (idempotent)."""
-        traces, self._traces = self._traces, None
-        if traces is not None:
-            try:
-                traces.close()
-            except OSError as exc:
-                raise ResultsFolderError(
-                    f"cannot write {self.traces_path}: {exc.strerror or exception_message(exc)}"
-                ) from None
+        """Write what :meth:`add_entry` gathered and close ``traces.jsonl`` (idempotent)."""
+        if self._traces is None:
+            return
+        try:
+            self._flush()
+        finally:
+            traces, self._traces = self._traces, None
+            traces.close()
 
     def __enter__(self) -> Self:
         return self
