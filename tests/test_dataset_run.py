@@ -431,3 +431,30 @@ async def test_assert_dataset_pass_fails_when_the_setup_raises(tmp_path: Path) -
 
     with pytest.raises(EvalAssertionError, match="the runnable's setup raised OSError: no db"):
         await assert_dataset_pass(None, dataset)
+
+
+@pytest.mark.anyio
+async def test_a_sync_app_abandoned_past_its_timeout_never_keeps_the_process_alive(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    release = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def stuck(question: str) -> str:
+        threads.append(threading.current_thread())
+        release.wait()
+        return question
+
+    dataset = dataset_from_data(
+        {"evaluators": ["ExactMatch"], "entries": [{"entry_kwargs": {"question": "q"}}]}
+    )
+    try:
+        result = await run_dataset(dataset, runnable=stuck, timeout=0.2)
+    finally:
+        release.set()
+
+    assert [item.status for item in result.entries] == [S.TIMED_OUT]
+    (thread,) = threads
+    assert thread.daemon

@@ -282,7 +282,9 @@ def print_diff(diff: RunDiff, *, file: TextIO | None = None, verbose: bool = Fal
     if plain:
         stream.write(render_diff(diff, verbose=verbose, plain=True))
         return
-    Console(file=stream, highlight=False, emoji=False).print(_diff(diff, verbose, plain=False))
+    Console(file=stream, highlight=False, emoji=False).print(
+        _diff(diff, verbose, plain=False), soft_wrap=True
+    )
 
 
 def render_diff(
@@ -298,7 +300,7 @@ def render_diff(
         no_color=plain,
         highlight=False,
         emoji=False,
-    ).print(_diff(diff, verbose, plain=plain))
+    ).print(_diff(diff, verbose, plain=plain), soft_wrap=True)
     return buffer.getvalue()
 
 

@@ -89,7 +89,7 @@ def print_report(
         stream.write(render_report(results, verbose=verbose, plain=True, width=_width()))
         return
     console = Console(file=stream, highlight=False, emoji=False)
-    console.print(_report(results, verbose=verbose, plain=False))
+    console.print(_report(results, verbose=verbose, plain=False), soft_wrap=True)
 
 
 def render_report(
@@ -118,7 +118,7 @@ def render_report(
         emoji=False,
         legacy_windows=False,
     )
-    console.print(_report(results, verbose=verbose, plain=plain))
+    console.print(_report(results, verbose=verbose, plain=plain), soft_wrap=True)
     return buffer.getvalue()
 
 
