@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from evaltrace.cli._options import output_format, verbose
 from evaltrace.cli._terminal import CommandError, printable
 
 __all__ = ["diff"]
@@ -14,15 +15,8 @@ __all__ = ["diff"]
 @click.command("diff")
 @click.argument("old", metavar="OLD")
 @click.argument("new", metavar="NEW")
-@click.option("-v", "--verbose", is_flag=True, help="Also list what did not change.")
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: what changed; json: the whole comparison.",
-)
+@verbose("Also list what did not change.")
+@output_format(text="what changed", json="the whole comparison")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when something got worse.")
 def diff(old: str, new: str, verbose: bool, output_format: str, fail_on_regression: bool) -> int:
     """Compare the run NEW with the run OLD (each a result.json or a run folder).

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from evaltrace.cli._options import output_format, verbose
 from evaltrace.cli._terminal import CommandError, printable
 
 __all__ = ["report"]
@@ -13,15 +14,8 @@ __all__ = ["report"]
 
 @click.command("report")
 @click.argument("result", metavar="RESULT")
-@click.option("-v", "--verbose", is_flag=True, help="List every entry.")
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: the report; json: the result itself.",
-)
+@verbose("List every entry.")
+@output_format(text="the report", json="the result itself")
 def report(result: str, verbose: bool, output_format: str) -> int:
     """Print the report of RESULT: a result.json, or the run folder holding one.
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from evaltrace.cli._discovery import dataset_files
+from evaltrace.cli._options import output_format, verbose
 from evaltrace.cli._terminal import INTERRUPTED, CommandError, err, out, printable
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ __all__ = ["test"]
     metavar="FILTER",
     help="Run only the entries whose name or description contains FILTER (ignoring case).",
 )
-@click.option("-v", "--verbose", is_flag=True, help="List every entry in the report.")
+@verbose("List every entry in the report.")
 @click.option(
     "--concurrency",
     type=click.IntRange(min=1),
@@ -67,14 +68,7 @@ __all__ = ["test"]
     is_flag=True,
     help="Exit 1 when something got worse than in --baseline, even if everything passed.",
 )
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: the report; json: each run's result.json content, one per line.",
-)
+@output_format(text="the report", json="each run's result.json content, one per line")
 def test(
     paths: Sequence[str],
     entry_filter: str | None,

@@ -31,23 +31,21 @@ Example:
 
 from __future__ import annotations
 
-import io
 import math
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, computed_field
 from rich import box
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.report import printable
 from evaltrace.evals.result import CompletionStatus, EntryResult, RunResult
-from evaltrace.results.report import wants_plain_report
+from evaltrace.results.report import print_rich, render_rich
 
 __all__ = [
     "Change",
@@ -277,31 +275,14 @@ def print_diff(diff: RunDiff, *, file: TextIO | None = None, verbose: bool = Fal
 
     Plain ASCII without colour unless ``file`` is a terminal and ``NO_COLOR`` is not set.
     """
-    stream = file if file is not None else sys.stdout
-    plain = wants_plain_report(stream)
-    if plain:
-        stream.write(render_diff(diff, verbose=verbose, plain=True))
-        return
-    Console(file=stream, highlight=False, emoji=False).print(
-        _diff(diff, verbose, plain=False), soft_wrap=True
-    )
+    print_rich(lambda plain: _diff(diff, verbose, plain=plain), file)
 
 
 def render_diff(
     diff: RunDiff, *, verbose: bool = False, plain: bool = True, width: int = 100
 ) -> str:
     """The comparison as text: what changed (everything with ``verbose``), then the counts."""
-    buffer = io.StringIO()
-    Console(
-        file=buffer,
-        width=width,
-        color_system=None if plain else "standard",
-        force_terminal=not plain,
-        no_color=plain,
-        highlight=False,
-        emoji=False,
-    ).print(_diff(diff, verbose, plain=plain), soft_wrap=True)
-    return buffer.getvalue()
+    return render_rich(_diff(diff, verbose, plain=plain), plain=plain, width=width)
 
 
 def _score(evaluation: Evaluation | None) -> str:

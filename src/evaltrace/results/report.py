@@ -20,7 +20,7 @@ import io
 import os
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, TextIO
 
 from pydantic import ValidationError
@@ -40,7 +40,9 @@ __all__ = [
     "ALL_ROWS_UP_TO",
     "MAX_LISTED_ENTRIES",
     "print_report",
+    "print_rich",
     "render_report",
+    "render_rich",
     "wants_plain_report",
 ]
 
@@ -83,13 +85,7 @@ def print_report(
 
     Plain ASCII without colour unless ``file`` is a terminal and ``NO_COLOR`` is not set.
     """
-    stream = file if file is not None else sys.stdout
-    plain = wants_plain_report(stream)
-    if plain:
-        stream.write(render_report(results, verbose=verbose, plain=True, width=_width()))
-        return
-    console = Console(file=stream, highlight=False, emoji=False)
-    console.print(_report(results, verbose=verbose, plain=False), soft_wrap=True)
+    print_rich(lambda plain: _report(results, verbose=verbose, plain=plain), file)
 
 
 def render_report(
@@ -107,6 +103,24 @@ def render_report(
         plain: ASCII without colour; else box-drawing characters and ANSI colours.
         width: The width to lay the tables out in.
     """
+    return render_rich(_report(results, verbose=verbose, plain=plain), plain=plain, width=width)
+
+
+def print_rich(build: Callable[[bool], RenderableType], file: TextIO | None = None) -> None:
+    """Write what ``build(plain)`` draws to ``file`` (standard output by default).
+
+    ``plain`` is :func:`wants_plain_report` of the stream: ASCII at the width of ``COLUMNS``
+    (100 by default), else colour at the terminal's width.
+    """
+    stream = file if file is not None else sys.stdout
+    if wants_plain_report(stream):
+        stream.write(render_rich(build(True), plain=True, width=_width()))
+        return
+    Console(file=stream, highlight=False, emoji=False).print(build(False), soft_wrap=True)
+
+
+def render_rich(renderable: RenderableType, *, plain: bool, width: int) -> str:
+    """Draw ``renderable`` as text: plain ASCII, or with ANSI colours; long lines not wrapped."""
     buffer = io.StringIO()
     console = Console(
         file=buffer,
@@ -118,7 +132,7 @@ def render_report(
         emoji=False,
         legacy_windows=False,
     )
-    console.print(_report(results, verbose=verbose, plain=plain), soft_wrap=True)
+    console.print(renderable, soft_wrap=True)
     return buffer.getvalue()
 
 

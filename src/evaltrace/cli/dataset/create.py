@@ -11,7 +11,7 @@ import click
 from evaltrace.cli._discovery import DATASET_SUFFIXES
 from evaltrace.cli._terminal import CommandError, out
 
-__all__ = ["SCHEMA_FILE", "create"]
+__all__ = ["SCHEMA_FILE", "create", "document_text"]
 
 SCHEMA_FILE: Final = "dataset.schema.json"
 """The schema file a new dataset names in ``$schema``, written beside it when absent."""
@@ -40,8 +40,6 @@ def create(name: str, runnable: str, file_format: str) -> int:
     dataset.schema.json is written beside it when absent. An existing file is never
     overwritten.
     """
-    import yaml
-
     from evaltrace.datasets import dataset_json_schema
 
     given = Path(name)
@@ -68,10 +66,7 @@ def create(name: str, runnable: str, file_format: str) -> int:
             }
         ],
     }
-    if path.suffix.lower() == ".json":
-        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    else:
-        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    text = document_text(path, data)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("x", encoding="utf-8") as stream:
@@ -85,3 +80,12 @@ def create(name: str, runnable: str, file_format: str) -> int:
         raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
     out(f"created {path}: set its runnable and evaluators, and replace the example entry")
     return 0
+
+
+def document_text(path: Path, data: dict[str, Any]) -> str:
+    """A dataset's data as the text of its file: JSON for ``.json``, YAML otherwise."""
+    if path.suffix.lower() == ".json":
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

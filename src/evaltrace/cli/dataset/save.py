@@ -11,7 +11,7 @@ import click
 from evaltrace.cli._discovery import DATASET_SUFFIXES
 from evaltrace.cli._selectors import SELECTOR_HELP, SelectorType, selector
 from evaltrace.cli._terminal import CommandError, err, out
-from evaltrace.cli.dataset.create import SCHEMA_FILE
+from evaltrace.cli.dataset.create import SCHEMA_FILE, document_text
 
 if TYPE_CHECKING:
     from evaltrace.trace import ObservationNode
@@ -156,12 +156,7 @@ def _write(path: Path, data: dict[str, Any]) -> None:
         raise CommandError(
             f"the entries made from the traces do not fit the dataset:\n{exc}"
         ) from None
-    if path.suffix.lower() == ".json":
-        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    else:
-        import yaml
-
-        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    text = document_text(path, data)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(path, text)
