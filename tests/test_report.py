@@ -263,3 +263,37 @@ async def test_the_failure_table_of_assert_pass_escapes_control_characters() -> 
     message = str(info.value)
     assert not CONTROL.findall(message)
     assert "evil\\u001b[2J\\u001b]0;title\\u0007\\u009b" in message
+
+
+def test_progress_is_a_bar_on_a_terminal_and_plain_lines_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from evaltrace.results import RunProgress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("CI", raising=False)
+    entries = [item(i, f"e{i}", scored(0.0 if i == 3 else 1.0)) for i in range(20)]
+    bar, lines = Terminal(), io.StringIO()
+    for stream in (bar, lines):
+        with RunProgress("faq", total=20, stream=stream) as progress:
+            for entry in entries:
+                progress.advance(entry)
+
+    assert "━" in bar.getvalue() and "faq:" not in bar.getvalue()
+    plain = lines.getvalue().splitlines()
+    assert plain == [
+        "faq: 1/20 entries, 0 not passed",
+        "faq: 3/20 entries, 0 not passed",
+        "faq: entry 'e3' FAILED_SCORE_ZERO",
+        "faq: 5/20 entries, 1 not passed",
+        *[f"faq: {n}/20 entries, 1 not passed" for n in range(7, 20, 2)],
+        "faq: 20/20 entries, 1 not passed",
+    ]
+    monkeypatch.setenv("CI", "true")
+    in_ci = Terminal()
+    with RunProgress("faq", total=1, stream=in_ci) as progress:
+        progress.advance(entries[0])
+    assert in_ci.getvalue() == "faq: 1/1 entries, 0 not passed\n"

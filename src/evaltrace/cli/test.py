@@ -193,9 +193,12 @@ class _Runs:
                         progress=True,
                         run_id=run_id,
                     )
-                except ResultsFolderError as exc:
+                except ResultsFolderError as exc:  # written in part: report what was
                     self.write_error = exc
-                    result = load_result(self.last_folder)
+                    try:
+                        result = load_result(self.last_folder)
+                    except ResultFileError:
+                        continue
                 self.results.append(result)
 
         try:

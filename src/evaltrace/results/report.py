@@ -52,7 +52,7 @@ that did not pass (all with ``verbose``)."""
 MAX_LISTED_ENTRIES: Final = 50
 """At most this many rows in a run's table, and failures described, unless ``verbose``."""
 
-_VALUE_WIDTH: Final = 60
+_VALUE_WIDTH: Final = 200
 _WHY_WIDTH: Final = 300
 _STATUS_STYLES: Final[dict[CompletionStatus, str]] = {
     CompletionStatus.SUCCESS: "green",
