@@ -111,11 +111,12 @@ def test(
             problems += exc.problems
     if problems:
         raise CommandError(str(DatasetError(problems)))
-    chosen = [
-        item
-        for item in prepared
-        if any(matches_filter(entry, entry_filter) for entry in item.dataset.entries)
-    ]
+    chosen = []
+    for item in prepared:
+        if any(matches_filter(entry, entry_filter) for entry in item.dataset.entries):
+            chosen.append(item)
+        else:
+            err(f"evaltrace test: {item.dataset.source}: no entry matches -k {entry_filter!r}")
     if not chosen:
         raise CommandError(
             f"-k {entry_filter!r} matches no entry of {_count(prepared, 'dataset')}; it selects "

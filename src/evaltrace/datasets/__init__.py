@@ -5,7 +5,9 @@ A dataset file (JSON or YAML) names the app's entry point, the evaluators and th
 :class:`DatasetError`; :func:`resolve_dataset` then imports the runnable and builds the
 evaluators (built-in names through the registry that :func:`register_evaluator` extends,
 ``"file.py:name"`` and ``"module:name"`` references to user code), and checks every entry's
-arguments against the runnable, again reporting every problem at once.
+arguments against the runnable, again reporting every problem at once. :func:`run_dataset`
+runs a dataset into a :class:`~evaltrace.evals.RunResult` (and its results folder), as
+``evaltrace test`` does; :func:`assert_dataset_pass` is that run with an assertion.
 
 Example:
     >>> dataset = dataset_from_data({

@@ -14,7 +14,9 @@ microsecond, such as ``20261123T104107.123456Z``):
   interrupted run still writes it, with the entries that finished.
 
 :class:`ResultsFolder` writes the folder as the run goes; :func:`load_result` reads a
-``result.json`` (or the folder holding one) back.
+``result.json`` (or the folder holding one) back. Whatever else a run streams as its entries
+finish (a file of finished entries, from which an interrupted run could resume) belongs in
+:meth:`ResultsFolder.add_entry`, which receives each entry with its spans.
 
 Example:
     >>> folder = ResultsFolder.create(tmp_path)  # doctest: +SKIP
