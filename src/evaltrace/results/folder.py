@@ -6,9 +6,9 @@ microsecond, such as ``20261123T104107.123456Z``):
 * ``traces.jsonl``: every entry's spans in the JSON-lines format of
   :func:`evaltrace.save_traces` (one span per line, as exporters put them on the wire: values
   past the size limit truncated, content left out when content capture is off). Each entry's
-  spans are encoded when the entry finishes and appended in batches of whole entries, so that
-  the run never holds every trace in memory, the file never ends part-way through a line, and
-  an interrupted run keeps the traces of the entries that finished.
+  spans are appended, in one write, as the entry finishes, so that the run never holds every
+  trace in memory, the file never ends part-way through a line, and an interrupted run keeps
+  the traces of the entries that finished.
 * ``result.json``: the :class:`~evaltrace.evals.RunResult`, written once at the end to a
   temporary file that then replaces ``result.json``: a reader never sees half of it, and an
   interrupted run still writes it, with the entries that finished.
@@ -52,7 +52,6 @@ __all__ = [
     "RESULTS_DIR",
     "RESULT_FILE",
     "TRACES_FILE",
-    "WRITE_BATCH_BYTES",
     "ResultFileError",
     "ResultsFolder",
     "ResultsFolderError",
@@ -68,8 +67,6 @@ RESULT_FILE: Final = "result.json"
 """The run's :class:`~evaltrace.evals.RunResult`, in a run's folder."""
 TRACES_FILE: Final = "traces.jsonl"
 """Every entry's spans, in a run's folder."""
-WRITE_BATCH_BYTES: Final = 64 * 1024
-"""How many bytes of finished entries' spans gather before they are written together."""
 
 _RUN_ID_FORMAT: Final = "%Y%m%dT%H%M%S.%fZ"
 _last_run_id: datetime | None = None
@@ -160,8 +157,6 @@ class ResultsFolder:
         self.run_id = run_id
         """The run id: the folder's name."""
         self._traces: io.FileIO | None = traces
-        self._pending: list[bytes] = []
-        self._pending_bytes = 0
 
     @classmethod
     def create(
@@ -206,47 +201,33 @@ class ResultsFolder:
         return self.path / TRACES_FILE
 
     def add_entry(self, entry: EntryResult, spans: Iterable[ReadableSpan | SpanRecord]) -> None:
-        """Append a finished entry's spans to ``traces.jsonl``.
+        """Append a finished entry's spans to ``traces.jsonl``, in one write.
 
-        This is where each entry reaches disk as it finishes; the entry itself is written with
-        the run's ``result.json`` (:meth:`finish`). Entries are written whole: their lines are
-        gathered and written, a batch of whole entries at a time, once
-        :data:`WRITE_BATCH_BYTES` have gathered (and at :meth:`close`), so that the file only
-        ever ends with a complete line.
+        This is where each entry reaches disk as it finishes (the entry itself is written with
+        the run's ``result.json``, by :meth:`finish`). The entry's lines go out in one system
+        call, so that the file never ends part-way through a line.
 
         Raises:
             ResultsFolderError: The file cannot be written (the disk is full, ...).
         """
         if self._traces is None:
             return
-        text = "".join(span_to_json(span) + "\n" for span in spans).encode("utf-8")
-        if not text:
-            return
-        self._pending.append(text)
-        self._pending_bytes += len(text)
-        if self._pending_bytes >= WRITE_BATCH_BYTES:
-            self._flush(entry.name)
-
-    def _flush(self, entry: str | None = None) -> None:
-        if self._traces is None or not self._pending:
-            return
-        data = b"".join(self._pending)
-        self._pending, self._pending_bytes = [], 0
+        data = "".join(span_to_json(span) + "\n" for span in spans).encode("utf-8")
         view = memoryview(data)
         try:
             while view:
                 written = self._traces.write(view)
                 view = view[written or 0 :]
         except OSError as exc:
-            which = f" (entry {entry!r})" if entry is not None else ""
             raise ResultsFolderError(
-                f"cannot write {self.traces_path}{which}: {exc.strerror or exception_message(exc)}"
+                f"cannot write {self.traces_path} (entry {entry.name!r}): "
+                f"{exc.strerror or exception_message(exc)}"
             ) from None
 
     def finish(self, result: RunResult) -> Path:
-        """Write the rest of ``traces.jsonl``, close it, and write ``result.json`` atomically.
+        """Close ``traces.jsonl`` and write ``result.json`` atomically.
 
-        ``result.json`` is written even when the spans could not be.
+        ``result.json`` is written even when ``traces.jsonl`` cannot be closed.
 
         Returns:
             The path of ``result.json``.
@@ -262,13 +243,9 @@ class ResultsFolder:
         return self.result_path
 
     def close(self) -> None:
-        """Write what :meth:`add_entry` gathered and close ``traces.jsonl`` (idempotent)."""
-        if self._traces is None:
-            return
-        try:
-            self._flush()
-        finally:
-            traces, self._traces = self._traces, None
+        """Close ``traces.jsonl`` (idempotent)."""
+        traces, self._traces = self._traces, None
+        if traces is not None:
             traces.close()
 
     def __enter__(self) -> Self:
