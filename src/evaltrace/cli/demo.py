@@ -7,7 +7,7 @@ import click
 __all__ = ["demo"]
 
 
-@click.command("demo")
+@click.command("demo", short_help="Run the offline demo.")
 def demo() -> int:
     """Run the demo: capture and score a small question-answering app, offline."""
     from evaltrace.demo import run

@@ -12,7 +12,7 @@ from evaltrace.cli._terminal import CommandError, printable
 __all__ = ["diff"]
 
 
-@click.command("diff")
+@click.command("diff", short_help="Compare two saved runs.")
 @click.argument("old", metavar="OLD")
 @click.argument("new", metavar="NEW")
 @verbose("Also list what did not change.")

@@ -12,7 +12,7 @@ from evaltrace.cli._terminal import CommandError, printable
 __all__ = ["report"]
 
 
-@click.command("report")
+@click.command("report", short_help="Print the report of a saved run.")
 @click.argument("result", metavar="RESULT")
 @verbose("List every entry.")
 @output_format(text="the report", json="the result itself")

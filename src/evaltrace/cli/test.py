@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["test"]
 
 
-@click.command("test")
+@click.command("test", short_help="Run dataset files, save each run and print the report.")
 @click.argument("paths", nargs=-1, metavar="[PATHS]...")
 @click.option(
     "-k",

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["trace"]
 
 
-@click.command("trace")
+@click.command("trace", short_help="Print stored traces, or run an app once and store its trace.")
 @click.argument("file", required=False, metavar="[FILE]")
 @click.option("--trace-id", help="Only this trace of FILE (32 hex digits).")
 @click.option(

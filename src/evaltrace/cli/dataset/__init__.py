@@ -13,7 +13,7 @@ from evaltrace.cli.dataset.validate import validate
 __all__ = ["dataset"]
 
 
-@click.group("dataset")
+@click.group("dataset", short_help="Create, list, validate and extend dataset files.")
 def dataset() -> None:
     """Create, list, validate and extend dataset files (*.evaltrace.json|yaml|yml)."""
 

@@ -17,7 +17,7 @@ SCHEMA_FILE: Final = "dataset.schema.json"
 """The schema file a new dataset names in ``$schema``, written beside it when absent."""
 
 
-@click.command("create")
+@click.command("create", short_help="Write a new dataset file to fill in.")
 @click.argument("name")
 @click.option(
     "--runnable",

@@ -12,7 +12,7 @@ from evaltrace.cli._terminal import out
 __all__ = ["list_datasets"]
 
 
-@click.command("list")
+@click.command("list", short_help="List dataset files with their entry counts.")
 @click.argument("paths", nargs=-1, metavar="[PATHS]...")
 def list_datasets(paths: Sequence[str]) -> int:
     """List the dataset files in PATHS (default: the current folder), with their entries.

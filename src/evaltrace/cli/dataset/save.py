@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["save"]
 
 
-@click.command("save")
+@click.command("save", short_help="Add entries made from stored traces to a dataset.")
 @click.argument("name")
 @click.option(
     "--from-trace",

@@ -12,7 +12,7 @@ from evaltrace.cli._terminal import CommandError, err
 __all__ = ["schema"]
 
 
-@click.command("schema")
+@click.command("schema", short_help="Print the JSON Schema of dataset files.")
 @click.option(
     "-o",
     "--output",

@@ -12,7 +12,7 @@ from evaltrace.cli._terminal import CommandError, out
 __all__ = ["validate"]
 
 
-@click.command("validate")
+@click.command("validate", short_help="Check dataset files without running them.")
 @click.argument("paths", nargs=-1, metavar="[PATHS]...")
 def validate(paths: Sequence[str]) -> int:
     """Check the dataset files in PATHS (default: the current folder) as a run would.
