@@ -330,29 +330,29 @@ async def run_dataset(
             "entries whose name or description contains it (ignoring case)"
         )
     folder = ResultsFolder.create(output_dir, run_id) if output_dir is not None else None
-    run = _Run(
-        prepared=prepared,
-        selected=selected,
-        threshold=threshold,
-        folder=folder,
-        on_entry=on_entry,
-        run_id=folder.run_id if folder is not None else (run_id or new_run_id()),
-        settings={
-            "concurrency": concurrency,
-            "timeout": timeout,
-            "threshold": threshold,
-            "entry_filter": None if entry_filter is None else _describe_filter(entry_filter),
-            "runnable": prepared.runnable.name,
-            "from_trace": None if from_trace is None else evaluator_name(from_trace),
-        },
-    )
-    display = (
-        RunProgress(data.name or prepared.runnable.name, len(selected))
-        if progress
-        else contextlib.nullcontext()
-    )
-    with folder if folder is not None else contextlib.nullcontext(), display as shown:
-        run.display = shown if isinstance(shown, RunProgress) else None
+    display = RunProgress(data.name or prepared.runnable.name, len(selected)) if progress else None
+    with contextlib.ExitStack() as stack:
+        if folder is not None:
+            stack.enter_context(folder)
+        if display is not None:
+            stack.enter_context(display)
+        run = _Run(
+            prepared=prepared,
+            selected=selected,
+            threshold=threshold,
+            folder=folder,
+            display=display,
+            on_entry=on_entry,
+            run_id=folder.run_id if folder is not None else (run_id or new_run_id()),
+            settings={
+                "concurrency": concurrency,
+                "timeout": timeout,
+                "threshold": threshold,
+                "entry_filter": None if entry_filter is None else _describe_filter(entry_filter),
+                "runnable": prepared.runnable.name,
+                "from_trace": None if from_trace is None else evaluator_name(from_trace),
+            },
+        )
         return await run.execute(concurrency=concurrency, timeout=timeout, from_trace=from_trace)
 
 
@@ -372,6 +372,7 @@ class _Run:
         selected: list[int],
         threshold: float,
         folder: ResultsFolder | None,
+        display: RunProgress | None,
         on_entry: Callable[[EntryResult, int, int], object] | None,
         run_id: str,
         settings: dict[str, JsonValue],
@@ -380,10 +381,10 @@ class _Run:
         self.selected = selected
         self.threshold = threshold
         self.folder = folder
+        self.display = display
         self.on_entry = on_entry
         self.run_id = run_id
         self.settings = settings
-        self.display: RunProgress | None = None
         self.entries: list[EntryResult | None] = [None] * len(selected)
         self.errors: list[EvaluationError] = []
         self.write_error: ResultsFolderError | None = None
