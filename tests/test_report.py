@@ -20,6 +20,13 @@ ANSI = re.compile(r"\x1b\[")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def scored(score: float, evaluator: str = "exact", reasoning: str = "") -> Evaluation:
     return Evaluation(score=score, evaluator=evaluator, reasoning=reasoning)
 
@@ -94,10 +101,6 @@ def test_a_plain_report_is_ascii_without_colour() -> None:
 def test_a_terminal_report_has_colour_and_no_color_turns_it_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
-
     monkeypatch.delenv("NO_COLOR", raising=False)
     coloured = Terminal()
     print_report([faq_run()], file=coloured)
@@ -269,10 +272,6 @@ def test_progress_is_a_bar_on_a_terminal_and_plain_lines_elsewhere(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from evaltrace.results import RunProgress
-
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
 
     monkeypatch.delenv("CI", raising=False)
     entries = [item(i, f"e{i}", scored(0.0 if i == 3 else 1.0)) for i in range(20)]
