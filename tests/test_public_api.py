@@ -52,4 +52,4 @@ def test_python_dash_m_evaltrace_runs_the_command_line() -> None:
     assert version.stdout.startswith("evaltrace ")
     usage = subprocess.run([sys.executable, "-m", "evaltrace"], capture_output=True, text=True)
     assert usage.returncode == 2
-    assert usage.stderr.startswith("usage: evaltrace ")
+    assert usage.stderr.startswith("Usage: evaltrace ")

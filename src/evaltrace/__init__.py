@@ -7,7 +7,8 @@ your own or the ones shipped (autoevals scorers such as :func:`Factuality`, LLM 
 :func:`create_llm_evaluator`, repeated judging with :class:`Repeated`, retrieval and answer
 metrics such as :class:`DocumentMRR` and :class:`AnswerF1`, dataset-level precision, recall
 and F-beta), over dataset files (:func:`load_dataset`), or as a Haystack-style pipeline
-evaluation (:func:`evaluate_runnable`).
+evaluation (:func:`evaluate_runnable`). :func:`run_dataset` runs a dataset file into a
+:class:`RunResult`, as ``evaltrace test`` does on the command line.
 
 The package is a stack of floors that import one way (``docs/architecture.md``): capture and
 trace load with ``import evaltrace``; evaluation, the LLM client, judges, metrics, datasets
@@ -65,9 +66,12 @@ if TYPE_CHECKING:
         dataset_json_schema,
         load_dataset,
         register_evaluator,
+        run_dataset,
     )
     from evaltrace.evals import (
         UNSET,
+        CompletionStatus,
+        EntryResult,
         EvalAssertionError,
         Evaluable,
         Evaluation,
@@ -76,6 +80,7 @@ if TYPE_CHECKING:
         EvaluatorContext,
         NamedData,
         RunningLoopError,
+        RunResult,
         ScoreThreshold,
         TestCase,
         assert_pass,
@@ -175,6 +180,7 @@ __all__ = [
     "ClassificationDetails",
     "ClosedQA",
     "CombinedEvaluator",
+    "CompletionStatus",
     "ConfusionMatrixAggregatorSpec",
     "ContextRelevancy",
     "ContextThreadPoolExecutor",
@@ -188,6 +194,7 @@ __all__ = [
     "DocumentNDCG",
     "DocumentRecall",
     "EmbeddingSimilarity",
+    "EntryResult",
     "EvalAssertionError",
     "EvaltraceError",
     "Evaluable",
@@ -226,6 +233,7 @@ __all__ = [
     "RecallAggregatorSpec",
     "Repeated",
     "RepeatedResults",
+    "RunResult",
     "Runnable",
     "RunningLoopError",
     "ScoreThreshold",
@@ -273,6 +281,7 @@ __all__ = [
     "root",
     "run",
     "run_and_evaluate",
+    "run_dataset",
     "save_dataset_scorecard",
     "save_traces",
     "shutdown",

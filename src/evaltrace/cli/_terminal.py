@@ -1,34 +1,64 @@
-"""Writing trace content, which nobody vetted, to a terminal."""
+"""Writing to the terminal: user content escaped, errors with their exit code, closed pipes.
+
+Span names, values, reasoning, error messages and file contents come from the app or from a
+file nobody vetted; everything printed goes through :func:`printable`, so that an escape
+sequence in them is shown rather than obeyed.
+"""
 
 from __future__ import annotations
 
 import os
-import re
 import sys
+from typing import IO, Final
 
-__all__ = ["CLOSED_PIPE", "printable", "silence_stdout"]
+import click
 
-CLOSED_PIPE = 141
+from evaltrace.evals.report import printable
+
+__all__ = [
+    "CLOSED_PIPE",
+    "INTERRUPTED",
+    "USAGE_ERROR",
+    "CommandError",
+    "err",
+    "out",
+    "printable",
+    "silence_stdout",
+]
+
+USAGE_ERROR: Final = 2
+"""The exit code of bad usage or an invalid dataset (nothing ran)."""
+INTERRUPTED: Final = 130
+"""The exit code after Ctrl-C: 128 + SIGINT, as the shell reports it."""
+CLOSED_PIPE: Final = 141
 """The exit code after the reader of our output went away: 128 + SIGPIPE, as the shell reports
 for a command that a closed pipe ended (``cat big | head -1``)."""
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
+class CommandError(click.ClickException):
+    """A command cannot do what it was asked (bad usage, an invalid dataset); exit code 2.
 
-def printable(text: str) -> str:
-    r"""Return ``text`` with its terminal control characters shown instead of obeyed.
-
-    Span names, values and error messages come from the app or from a file: an escape sequence
-    in them could clear the screen, move the cursor, retitle the window or hide what precedes a
-    carriage return. Every C0 control character but newline and tab (the output's own layout),
-    DEL and every C1 control character become a ``\u001b``-style escape, which also keeps JSON
-    output valid JSON.
-
-    Example:
-        >>> printable("red\x1b[31m")
-        'red\\u001b[31m'
+    Args:
+        message: What is wrong and how to fix it; printed to standard error.
     """
-    return _CONTROL.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+    exit_code = USAGE_ERROR
+
+    def show(self, file: IO[str] | None = None) -> None:
+        """Print ``evaltrace COMMAND: message`` to standard error."""
+        context = click.get_current_context(silent=True)
+        name = context.command_path if context is not None else "evaltrace"
+        print(printable(f"{name}: {self.format_message()}"), file=file or sys.stderr)
+
+
+def out(text: str) -> None:
+    """Print ``text`` to standard output, its control characters escaped."""
+    print(printable(text))
+
+
+def err(text: str) -> None:
+    """Print ``text`` to standard error, its control characters escaped."""
+    print(printable(text), file=sys.stderr)
 
 
 def silence_stdout() -> None:

@@ -1,132 +1,107 @@
-"""``evaltrace``: the command line entry point and its commands.
+"""``evaltrace``: the command line entry point and its group of commands.
 
-Commands: ``evaltrace trace FILE`` prints the outline of each trace in a stored trace file
-(JSONL written by :func:`evaltrace.save_traces`, an OTLP-JSON export, or Arize Phoenix span
-JSON), optionally with the evaluable a selector makes of each; ``evaltrace demo`` runs the
-bundled demo. Trace content is printed with its terminal control characters escaped.
+Each command lives in its own module: ``test``, ``dataset`` (``create``, ``list``,
+``validate``, ``schema``, ``save``), ``trace``, ``report``, ``diff``, ``demo``. A command
+returns its exit code: 0 success, 1 something failed (an entry, a trace), 2 bad usage or an
+invalid dataset (the problems, never a traceback), 130 interrupted by Ctrl-C, 141 when the
+reader of the output went away.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
+
+import click
 
 from evaltrace import __version__
-from evaltrace.cli._terminal import CLOSED_PIPE, printable, silence_stdout
+from evaltrace.cli._terminal import (
+    CLOSED_PIPE,
+    INTERRUPTED,
+    USAGE_ERROR,
+    printable,
+    silence_stdout,
+)
+from evaltrace.cli.dataset import dataset
+from evaltrace.cli.demo import demo
+from evaltrace.cli.diff import diff
+from evaltrace.cli.report import report
+from evaltrace.cli.test import test
+from evaltrace.cli.trace import trace
 from evaltrace.errors import EvaltraceError
 
-if TYPE_CHECKING:
-    from evaltrace.trace import ObservationNode
-
-__all__ = ["main"]
-
-_SELECTORS = ("root", "last_llm_call", "first_llm_call")
+__all__ = ["evaltrace", "main"]
 
 
-def _trace(args: argparse.Namespace) -> int:
-    from evaltrace import trace as trace_module
-    from evaltrace.evals import selectors
+class _ClosedPipe(Exception):
+    """The reader of standard output went away while a command wrote to it."""
 
-    path = Path(args.file)
-    if not path.is_file():
-        _error(f"evaltrace trace: {path} is not a file")
-        return 2
-    traces = trace_module.split_traces(trace_module.load_traces(path))
-    if not traces:
-        _error(f"evaltrace trace: {path} holds no spans")
-        return 1
-    if args.trace_id:
-        wanted = args.trace_id.lower()
-        traces = [one for one in traces if _trace_id(one) == wanted]
-        if not traces:
-            _error(f"evaltrace trace: no trace {wanted} in {path}")
-            return 1
-    code = 0
-    for position, one in enumerate(traces):
-        _out(("\n" if position else "") + f"trace {_trace_id(one)}")
-        _out(trace_module.trace_to_text(one))
-        if not args.select:
-            continue
+
+class _Commands(click.Group):
+    """The group of commands; a closed pipe ends a command with :data:`CLOSED_PIPE`."""
+
+    def invoke(self, ctx: click.Context) -> object:
         try:
-            evaluable = getattr(selectors, args.select)(one)
-        except EvaltraceError as exc:
-            _error(f"evaltrace trace: trace {_trace_id(one)}: {exc}")
-            code = 1
-            continue
-        try:
-            shown = json.dumps(evaluable.model_dump(mode="json"), indent=2, ensure_ascii=False)
-        except (RecursionError, ValueError) as exc:  # nested past pydantic's serialization depth
-            _error(f"evaltrace trace: trace {_trace_id(one)}: cannot print {args.select}: {exc}")
-            code = 1
-            continue
-        _out(f"\n{args.select}:")
-        _out(shown)
-    return code
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # Raised past click as another exception: click would exit 1 on a closed pipe.
+            raise _ClosedPipe from None
 
 
-def _trace_id(trace: list[ObservationNode]) -> str:
-    return f"{trace[0].span.trace_id:032x}"
+@click.group(
+    name="evaltrace",
+    cls=_Commands,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.version_option(
+    __version__, "--version", prog_name="evaltrace", message="%(prog)s %(version)s"
+)
+def evaltrace() -> None:
+    """Trace capture and evaluation for LLM applications."""
 
 
-def _out(text: str) -> None:
-    print(printable(text))
+for _command in (test, dataset, trace, report, diff, demo):
+    evaltrace.add_command(_command)
 
 
-def _error(text: str) -> None:
-    print(printable(text), file=sys.stderr)
+def _current_folder_on_path() -> None:
+    """Put the current folder first on ``sys.path``, as ``python -m`` does.
 
-
-def _demo(args: argparse.Namespace) -> int:
-    from evaltrace.demo import run
-
-    return run()
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="evaltrace", description="Trace capture and evaluation for LLM applications."
-    )
-    parser.add_argument("--version", action="version", version=f"evaltrace {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    trace = commands.add_parser(
-        "trace", help="print the outline of each trace in a stored trace file"
-    )
-    trace.add_argument(
-        "file",
-        help="a JSONL trace file (save_traces), an OTLP-JSON export or Phoenix span JSON",
-    )
-    trace.add_argument("--trace-id", help="only this trace (32 hex digits)")
-    trace.add_argument(
-        "--select",
-        choices=_SELECTORS,
-        help="also print the evaluable this selector makes of each trace",
-    )
-    trace.set_defaults(run=_trace)
-    demo = commands.add_parser("demo", help="run the demo on the bundled example app")
-    demo.set_defaults(run=_demo)
-    return parser
+    ``package.module:name`` references in datasets then find the project's packages, which a
+    console script (whose ``sys.path`` starts with its own folder) would not.
+    """
+    here = os.getcwd()
+    if here not in sys.path:
+        sys.path.insert(0, here)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``evaltrace`` command; returns the exit code.
 
-    A failure of evaltrace gives its message on standard error and code 1. When the reader of
-    the output goes away (``evaltrace trace big.jsonl | head -1``), the command stops quietly
-    with code 141, as a command ended by SIGPIPE does.
+    Args:
+        argv: The arguments (default: ``sys.argv[1:]``).
     """
-    args = _parser().parse_args(argv)
+    _current_folder_on_path()
     try:
         try:
-            code: int = args.run(args)
-        except EvaltraceError as exc:
-            _error(f"evaltrace {args.command}: {exc}")
+            code = evaltrace.main(
+                args=list(argv) if argv is not None else None,
+                prog_name="evaltrace",
+                standalone_mode=False,
+            )
+        except click.ClickException as exc:
+            exc.show()
+            code = exc.exit_code
+        except click.Abort:
+            code = INTERRUPTED
+        except EvaltraceError as exc:  # a failure evaltrace explains: its message, no traceback
+            print(printable(f"evaltrace: {exc}"), file=sys.stderr)
             code = 1
         sys.stdout.flush()
-    except BrokenPipeError:
+    except (BrokenPipeError, _ClosedPipe):
         silence_stdout()
         return CLOSED_PIPE
-    return code
+    if isinstance(code, bool) or not isinstance(code, int):
+        return 0
+    return code if code >= 0 else USAGE_ERROR

@@ -5,7 +5,9 @@ A dataset file (JSON or YAML) names the app's entry point, the evaluators and th
 :class:`DatasetError`; :func:`resolve_dataset` then imports the runnable and builds the
 evaluators (built-in names through the registry that :func:`register_evaluator` extends,
 ``"file.py:name"`` and ``"module:name"`` references to user code), and checks every entry's
-arguments against the runnable, again reporting every problem at once.
+arguments against the runnable, again reporting every problem at once. :func:`run_dataset`
+runs a dataset into a :class:`~evaltrace.evals.RunResult` (and its results folder), as
+``evaltrace test`` does; :func:`assert_dataset_pass` is that run with an assertion.
 
 Example:
     >>> dataset = dataset_from_data({
@@ -18,11 +20,7 @@ Example:
     ('json:dumps', ['ExactMatch'])
 """
 
-from evaltrace.datasets.assertions import (
-    DEFAULT_DATASET_TIMEOUT,
-    DatasetPassResult,
-    assert_dataset_pass,
-)
+from evaltrace.datasets.assertions import DatasetPassResult, assert_dataset_pass
 from evaltrace.datasets.loading import MAX_DATASET_BYTES, dataset_from_data, load_dataset
 from evaltrace.datasets.model import INHERIT, Dataset, DatasetEntry, EvaluatorSpec, NamedInput
 from evaltrace.datasets.problems import DatasetError, DatasetProblem
@@ -40,6 +38,15 @@ from evaltrace.datasets.resolution import (
     ResolvedEvaluator,
     build_evaluator,
     resolve_dataset,
+)
+from evaltrace.datasets.run import (
+    DEFAULT_DATASET_TIMEOUT,
+    EntryFilter,
+    NoEntriesSelectedError,
+    PreparedDataset,
+    matches_filter,
+    prepare_dataset,
+    run_dataset,
 )
 from evaltrace.datasets.runnable import (
     NotRunnableError,
@@ -61,9 +68,12 @@ __all__ = [
     "DatasetError",
     "DatasetProblem",
     "EvaluatorBuildError",
+    "EntryFilter",
     "EvaluatorSpec",
     "NamedInput",
+    "NoEntriesSelectedError",
     "NotRunnableError",
+    "PreparedDataset",
     "Reference",
     "ReferenceLoader",
     "ResolvedDataset",
@@ -77,8 +87,11 @@ __all__ = [
     "dataset_json_schema",
     "load_dataset",
     "lookup_evaluator",
+    "matches_filter",
     "parse_reference",
+    "prepare_dataset",
     "register_evaluator",
     "registered_evaluators",
     "resolve_dataset",
+    "run_dataset",
 ]

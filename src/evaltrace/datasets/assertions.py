@@ -5,28 +5,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
-from evaltrace.datasets.loading import load_dataset
-from evaltrace.datasets.problems import DatasetError, DatasetProblem
-from evaltrace.datasets.runnable import RunnableAdapter
+from evaltrace.datasets.model import Dataset
+from evaltrace.datasets.run import DEFAULT_DATASET_TIMEOUT, EntryFilter, run_dataset
 from evaltrace.evals.assertions import EvalAssertionError
 from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
-from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation
-from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
-from evaltrace.evals.report import results_table
-from evaltrace.evals.runner import evaluate_inputs
+from evaltrace.evals.evaluator import EvaluatorFunction
+from evaltrace.evals.report import entries_table
+from evaltrace.evals.result import RunResult
 from evaltrace.evals.selectors import TraceSelector
-from evaltrace.metrics.classification import AggregatorSpec, compute_dataset_evaluator_results
 
-__all__ = ["DEFAULT_DATASET_TIMEOUT", "DatasetPassResult", "assert_dataset_pass"]
-
-DEFAULT_DATASET_TIMEOUT: Final = 300.0
-"""Seconds each run of the runnable, and each evaluation, may take in a dataset run unless
-told otherwise. Long enough for a judge call that retries (each request is bounded by the
-judge timeout, 60 s by default); short enough that one hung call cannot stall a CI job for
-hours."""
+__all__ = ["DatasetPassResult", "assert_dataset_pass"]
 
 
 @dataclass(kw_only=True)
@@ -34,130 +25,95 @@ class DatasetPassResult:
     """What :func:`assert_dataset_pass` returns when the dataset passes."""
 
     results: list[list[Evaluation]]
-    """The matrix ``[entries][evaluators]``."""
+    """The matrix ``[entries][evaluators]`` (each entry's own evaluators, in order)."""
     dataset_results: dict[str, Evaluation]
     """Run-level results of the aggregators the file declares, keyed ``"{evaluator}::{type}"``
     (see :func:`~evaltrace.metrics.compute_dataset_evaluator_results`)."""
+    run: RunResult
+    """The whole result of the run, as ``evaltrace test`` saves it."""
 
 
 async def assert_dataset_pass(
-    runnable: Callable[..., Any],
-    dataset: str | os.PathLike[str],
-    evaluators: Sequence[EvaluatorFunction],
+    runnable: Callable[..., Any] | None,
+    dataset: str | os.PathLike[str] | Dataset,
+    evaluators: Sequence[EvaluatorFunction] | None = None,
     *,
     pass_criteria: PassCriteria | None = None,
     from_trace: TraceSelector | None = None,
     concurrency: int = 8,
     timeout: float | None = DEFAULT_DATASET_TIMEOUT,
+    entry_filter: EntryFilter | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
 ) -> DatasetPassResult:
-    """Load a dataset file, score every entry, and check the pass criteria.
+    """Run a dataset file's entries, score them, and check the pass criteria.
 
-    Each entry's ``entry_kwargs`` go to the runnable as a dataset run gives them (as keyword
-    arguments, or validated into the model or mapping its one parameter is annotated with;
-    see :class:`~evaltrace.datasets.RunnableAdapter`), its ``eval_input`` items are served to
+    This is :func:`~evaltrace.datasets.run_dataset` with an assertion: each entry's
+    ``entry_kwargs`` go to the runnable (as keyword arguments, or validated into the model
+    its one parameter is annotated with), its ``eval_input`` items are served to
     ``wrap(..., purpose="input")``, and its ``expectation``, ``eval_metadata`` and
-    ``description`` go to the evaluators. Evaluators declared in the file as
-    ``{"name": ..., "aggregators": [...]}`` get dataset-level results (precision, recall,
-    F-beta, confusion matrix) computed from their per-entry results; the name is matched
-    against the display names of ``evaluators``.
+    ``description`` go to the evaluators. Evaluators declared in the file with
+    ``aggregators`` get dataset-level results (precision, recall, F-beta, confusion matrix).
 
     Args:
         runnable: The app entry point (a function, or a class following
-            :class:`~evaltrace.datasets.Runnable`).
-        dataset: Path of a dataset file (JSON or YAML).
-        evaluators: Sync or async evaluators, applied to every entry.
+            :class:`~evaltrace.datasets.Runnable`); ``None`` for the file's ``runnable``.
+        dataset: Path of a dataset file (JSON or YAML), or a loaded dataset.
+        evaluators: Sync or async evaluators applied to every entry, instead of the file's;
+            ``None`` (the default) for the evaluators the file lists. The file's aggregators
+            then apply to the evaluator given here whose display name they are declared on.
         pass_criteria: Judges the matrix; default ``ScoreThreshold(threshold=0.5, pct=1.0)``.
         from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
         concurrency: Most entries in flight at once.
         timeout: Seconds allowed for each run and for each evaluation; by default
-            :data:`DEFAULT_DATASET_TIMEOUT` (300 s), ``None`` for no limit. A run or
-            evaluation past it is errored, and the entry fails.
+            :data:`~evaltrace.datasets.DEFAULT_DATASET_TIMEOUT` (300 s), ``None`` for no
+            limit. A run or evaluation past it is errored, and the entry fails.
+        entry_filter: Run only the entries whose name or description contains this text
+            (ignoring case), or for which this predicate is true.
+        output_dir: Also write the run's results folder there (``<output_dir>/<run-id>/``).
 
     Returns:
-        The matrix and the dataset-level results.
+        The matrix, the dataset-level results and the run's result.
 
     Raises:
-        EvalAssertionError: The criteria failed; its message also lists the dataset-level
-            results, which it carries as ``dataset_results``.
-        DatasetError: The file is missing or malformed, an entry's ``entry_kwargs`` do not fit
-            the runnable, or the file declares aggregators for an evaluator that is not among
-            ``evaluators``.
+        EvalAssertionError: The criteria failed, or the runnable's setup or teardown raised;
+            its message lists what failed and the dataset-level results, which it carries as
+            ``dataset_results``.
+        DatasetError: The file is missing or malformed, a reference does not load, an
+            entry's ``entry_kwargs`` do not fit the runnable, or the file declares
+            aggregators for an evaluator that is not among ``evaluators``.
     """
-    loaded = load_dataset(dataset)
-    adapter = RunnableAdapter(runnable)
-    names = [evaluator_name(check) for check in evaluators]
-    aggregators = _declared_aggregators(loaded.evaluators)
-    problems = [
-        problem
-        for index, entry in enumerate(loaded.entries)
-        for problem in adapter.check_arguments(
-            entry.entry_kwargs, file=loaded.source, location=f"entries[{index}].entry_kwargs"
-        )
-    ]
-    unknown = sorted(set(aggregators) - set(names))
-    if unknown:
-        problems.append(
-            DatasetProblem(
-                file=loaded.source,
-                location="evaluators",
-                message=f"aggregators are declared for {unknown}, but the evaluators given "
-                f"are {names}",
-                hint="name the evaluator entries in the file after the evaluators' names",
-            )
-        )
-    if problems:
-        raise DatasetError(problems)
-
-    async def run_entry(entry_kwargs: Mapping[str, Any]) -> Any:
-        return await adapter.run(entry_kwargs)
-
-    run_entry.__name__ = adapter.name
-    async with adapter.session():
-        results = await evaluate_inputs(
-            run_entry,
-            [entry.entry_kwargs for entry in loaded.entries],
-            evaluators,
-            evaluables=[
-                Evaluable(
-                    eval_input=list(entry.eval_input),
-                    expectation=entry.expectation,
-                    eval_metadata=entry.eval_metadata,
-                    description=entry.description,
-                )
-                for entry in loaded.entries
-            ],
-            from_trace=from_trace,
-            concurrency=concurrency,
-            timeout=timeout,
-        )
-    matrix = [item.evaluations for item in results]
-    columns = {name: [row[i] for row in matrix] for i, name in enumerate(names)}
-    dataset_results = compute_dataset_evaluator_results(
-        {name: columns[name] for name in aggregators}, aggregators
+    run = await run_dataset(
+        dataset,
+        runnable=runnable,
+        evaluators=evaluators,
+        concurrency=concurrency,
+        timeout=timeout,
+        output_dir=output_dir,
+        entry_filter=entry_filter,
+        threshold=pass_criteria.threshold if isinstance(pass_criteria, ScoreThreshold) else 0.5,
+        from_trace=from_trace,
     )
+    matrix = [entry.evaluations for entry in run.entries]
     criteria = pass_criteria or ScoreThreshold()
     passed, message = criteria(matrix)
-    if not passed:
-        table = results_table(results, names, criteria)
-        summary = _dataset_summary(dataset_results)
-        error = EvalAssertionError(
-            f"assert_dataset_pass failed for {loaded.source}: {message}\n{table}{summary}",
-            matrix,
-            results,
+    if run.errors:
+        passed = False
+        message = "; ".join(
+            f"the runnable's {error.where} raised {error.type}: {error.message}"
+            for error in run.errors
         )
-        error.dataset_results = dataset_results
+    if not passed:
+        table = entries_table(run.entries, run.evaluators, criteria)
+        where = run.source or run.name
+        error = EvalAssertionError(
+            f"assert_dataset_pass failed for {where}: {message}\n{table}"
+            f"{_dataset_summary(run.dataset_results)}",
+            matrix,
+            [],
+        )
+        error.dataset_results = run.dataset_results
         raise error
-    return DatasetPassResult(results=matrix, dataset_results=dataset_results)
-
-
-def _declared_aggregators(specs: Sequence[Any] | None) -> dict[str, list[AggregatorSpec]]:
-    """The aggregators the dataset's evaluator specs declare, by evaluator name."""
-    declared: dict[str, list[AggregatorSpec]] = {}
-    for spec in specs or ():
-        aggregators = getattr(spec, "aggregators", None)
-        if aggregators:
-            declared[spec.name] = list(aggregators)
-    return declared
+    return DatasetPassResult(results=matrix, dataset_results=run.dataset_results, run=run)
 
 
 def _dataset_summary(dataset_results: Mapping[str, Evaluation]) -> str:

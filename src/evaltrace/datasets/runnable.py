@@ -41,7 +41,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import dataclasses
 import functools
 import inspect
@@ -50,7 +49,6 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
-import anyio.to_thread
 import typing_extensions
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -58,6 +56,7 @@ from evaltrace._safe_text import exception_text, safe_repr, type_name
 from evaltrace.datasets.problems import DatasetProblem, closest, describe_value
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluator import is_async_callable
+from evaltrace.evals.worker_threads import run_in_worker_thread
 
 __all__ = [
     "NotRunnableError",
@@ -492,13 +491,15 @@ def _field_names(annotation: Any) -> list[str] | None:
 
 
 async def _call_user(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Await ``function(*args, **kwargs)``; a sync function runs in a worker thread."""
+    """Await ``function(*args, **kwargs)``; a sync function runs in a worker thread.
+
+    The thread is a daemon thread with the caller's context: a call abandoned past its
+    timeout never keeps the process from exiting.
+    """
     if is_async_callable(function):
         result = await function(*args, **kwargs)
     else:
-        context = contextvars.copy_context()
-        call = functools.partial(context.run, function, *args, **kwargs)
-        result = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        result = await run_in_worker_thread(functools.partial(function, *args, **kwargs))
     if inspect.isawaitable(result):
         result = await result
     return result

@@ -1,37 +1,96 @@
 """The text table of what was evaluated: input, output, expected, evaluator, score, why.
 
 :class:`~evaltrace.EvalAssertionError` carries it, so a failed ``assert_pass`` reads like a
-report rather than a stack of numbers.
+report rather than a stack of numbers. Values, reasoning and errors come from the app and its
+evaluators, so the table shows their terminal control characters escaped (:func:`printable`)
+rather than obeyed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
 from evaltrace.evals.display import short_text
+from evaltrace.evals.evaluable import collapse_named_data
+from evaltrace.evals.evaluation import Evaluation
+from evaltrace.evals.result import EntryResult
 from evaltrace.evals.runner import InputResult
 
-__all__ = ["results_table"]
+__all__ = ["entries_table", "printable", "results_table"]
 
 _ALL_ROWS_UP_TO = 10
 _MAX_LISTED_INPUTS = 50
 _VALUE_WIDTH = 24
 _WHY_WIDTH = 60
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def _shown_output(item: InputResult) -> str:
+def printable(text: str) -> str:
+    r"""Return ``text`` with its terminal control characters shown instead of obeyed.
+
+    Span names, values, reasoning and error messages come from the app, its evaluators or a
+    file: an escape sequence in them could clear the screen, move the cursor, retitle the
+    window or hide what precedes a carriage return. Every C0 control character but newline and
+    tab (the output's own layout), DEL and every C1 control character become a
+    ``\u001b``-style escape, which also keeps JSON output valid JSON.
+
+    Example:
+        >>> printable("red\x1b[31m")
+        'red\\u001b[31m'
+    """
+    return _CONTROL.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Row:
+    """What the table shows of one input or entry."""
+
+    label: str
+    input: Any
+    output: str
+    expectation: str | None
+    evaluations: Sequence[Evaluation]
+    width: int
+    """How many evaluations the row should hold (fewer fail)."""
+
+
+def _input_row(item: InputResult, width: int) -> _Row:
     evaluable = item.evaluable
     if evaluable is None or evaluable.eval_output is None:
-        return "-"  # the run failed or never happened: the error column says why
-    return short_text(evaluable.output_value(), _VALUE_WIDTH)
+        output = "-"  # the run failed or never happened: the error column says why
+    else:
+        output = short_text(evaluable.output_value(), _VALUE_WIDTH)
+    has_expectation = evaluable is not None and evaluable.has_expectation
+    return _Row(
+        label=str(item.index),
+        input=item.eval_input,
+        output=output,
+        expectation=short_text(evaluable.expectation, _VALUE_WIDTH)
+        if evaluable is not None and has_expectation
+        else None,
+        evaluations=item.evaluations,
+        width=width,
+    )
 
 
-def _shown_expectation(item: InputResult) -> str:
-    evaluable = item.evaluable
-    if evaluable is None or not evaluable.has_expectation:
-        return "-"
-    return short_text(evaluable.expectation, _VALUE_WIDTH)
+def _entry_row(entry: EntryResult) -> _Row:
+    output = (
+        "-"
+        if entry.eval_output is None
+        else short_text(collapse_named_data(entry.eval_output), _VALUE_WIDTH)
+    )
+    return _Row(
+        label=entry.name,
+        input=entry.input,
+        output=output,
+        expectation=short_text(entry.expectation, _VALUE_WIDTH) if entry.has_expectation else None,
+        evaluations=entry.evaluations,
+        width=len(entry.evaluations),
+    )
 
 
 def results_table(
@@ -44,21 +103,36 @@ def results_table(
     ``expected`` column appears when some listed input has an expectation, ``-`` marks a
     value that is not known (no expectation, or no output because the run failed).
     """
+    return _table([_input_row(item, len(names)) for item in inputs], names, criteria, "#", "inputs")
+
+
+def entries_table(
+    entries: Sequence[EntryResult], names: Sequence[str], criteria: PassCriteria | None = None
+) -> str:
+    """The table of :func:`results_table` for saved entries, each named by its entry name.
+
+    ``names`` are the evaluators' display names, used where an evaluation names none.
+    """
+    return _table([_entry_row(entry) for entry in entries], names, criteria, "entry", "entries")
+
+
+def _table(
+    listed: list[_Row],
+    names: Sequence[str],
+    criteria: PassCriteria | None,
+    label: str,
+    noun: str,
+) -> str:
     threshold = criteria.threshold if isinstance(criteria, ScoreThreshold) else None
-    listed = list(inputs)
     if len(listed) > _ALL_ROWS_UP_TO and isinstance(criteria, ScoreThreshold):
-        listed = [
-            item for item in listed if not criteria.input_passed(item.evaluations, len(names))
-        ]
+        listed = [row for row in listed if not criteria.input_passed(row.evaluations, row.width)]
     hidden = max(0, len(listed) - _MAX_LISTED_INPUTS)
     listed = listed[:_MAX_LISTED_INPUTS]
-    with_expected = any(
-        item.evaluable is not None and item.evaluable.has_expectation for item in listed
-    )
-    header = ["#", "input", "output", "expected", "evaluator", "score", "result"]
+    with_expected = any(row.expectation is not None for row in listed)
+    header = [label, "input", "output", "expected", "evaluator", "score", "result"]
     rows: list[tuple[list[str], str]] = [(header, "reasoning / error")]
-    for item in listed:
-        for position, evaluation in enumerate(item.evaluations):
+    for row in listed:
+        for position, evaluation in enumerate(row.evaluations):
             if evaluation.error is not None:
                 score, verdict = "-", "ERROR"
                 why = f"{evaluation.error.type}: {evaluation.error.message}"
@@ -71,17 +145,19 @@ def results_table(
                 verdict = "pass" if ok else "FAIL"
                 why = evaluation.reasoning
             first = position == 0
-            name = names[position] if position < len(names) else evaluation.evaluator or "?"
+            name = evaluation.evaluator or (names[position] if position < len(names) else "?")
             cells = [
-                str(item.index) if first else "",
-                short_text(item.eval_input, _VALUE_WIDTH) if first else "",
-                _shown_output(item) if first else "",
-                _shown_expectation(item) if first else "",
+                row.label if first else "",
+                short_text(row.input, _VALUE_WIDTH) if first else "",
+                row.output if first else "",
+                (row.expectation or "-") if first else "",
                 name,
                 score,
                 verdict,
             ]
-            rows.append((cells, short_text(why, _WHY_WIDTH)))
+            rows.append(
+                ([printable(cell) for cell in cells], printable(short_text(why, _WHY_WIDTH)))
+            )
     columns = [col for col in range(len(header)) if with_expected or header[col] != "expected"]
     widths = {col: max(len(cells[col]) for cells, _ in rows) for col in columns}
     lines = []
@@ -89,5 +165,5 @@ def results_table(
         shown = [cells[col].ljust(widths[col]) for col in columns]
         lines.append(("  ".join(shown) + "  " + why).rstrip())
     if hidden:
-        lines.append(f"... and {hidden} more inputs not listed")
+        lines.append(f"... and {hidden} more {noun} not listed")
     return "\n".join(lines)

@@ -282,6 +282,11 @@ class RunResult(BaseModel):
     """The score an evaluation had to reach to pass."""
     settings: dict[str, JsonValue] = Field(default_factory=dict)
     """How the run was made (concurrency, timeout, judge model, ...)."""
+    errors: list[EvaluationError] = Field(default_factory=list)
+    """What failed outside any entry: the runnable's ``setup`` or ``teardown``."""
+    interrupted: bool = False
+    """Whether the run was stopped (Ctrl-C, cancelled) before every entry finished; then
+    ``entries`` holds the ones that finished."""
 
     @field_validator("dataset_results")
     @classmethod
@@ -295,8 +300,14 @@ class RunResult(BaseModel):
 
     @property
     def passed(self) -> bool:
-        """Whether there are entries and every one succeeded."""
-        return bool(self.entries) and all(entry.status.passed for entry in self.entries)
+        """Whether the run completed without errors, has entries, and every one succeeded."""
+        return (
+            not self.interrupted
+            and not self.errors
+            and bool(self.entries)
+            and all(entry.status.passed for entry in self.entries)
+        )
+
 
     def to_records(self) -> list[dict[str, Any]]:
         """The run as flat rows: one per entry and evaluation, in entry and evaluator order.

@@ -1,18 +1,39 @@
-"""What is built over a saved run: the HTML scorecard, tables, and agent/task outcomes.
+"""What is built over a saved run result: the folder, reports, diffs, the scorecard, outcomes.
 
-:class:`DatasetScorecard` and :func:`save_dataset_scorecard` make a self-contained HTML page
-of a :class:`~evaltrace.evals.result.RunResult`; :func:`run_result_to_csv` and
+A run's folder (:class:`ResultsFolder`, :func:`load_result`) holds its ``result.json`` and
+``traces.jsonl``; :func:`render_report` draws the text report of runs and :func:`diff_results`
+compares a run with a baseline; :class:`DatasetScorecard` and :func:`save_dataset_scorecard`
+make a self-contained HTML page of a run; :func:`run_result_to_csv` and
 :func:`aggregate_results_to_dataframe` give tables; :func:`analyze_agent_log` and
 :func:`extract_task_outcome` read multi-agent task runs from stored traces.
 """
-
-from __future__ import annotations
 
 from evaltrace.results.dataframe import (
     aggregate_results_to_dataframe,
     run_result_to_csv,
     task_outcome_records,
     task_outcomes_to_csv,
+)
+from evaltrace.results.diff import (
+    Change,
+    EntryChange,
+    EvaluationChange,
+    RunDiff,
+    diff_results,
+    print_diff,
+    render_diff,
+)
+from evaltrace.results.folder import (
+    RESULT_FILE,
+    RESULTS_DIR,
+    TRACES_FILE,
+    ResultFileError,
+    ResultsFolder,
+    ResultsFolderError,
+    check_writable,
+    load_result,
+    new_run_id,
+    write_atomically,
 )
 from evaltrace.results.outcomes import (
     AgentOutcome,
@@ -26,6 +47,8 @@ from evaltrace.results.outcomes import (
     format_outcome_summary,
     load_task_definitions,
 )
+from evaltrace.results.progress import RunProgress
+from evaltrace.results.report import print_report, render_report, wants_plain_report
 from evaltrace.results.scorecard import (
     DatasetEntryResult,
     DatasetScorecard,
@@ -35,23 +58,44 @@ from evaltrace.results.scorecard import (
 )
 
 __all__ = [
+    "RESULTS_DIR",
+    "RESULT_FILE",
+    "TRACES_FILE",
     "AgentOutcome",
+    "Change",
     "DatasetEntryResult",
     "DatasetScorecard",
+    "EntryChange",
+    "EvaluationChange",
+    "ResultFileError",
+    "ResultsFolder",
+    "ResultsFolderError",
+    "RunDiff",
+    "RunProgress",
     "TaskDefinition",
     "TaskOutcome",
     "TaskOutcomes",
     "aggregate_results_to_dataframe",
     "analyze_agent_log",
+    "check_writable",
     "collect_task_outcomes",
     "combine_agent_statuses",
+    "diff_results",
     "extract_task_outcome",
     "format_outcome_summary",
     "generate_dataset_scorecard_html",
+    "load_result",
     "load_task_definitions",
+    "new_run_id",
+    "print_diff",
+    "print_report",
+    "render_diff",
+    "render_report",
     "run_result_to_csv",
     "save_dataset_scorecard",
     "task_outcome_records",
     "task_outcomes_to_csv",
+    "wants_plain_report",
+    "write_atomically",
     "write_scorecard",
 ]

@@ -1,0 +1,79 @@
+"""Finding dataset files: the paths given, and the ``*.evaltrace.{json,yaml,yml}`` in folders."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from evaltrace.cli._terminal import CommandError
+
+__all__ = ["DATASET_SUFFIXES", "dataset_files", "is_dataset_file"]
+
+DATASET_SUFFIXES: Final = (".evaltrace.json", ".evaltrace.yaml", ".evaltrace.yml")
+"""How a dataset file's name ends, for it to be found in a folder."""
+
+_SKIPPED_FOLDERS: Final = frozenset({"__pycache__", "node_modules", "evaltrace_results"})
+_OTHER_DATA: Final = (".json", ".yaml", ".yml")
+
+
+def is_dataset_file(path: Path) -> bool:
+    """Whether a folder search picks up ``path``: its name ends with a dataset suffix."""
+    return path.name.lower().endswith(DATASET_SUFFIXES)
+
+
+def dataset_files(paths: Sequence[str]) -> list[Path]:
+    """The dataset files named by ``paths``: files as given, folders searched recursively.
+
+    Hidden folders, ``__pycache__``, ``node_modules`` and ``evaltrace_results`` are not
+    searched. Each file is listed once, in the order given (a folder's files sorted).
+
+    Raises:
+        CommandError: A path does not exist, or a folder holds no dataset file (the JSON and
+            YAML files it holds are named, in case they are datasets named otherwise).
+    """
+    found: dict[Path, None] = {}
+    for given in paths or ["."]:
+        path = Path(given)
+        if path.is_dir():
+            inside, others = _search(path)
+            if not inside:
+                raise CommandError(_nothing_found(path, others))
+            found.update(dict.fromkeys(inside))
+        elif path.exists() or path.is_symlink():
+            found[path] = None
+        else:
+            raise CommandError(f"{given}: no such file or folder")
+    return list(found)
+
+
+def _search(folder: Path) -> tuple[list[Path], list[Path]]:
+    """The dataset files under ``folder``, and the other JSON and YAML files."""
+    datasets: list[Path] = []
+    others: list[Path] = []
+    for root, folders, names in os.walk(folder):
+        folders[:] = sorted(
+            name for name in folders if not name.startswith(".") and name not in _SKIPPED_FOLDERS
+        )
+        for name in sorted(names):
+            path = Path(root) / name
+            if is_dataset_file(path):
+                datasets.append(path)
+            elif path.suffix.lower() in _OTHER_DATA:
+                others.append(path)
+    return datasets, others
+
+
+def _nothing_found(folder: Path, others: list[Path]) -> str:
+    message = (
+        f"{folder}: no dataset file found (a folder is searched for files named "
+        f"*{', *'.join(DATASET_SUFFIXES)})"
+    )
+    if others:
+        shown = ", ".join(str(path) for path in others[:5])
+        message += (
+            f"; it holds {shown}{' ...' if len(others) > 5 else ''}: if one of them is a "
+            "dataset, rename it (name.evaltrace.json) or give its path"
+        )
+    return message

@@ -1,0 +1,255 @@
+"""``evaltrace test``: run dataset files, write each run's results folder, report, exit code."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from evaltrace.cli._discovery import dataset_files
+from evaltrace.cli._options import output_format, verbose
+from evaltrace.cli._terminal import INTERRUPTED, CommandError, err, out, printable
+
+if TYPE_CHECKING:
+    from evaltrace.datasets import PreparedDataset
+    from evaltrace.evals import RunResult
+
+__all__ = ["test"]
+
+
+@click.command("test", short_help="Run dataset files, save each run and print the report.")
+@click.argument("paths", nargs=-1, metavar="[PATHS]...")
+@click.option(
+    "-k",
+    "entry_filter",
+    metavar="FILTER",
+    help="Run only the entries whose name or description contains FILTER (ignoring case).",
+)
+@verbose("List every entry in the report.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Most entries of a dataset in flight at once.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=300.0,
+    show_default=True,
+    help="Seconds allowed for each run of the app and each evaluation; 0 for no limit.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=0.5,
+    show_default=True,
+    help="The score each evaluation must reach for its entry to pass.",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(),
+    default="evaltrace_results",
+    show_default=True,
+    help="Where each run's folder (<run-id>/result.json, traces.jsonl) is written.",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(),
+    metavar="RESULT",
+    help="A result.json (or run folder) to compare the run with.",
+)
+@click.option(
+    "--fail-on-regression",
+    is_flag=True,
+    help="Exit 1 when something got worse than in --baseline, even if everything passed.",
+)
+@output_format(text="the report", json="each run's result.json content, one per line")
+def test(
+    paths: Sequence[str],
+    entry_filter: str | None,
+    verbose: bool,
+    concurrency: int,
+    timeout: float,
+    threshold: float,
+    output_dir: str,
+    baseline: str | None,
+    fail_on_regression: bool,
+    output_format: str,
+) -> int:
+    """Run the dataset files in PATHS (files, or folders searched for *.evaltrace.json|yaml|yml).
+
+    Every dataset is checked before anything runs: a file that is invalid, or whose
+    references or arguments do not fit, is reported with every problem and exit code 2. Then
+    each dataset runs: the app's setup once, the entries concurrently, its teardown once.
+    Each run writes OUTPUT_DIR/<run-id>/ (result.json and traces.jsonl).
+
+    Exit codes: 0 every entry passed, 1 some entry failed or errored (or, with
+    --fail-on-regression, something got worse than the baseline), 2 bad usage or an invalid
+    dataset, 130 interrupted (the entries that finished are written).
+    """
+    from evaltrace.datasets import DatasetError, ReferenceLoader, matches_filter, prepare_dataset
+    from evaltrace.results import (
+        ResultFileError,
+        ResultsFolderError,
+        check_writable,
+        load_result,
+    )
+
+    files = dataset_files(paths)
+    loader = ReferenceLoader()
+    prepared: list[PreparedDataset] = []
+    problems = []
+    for file in files:
+        try:
+            prepared.append(prepare_dataset(file, loader=loader))
+        except DatasetError as exc:
+            problems += exc.problems
+    if problems:
+        raise CommandError(str(DatasetError(problems)))
+    chosen = []
+    for item in prepared:
+        if any(matches_filter(entry, entry_filter) for entry in item.dataset.entries):
+            chosen.append(item)
+        else:
+            err(f"evaltrace test: {item.dataset.source}: no entry matches -k {entry_filter!r}")
+    if not chosen:
+        raise CommandError(
+            f"-k {entry_filter!r} matches no entry of {_count(prepared, 'dataset')}; it selects "
+            "entries whose name or description contains it (ignoring case)"
+        )
+    old: RunResult | None = None
+    if baseline is not None:
+        try:
+            old = load_result(baseline)
+        except ResultFileError as exc:
+            raise CommandError(f"--baseline: {exc}") from None
+    try:
+        parent = check_writable(output_dir)
+    except ResultsFolderError as exc:
+        raise CommandError(f"--output-dir: {exc}") from None
+
+    runs = _Runs(chosen, parent)
+    interrupted = runs.run(
+        entry_filter=entry_filter,
+        concurrency=concurrency,
+        timeout=timeout or None,
+        threshold=threshold,
+    )
+    _print_results(runs.results, output_format=output_format, verbose=verbose)
+    if output_format == "text":
+        for result in runs.results:
+            out(f"results: {Path(output_dir) / result.run_id}")
+    regressions = _compare(old, runs.results, output_format=output_format, verbose=verbose)
+    if interrupted:
+        err(f"evaltrace test: interrupted; what finished is in {runs.last_folder}")
+        return INTERRUPTED
+    if runs.write_error is not None:
+        raise CommandError(str(runs.write_error))
+    if not all(result.passed for result in runs.results):
+        return 1
+    return 1 if fail_on_regression and regressions else 0
+
+
+class _Runs:
+    """The runs of one invocation, one dataset after the other in one event loop."""
+
+    def __init__(self, datasets: list[PreparedDataset], parent: Path) -> None:
+        self.datasets = datasets
+        self.parent = parent
+        self.results: list[RunResult] = []
+        self.last_folder: Path | None = None
+        self.write_error: Exception | None = None
+
+    def run(
+        self,
+        *,
+        entry_filter: str | None,
+        concurrency: int,
+        timeout: float | None,
+        threshold: float,
+    ) -> bool:
+        """Run every dataset; whether Ctrl-C interrupted the runs."""
+        import anyio
+
+        from evaltrace.datasets import run_dataset
+        from evaltrace.results import ResultFileError, ResultsFolderError, load_result, new_run_id
+
+        async def run_all() -> None:
+            for item in self.datasets:
+                run_id = new_run_id()
+                self.last_folder = self.parent / run_id
+                try:
+                    result = await run_dataset(
+                        item,
+                        concurrency=concurrency,
+                        timeout=timeout,
+                        output_dir=self.parent,
+                        entry_filter=entry_filter,
+                        threshold=threshold,
+                        progress=True,
+                        run_id=run_id,
+                    )
+                except ResultsFolderError as exc:  # written in part: report what was
+                    self.write_error = exc
+                    try:
+                        result = load_result(self.last_folder)
+                    except ResultFileError:
+                        continue
+                self.results.append(result)
+
+        try:
+            anyio.run(run_all)
+        except KeyboardInterrupt:
+            if self.last_folder is not None:
+                try:
+                    self.results.append(load_result(self.last_folder))
+                except ResultFileError:
+                    pass  # interrupted before its folder was made: nothing of it finished
+            return True
+        return False
+
+
+def _print_results(results: list[RunResult], *, output_format: str, verbose: bool) -> None:
+    from evaltrace.results import print_report
+
+    if output_format == "json":
+        for result in results:
+            sys.stdout.write(printable(result.model_dump_json()) + "\n")
+        return
+    print_report(results, verbose=verbose)
+
+
+def _compare(
+    old: RunResult | None, results: list[RunResult], *, output_format: str, verbose: bool
+) -> bool:
+    """Print the comparison with the baseline; whether anything got worse."""
+    if old is None:
+        return False
+    from evaltrace.results import diff_results, print_diff
+
+    matching = [result for result in results if result.name == old.name]
+    if not matching and len(results) == 1:
+        matching = results
+    if not matching:
+        err(
+            f"evaltrace test: the baseline is a run of {old.name!r}; no dataset of that name "
+            "ran, so nothing is compared"
+        )
+        return False
+    regressions = False
+    for result in matching:
+        diff = diff_results(old, result)
+        regressions = regressions or diff.has_regressions
+        print_diff(
+            diff, file=sys.stderr if output_format == "json" else sys.stdout, verbose=verbose
+        )
+    return regressions
+
+
+def _count(items: Sequence[object], noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
