@@ -382,3 +382,80 @@ def test_run_dataset_and_the_saved_result_are_public_names() -> None:
     assert evaltrace.RunResult is result.RunResult
     assert evaltrace.EntryResult is result.EntryResult
     assert evaltrace.CompletionStatus is result.CompletionStatus
+
+
+def test_each_run_folder_gets_its_scorecard_and_the_report_says_where(tmp_path: Path) -> None:
+    project(tmp_path, [entry("hello", "hello"), entry("bye", "bye", expectation="nope")])
+
+    done = evaltrace(tmp_path, "test")
+
+    assert done.returncode == 1, done.stderr
+    (run,) = saved_runs(tmp_path / "evaltrace_results")
+    page = Path("evaltrace_results") / run.run_id / "scorecard.html"
+    assert f"scorecard: {page}" in done.stdout
+    html = (tmp_path / page).read_text()
+    assert "<!DOCTYPE html>" in html[:200] and '"hello"' in html and '"bye"' in html
+
+
+def test_no_scorecard_leaves_it_out(tmp_path: Path) -> None:
+    project(tmp_path, [entry("hello", "hello")])
+
+    done = evaltrace(tmp_path, "test", "--no-scorecard")
+
+    assert done.returncode == 0, done.stderr
+    assert "scorecard:" not in done.stdout
+    (folder,) = (tmp_path / "evaltrace_results").iterdir()
+    assert sorted(path.name for path in folder.iterdir()) == ["result.json", "traces.jsonl"]
+
+
+def test_report_writes_a_scorecard_and_csv_from_a_saved_run(tmp_path: Path) -> None:
+    project(tmp_path, [entry("hello", "hello"), entry("bye", "bye", expectation="nope")])
+    evaltrace(tmp_path, "test", "--no-scorecard")
+    (folder,) = (tmp_path / "evaltrace_results").iterdir()
+
+    html = evaltrace(tmp_path, "report", str(folder), "--html", "card.html")
+    csv_out = evaltrace(tmp_path, "report", str(folder / "result.json"), "--format", "csv")
+
+    assert html.returncode == 0, html.stderr
+    assert "scorecard: card.html" in html.stdout and (tmp_path / "card.html").is_file()
+    assert csv_out.returncode == 0, csv_out.stderr
+    header, *rows = csv_out.stdout.strip().splitlines()
+    assert header.startswith("run_id,run,entry_index,entry,")
+    assert len(rows) == 2 and {row.split(",")[3] for row in rows} == {"hello", "bye"}
+
+
+def test_report_baseline_without_html_is_a_usage_error(tmp_path: Path) -> None:
+    project(tmp_path, [entry("hello", "hello")])
+    evaltrace(tmp_path, "test", "--no-scorecard")
+    (folder,) = (tmp_path / "evaltrace_results").iterdir()
+
+    done = evaltrace(tmp_path, "report", str(folder), "--baseline", str(folder))
+
+    assert done.returncode == 2
+    assert "give --html FILE too" in done.stderr and "Traceback" not in done.stderr
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "outcomes"
+
+
+def test_outcomes_prints_the_success_rate_and_writes_csv(tmp_path: Path) -> None:
+    done = evaltrace(
+        tmp_path,
+        "outcomes",
+        str(FIXTURES / "runs"),
+        "--tasks",
+        str(FIXTURES / "tasks.json"),
+        "--csv",
+        "tasks.csv",
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "success rate" in done.stdout
+    assert (tmp_path / "tasks.csv").read_text().count("\n") > 1
+
+
+def test_outcomes_of_a_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
+    done = evaltrace(tmp_path, "outcomes", "nowhere", "--tasks", str(FIXTURES / "tasks.json"))
+
+    assert done.returncode == 2
+    assert "nowhere" in done.stderr and "Traceback" not in done.stderr

@@ -34,11 +34,10 @@ from evaltrace import (
     save_traces,
     wrap,
 )
-from evaltrace.errors import ConfigurationError
 from evaltrace.evals import evaluate_inputs
 from evaltrace.evals.result import CompletionStatus, EntryResult, RunResult
 from evaltrace.metrics import compute_dataset_evaluator_results
-from evaltrace.results import charts, write_scorecard
+from evaltrace.results import ResultFileError, charts, write_scorecard
 
 HOSTILE = "</script><script>alert(1)</script> <img src=x onerror=alert(1)> {{7*7}}"
 """An output that must show as text: it would close the data element, add an element whose
@@ -267,13 +266,15 @@ def test_a_folder_without_traces_says_why_none_are_shown(tmp_path: Path, run_fol
 
 
 def test_a_folder_without_a_result_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match=r"cannot read a saved run from .*result\.json"):
+    with pytest.raises(ResultFileError, match=r"result\.json: no such file"):
         DatasetScorecard.from_folder(tmp_path)
 
 
 def test_a_file_that_is_not_a_saved_run_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "result.json").write_text('{"entries": 3}')
-    with pytest.raises(ConfigurationError, match=r"is not a saved run \(name: Field required"):
+    with pytest.raises(
+        ResultFileError, match=r"not a saved evaltrace run result: name: Field required"
+    ):
         DatasetScorecard.from_folder(tmp_path)
 
 

@@ -1,4 +1,4 @@
-"""``evaltrace report``: the report of a saved run."""
+"""``evaltrace report``: the report of a saved run, as text, JSON, CSV or an HTML scorecard."""
 
 from __future__ import annotations
 
@@ -6,29 +6,68 @@ import sys
 
 import click
 
-from evaltrace.cli._options import output_format, verbose
-from evaltrace.cli._terminal import CommandError, printable
+from evaltrace.cli._options import verbose
+from evaltrace.cli._terminal import CommandError, out, printable
 
 __all__ = ["report"]
 
 
-@click.command("report", short_help="Print the report of a saved run.")
+@click.command("report", short_help="Print the report of a saved run, or write its scorecard.")
 @click.argument("result", metavar="RESULT")
 @verbose("List every entry.")
-@output_format(text="the report", json="the result itself")
-def report(result: str, verbose: bool, output_format: str) -> int:
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "csv"]),
+    default="text",
+    show_default=True,
+    help="text: the report; json: the result itself; csv: one row per entry and evaluator.",
+)
+@click.option(
+    "--html",
+    "html",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Also write the run's scorecard (one self-contained HTML page) to FILE.",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(),
+    metavar="RESULT",
+    help="With --html: a result.json (or run folder) each cell of the scorecard compares with.",
+)
+def report(
+    result: str, verbose: bool, output_format: str, html: str | None, baseline: str | None
+) -> int:
     """Print the report of RESULT: a result.json, or the run folder holding one.
 
-    Exit code 0 once printed (whatever the run's outcome), 2 when RESULT cannot be read.
+    Exit code 0 once printed (whatever the run's outcome), 2 when RESULT (or --baseline)
+    cannot be read.
     """
-    from evaltrace.results import ResultFileError, load_result, print_report
+    from evaltrace.results import (
+        DatasetScorecard,
+        ResultFileError,
+        load_result,
+        print_report,
+        run_result_to_csv,
+        save_dataset_scorecard,
+    )
 
+    if baseline is not None and html is None:
+        raise CommandError("--baseline compares the scorecard's cells; give --html FILE too")
     try:
         loaded = load_result(result)
+        card = DatasetScorecard.from_folder(result, baseline=baseline) if html is not None else None
     except ResultFileError as exc:
         raise CommandError(str(exc)) from None
     if output_format == "json":
         sys.stdout.write(printable(loaded.model_dump_json(indent=2)) + "\n")
+    elif output_format == "csv":
+        run_result_to_csv(loaded, sys.stdout)
     else:
         print_report([loaded], verbose=verbose)
+    if card is not None and html is not None:
+        page = save_dataset_scorecard(card, html)
+        if output_format == "text":
+            out(f"scorecard: {page}")
     return 0

@@ -12,6 +12,7 @@ import click
 from evaltrace.cli._discovery import dataset_files
 from evaltrace.cli._options import output_format, verbose
 from evaltrace.cli._terminal import INTERRUPTED, CommandError, err, out, printable
+from evaltrace.errors import EvaltraceError
 
 if TYPE_CHECKING:
     from evaltrace.datasets import PreparedDataset
@@ -68,6 +69,11 @@ __all__ = ["test"]
     is_flag=True,
     help="Exit 1 when something got worse than in --baseline, even if everything passed.",
 )
+@click.option(
+    "--no-scorecard",
+    is_flag=True,
+    help="Do not write scorecard.html (the HTML page of the run) into each run's folder.",
+)
 @output_format(text="the report", json="each run's result.json content, one per line")
 def test(
     paths: Sequence[str],
@@ -79,6 +85,7 @@ def test(
     output_dir: str,
     baseline: str | None,
     fail_on_regression: bool,
+    no_scorecard: bool,
     output_format: str,
 ) -> int:
     """Run the dataset files in PATHS (files, or folders searched for *.evaltrace.json|yaml|yml).
@@ -86,7 +93,8 @@ def test(
     Every dataset is checked before anything runs: a file that is invalid, or whose
     references or arguments do not fit, is reported with every problem and exit code 2. Then
     each dataset runs: the app's setup once, the entries concurrently, its teardown once.
-    Each run writes OUTPUT_DIR/<run-id>/ (result.json and traces.jsonl).
+    Each run writes OUTPUT_DIR/<run-id>/: result.json, traces.jsonl and scorecard.html (a
+    self-contained page of the run to open in a browser; compared with --baseline if given).
 
     Exit codes: 0 every entry passed, 1 some entry failed or errored (or, with
     --fail-on-regression, something got worse than the baseline), 2 bad usage or an invalid
@@ -141,9 +149,13 @@ def test(
         threshold=threshold,
     )
     _print_results(runs.results, output_format=output_format, verbose=verbose)
-    if output_format == "text":
-        for result in runs.results:
-            out(f"results: {Path(output_dir) / result.run_id}")
+    for result in runs.results:
+        folder = Path(output_dir) / result.run_id
+        page = None if no_scorecard else _scorecard(folder, old if old is not None else None)
+        if output_format == "text":
+            out(f"results: {folder}")
+            if page is not None:
+                out(f"scorecard: {page}")
     regressions = _compare(old, runs.results, output_format=output_format, verbose=verbose)
     if interrupted:
         err(f"evaltrace test: interrupted; what finished is in {runs.last_folder}")
@@ -212,6 +224,17 @@ class _Runs:
                     pass  # interrupted before its folder was made: nothing of it finished
             return True
         return False
+
+
+def _scorecard(folder: Path, baseline: RunResult | None) -> Path | None:
+    """Write the run's scorecard.html; a failure to write it is reported, never fatal."""
+    from evaltrace.results import write_scorecard
+
+    try:
+        return write_scorecard(folder, baseline=baseline)
+    except (OSError, EvaltraceError) as exc:
+        err(f"evaltrace test: the scorecard of {folder} was not written: {printable(str(exc))}")
+        return None
 
 
 def _print_results(results: list[RunResult], *, output_format: str, verbose: bool) -> None:

@@ -308,7 +308,6 @@ class RunResult(BaseModel):
             and all(entry.status.passed for entry in self.entries)
         )
 
-
     def to_records(self) -> list[dict[str, Any]]:
         """The run as flat rows: one per entry and evaluation, in entry and evaluator order.
 

@@ -36,13 +36,14 @@ from typing import TYPE_CHECKING, Any, Final
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from evaltrace._safe_text import exception_message
-from evaltrace.errors import ConfigurationError, TraceFormatError
+from evaltrace.errors import TraceFormatError
 from evaltrace.evals.evaluable import NamedData, Unset
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.result import CompletionStatus, EntryResult, RunResult
 from evaltrace.judges.strategies import RepeatedDetails
 from evaltrace.metrics.classification import ClassificationDetails
 from evaltrace.results import charts
+from evaltrace.results.folder import RESULT_FILE, TRACES_FILE, load_result
 from evaltrace.results.trace_tree import TraceMessage, TraceSpan, compact_trace, roots_by_trace_id
 from evaltrace.trace import ObservationNode, load_traces
 
@@ -50,9 +51,7 @@ if TYPE_CHECKING:
     import jinja2
 
 __all__ = [
-    "RESULT_FILE",
     "SCORECARD_FILE",
-    "TRACES_FILE",
     "BaselineSummary",
     "DatasetEntryResult",
     "DatasetScorecard",
@@ -62,10 +61,6 @@ __all__ = [
     "write_scorecard",
 ]
 
-RESULT_FILE: Final = "result.json"
-"""The saved run in a results folder."""
-TRACES_FILE: Final = "traces.jsonl"
-"""The entries' spans in a results folder."""
 SCORECARD_FILE: Final = "scorecard.html"
 """The scorecard written into a results folder."""
 
@@ -269,7 +264,7 @@ class DatasetScorecard(BaseModel):
             The scorecard.
 
         Raises:
-            ConfigurationError: ``baseline`` is a path that holds no readable saved run.
+            ResultFileError: ``baseline`` is a path that holds no readable saved run.
         """
         problems: list[str] = []
         by_id: dict[str, list[ObservationNode]] | None = None
@@ -282,7 +277,7 @@ class DatasetScorecard(BaseModel):
                 problems.append(f"Traces are not shown: {exception_message(exc)}")
         elif traces is not None:
             by_id = roots_by_trace_id(traces)
-        base = _read_result(baseline, "baseline") if baseline is not None else None
+        base = _read_result(baseline) if baseline is not None else None
         matches = _match_baseline(result.entries, base.entries if base is not None else [])
         entries = []
         for entry in result.entries:
@@ -344,11 +339,11 @@ class DatasetScorecard(BaseModel):
             baseline: A run to compare with, as for :meth:`from_run`.
 
         Raises:
-            ConfigurationError: No readable ``result.json`` is there.
+            ResultFileError: No readable ``result.json`` is there.
         """
         where = Path(path)
         result_file = where / RESULT_FILE if where.is_dir() else where
-        result = _read_result(result_file, "path")
+        result = _read_result(result_file)
         traces = result_file.parent / TRACES_FILE
         card = cls.from_run(result, traces=traces if traces.is_file() else None, baseline=baseline)
         if traces.is_file() or not any(entry.trace_ids for entry in result.entries):
@@ -684,26 +679,8 @@ def _defaults(model: type[BaseModel]) -> dict[str, Any]:
     }
 
 
-def _read_result(source: RunResult | str | os.PathLike[str], argument: str) -> RunResult:
-    if isinstance(source, RunResult):
-        return source
-    path = Path(source)
-    if path.is_dir():
-        path = path / RESULT_FILE
-    try:
-        return RunResult.model_validate_json(path.read_bytes())
-    except OSError as exc:
-        raise ConfigurationError(
-            f"{argument}: cannot read a saved run from {os.fspath(path)!r} "
-            f"({exception_message(exc)}); give a results folder or its {RESULT_FILE}"
-        ) from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the document"
-        raise ConfigurationError(
-            f"{argument}: {os.fspath(path)!r} is not a saved run ({where}: {first['msg']}; "
-            f"{exc.error_count()} problem(s)); give the {RESULT_FILE} that a run wrote"
-        ) from None
+def _read_result(source: RunResult | str | os.PathLike[str]) -> RunResult:
+    return source if isinstance(source, RunResult) else load_result(source)
 
 
 def _match_baseline(
