@@ -459,3 +459,20 @@ def test_outcomes_of_a_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
 
     assert done.returncode == 2
     assert "nowhere" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_exit_zero_reports_failures_but_exits_0(tmp_path: Path) -> None:
+    project(tmp_path, [entry("hello", "hello"), entry("bye", "bye", expectation="nope")])
+
+    done = evaltrace(tmp_path, "test", "--exit-zero", "--no-scorecard")
+
+    assert done.returncode == 0, done.stderr
+    assert "1 failed" in done.stdout or "FAILED" in done.stdout
+
+
+def test_exit_zero_keeps_exit_2_for_an_invalid_dataset(tmp_path: Path) -> None:
+    (tmp_path / "bad.evaltrace.json").write_text("{")
+
+    done = evaltrace(tmp_path, "test", "--exit-zero")
+
+    assert done.returncode == 2

@@ -70,6 +70,12 @@ __all__ = ["test"]
     help="Exit 1 when something got worse than in --baseline, even if everything passed.",
 )
 @click.option(
+    "--exit-zero",
+    is_flag=True,
+    help="Exit 0 even when entries fail or error (a demo, or a report-only job); bad usage, an "
+    "invalid dataset and Ctrl-C keep their exit codes.",
+)
+@click.option(
     "--no-scorecard",
     is_flag=True,
     help="Do not write scorecard.html (the HTML page of the run) into each run's folder.",
@@ -85,6 +91,7 @@ def test(
     output_dir: str,
     baseline: str | None,
     fail_on_regression: bool,
+    exit_zero: bool,
     no_scorecard: bool,
     output_format: str,
 ) -> int:
@@ -96,7 +103,7 @@ def test(
     Each run writes OUTPUT_DIR/<run-id>/: result.json, traces.jsonl and scorecard.html (a
     self-contained page of the run to open in a browser; compared with --baseline if given).
 
-    Exit codes: 0 every entry passed, 1 some entry failed or errored (or, with
+    Exit codes: 0 every entry passed (or --exit-zero), 1 some entry failed or errored (or, with
     --fail-on-regression, something got worse than the baseline), 2 bad usage or an invalid
     dataset, 130 interrupted (the entries that finished are written).
     """
@@ -162,9 +169,8 @@ def test(
         return INTERRUPTED
     if runs.write_error is not None:
         raise CommandError(str(runs.write_error))
-    if not all(result.passed for result in runs.results):
-        return 1
-    return 1 if fail_on_regression and regressions else 0
+    failed = not all(result.passed for result in runs.results)
+    return 0 if exit_zero else int(failed or (fail_on_regression and regressions))
 
 
 class _Runs:
