@@ -8,14 +8,19 @@ measured in the same run, so a noisy machine shifts both sides alike.
 from __future__ import annotations
 
 import gc
+import importlib.util
 import json
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -212,6 +217,107 @@ def bench_encode_flat_arguments() -> bool:
     )
 
 
+CODEC_BEFORE = "2a1c12c"
+"""The last commit whose codec walked every value and wrote it with ``json``."""
+
+
+def _codec_before() -> Any:
+    """The codec module as it was at :data:`CODEC_BEFORE`, read with ``git show``."""
+    root = Path(__file__).resolve().parents[1]
+    source = subprocess.run(
+        ["git", "show", f"{CODEC_BEFORE}:src/evaltrace/capture/serialize.py"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    folder = Path(tempfile.mkdtemp(prefix="evaltrace-bench-"))
+    path = folder / "_codec_before.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("_codec_before", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it runs
+    spec.loader.exec_module(module)
+    return module
+
+
+class Citation(BaseModel):
+    """A pydantic model inside the nested argument."""
+
+    source: str
+    page: int
+    score: float
+    quoted_at: datetime
+    tags: list[str]
+
+
+def _nested_argument() -> dict[str, Any]:
+    """3 levels, 50 keys at the top, strings, numbers, bools, None, lists and a model."""
+    leaf = {"id": 7, "label": "invoice", "amount": 12.5, "paid": False}
+    middle = {f"part{i}": leaf if i % 2 else ["a", 2, 3.0, None] for i in range(5)}
+    kinds: list[Any] = [
+        "What did the customer ask about their last order?",
+        123_456,
+        0.25,
+        True,
+        None,
+        middle,
+        ["retrieved", "documents", 3],
+    ]
+    value: dict[str, Any] = {f"field_{i}": kinds[i % len(kinds)] for i in range(49)}
+    value["citation"] = Citation(
+        source="faq.md", page=3, score=0.91, quoted_at=datetime(2024, 5, 1), tags=["billing"]
+    )
+    return value
+
+
+def bench_nested_argument_codec() -> bool:
+    from evaltrace import capture_traces
+    from evaltrace.capture import config
+
+    echo = _echo()
+    runtime = config.runtime()
+    today = runtime.codec
+    before = _codec_before().Codec(
+        max_bytes=today.max_bytes, redact_keys=today.redact_keys, max_depth=today.max_depth
+    )
+    value = _nested_argument()
+    assert json.loads(today.encode_text(value)) == json.loads(before.encode_text(value))
+
+    def call_with(codec: Any) -> Callable[[], object]:
+        def call() -> object:
+            runtime.codec = codec
+            return echo(value)
+
+        return call
+
+    try:
+        with capture_traces():
+            ok = _versus(
+                "captured @wrap(nested dict + model): codec today vs before",
+                call_with(today),
+                call_with(before),
+                1.0,
+            )
+            ours, base = interleaved_best(
+                lambda: today.encode_text(value), lambda: before.encode_text(value), 500
+            )
+            ok = (
+                report(
+                    "codec text of the nested dict: today vs before",
+                    ours * 1e6,
+                    base * 1e6,
+                    "us",
+                    1.0,
+                )
+                and ok
+            )
+    finally:
+        runtime.codec = today
+    return ok
+
+
 def bench_decorated_call() -> bool:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -346,6 +452,7 @@ def main() -> int:
         bench_captured_large_string(),
         bench_captured_large_dict(),
         bench_encode_flat_arguments(),
+        bench_nested_argument_codec(),
         bench_decorated_call(),
         bench_memory_per_span(),
         bench_import_time(),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -188,3 +190,20 @@ def test_large_argument_under_a_capture_is_encoded_only_up_to_the_limit() -> Non
     (span,) = handler.spans
     assert span.input["__evaltrace_truncated__"] is True  # type: ignore[index]
     assert watched.conversions <= 2 * 1_000
+
+
+def test_idle_wrap_and_decorated_calls_never_import_the_codec_writer() -> None:
+    code = (
+        "import sys\n"
+        "from evaltrace import wrap\n"
+        "@wrap\n"
+        "def echo(value): return value\n"
+        "echo({'q': [1, 2]})\n"
+        "wrap({'q': [1, 2]}, purpose='output', name='answer')\n"
+        "wrap(lambda: {'q': 1}, purpose='input', name='fetch')()\n"
+        "print(sorted(m for m in ('pydantic', 'pydantic_core') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
