@@ -518,10 +518,43 @@ class _SpanCall:
             _end(self.span)
 
 
-def _items_output(items: list[Any], dropped: int) -> Any:
-    if not dropped:
-        return items
-    return {"items": items, "items_dropped": dropped}
+class _Stream:
+    """What a decorated generator (sync or async) yielded, and how it ended, on its span.
+
+    The generator wrappers differ only where one awaits and the other does not; everything
+    else (which items are kept, what the output is, when the span fails and ends) is here.
+    """
+
+    __slots__ = ("call", "dropped", "items", "limit")
+
+    def __init__(self, call: _SpanCall, limit: int) -> None:
+        self.call = call
+        self.items: list[Any] = []
+        """The items yielded so far, up to ``limit``."""
+        self.dropped = 0
+        """How many yielded items were not kept."""
+        self.limit = limit if call.keeps_output else 0
+
+    def keep(self, item: Any) -> None:
+        """Note a yielded item."""
+        if len(self.items) < self.limit:
+            self.items.append(item)
+        else:
+            self.dropped += 1
+
+    def finish(self, returned: Any = None) -> None:
+        """Record the output: the items, the count of dropped ones, a returned value."""
+        output: Any = self.items
+        if self.dropped:
+            output = {"items": self.items, "items_dropped": self.dropped}
+        if returned is not None:
+            output = {"items": output, "return": returned}
+        self.call.output(output)
+
+    def fail(self, exc: BaseException) -> None:
+        """Record an exception the generator raised; closing it early is no failure."""
+        if not isinstance(exc, GeneratorExit):
+            self.call.fail(exc)
 
 
 def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | None = None) -> F:
@@ -542,9 +575,7 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         @functools.wraps(fn)
         async def async_gen_wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
             call = _SpanCall(span_name, span_kind, binder, args, kwargs)
-            kept_items = item_limit if call.keeps_output else 0
-            items: list[Any] = []
-            dropped = 0
+            stream = _Stream(call, item_limit)
             inner = fn(*args, **kwargs)
             sent: Any = None
             thrown: BaseException | None = None
@@ -557,26 +588,22 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
                         else:
                             item = await inner.asend(sent)
                     except StopAsyncIteration:
-                        call.output(_items_output(items, dropped))
+                        stream.finish()
                         return
                     finally:
                         call.detach()
                     thrown = None
-                    if len(items) < kept_items:
-                        items.append(item)
-                    else:
-                        dropped += 1
+                    stream.keep(item)
                     try:
                         sent = yield item
                     except GeneratorExit:
-                        call.output(_items_output(items, dropped))
+                        stream.finish()
                         await inner.aclose()
                         raise
                     except BaseException as exc:
                         thrown = exc
             except BaseException as exc:
-                if not isinstance(exc, GeneratorExit):
-                    call.fail(exc)
+                stream.fail(exc)
                 raise
             finally:
                 call.end()
@@ -590,9 +617,7 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
             call = _SpanCall(span_name, span_kind, binder, args, kwargs)
             if not call.live:
                 return (yield from fn(*args, **kwargs))
-            kept_items = item_limit if call.keeps_output else 0
-            items: list[Any] = []
-            dropped = 0
+            stream = _Stream(call, item_limit)
             inner = fn(*args, **kwargs)
             sent: Any = None
             thrown: BaseException | None = None
@@ -602,29 +627,22 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
                     try:
                         item = inner.throw(thrown) if thrown is not None else inner.send(sent)
                     except StopIteration as stop:
-                        output = _items_output(items, dropped)
-                        if stop.value is not None:
-                            output = {"items": output, "return": stop.value}
-                        call.output(output)
+                        stream.finish(stop.value)
                         return stop.value
                     finally:
                         call.detach()
                     thrown = None
-                    if len(items) < kept_items:
-                        items.append(item)
-                    else:
-                        dropped += 1
+                    stream.keep(item)
                     try:
                         sent = yield item
                     except GeneratorExit:
-                        call.output(_items_output(items, dropped))
+                        stream.finish()
                         inner.close()
                         raise
                     except BaseException as exc:
                         thrown = exc
             except BaseException as exc:
-                if not isinstance(exc, GeneratorExit):
-                    call.fail(exc)
+                stream.fail(exc)
                 raise
             finally:
                 call.end()
