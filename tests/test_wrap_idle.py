@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from opentelemetry import context as otel_context
@@ -13,7 +13,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from evaltrace import capture_traces, eval_inputs, wrap
-from evaltrace.capture import config
+from evaltrace.capture import config, context
 from evaltrace.capture.config import Runtime, Settings
 from evaltrace.capture.listeners import LISTENERS
 from evaltrace.capture.processor import ScopeSpanProcessor
@@ -207,3 +207,71 @@ def test_idle_wrap_and_decorated_calls_never_import_the_codec_writer() -> None:
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+# The idle value hook: a known name returns at once, yet every bad call is still an error
+
+
+@pytest.fixture
+def unarmed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A process in which nothing has observed wrap values yet (no capture, no exporter)."""
+    monkeypatch.setattr(context, "armed", False)
+    for names in context.IDLE_NAMES.values():
+        names.clear()
+    yield
+    for names in context.IDLE_NAMES.values():
+        names.clear()
+
+
+@pytest.mark.usefixtures("unarmed")
+def test_idle_value_hook_returns_the_value_for_a_name_it_has_seen() -> None:
+    payload = {"q": [1, 2]}
+
+    assert wrap(payload, purpose="output", name="answer") is payload
+    assert wrap(payload, purpose="output", name="answer") is payload
+
+
+@pytest.mark.usefixtures("unarmed")
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: wrap(purpose="output", name="answer"), TypeError, "needs the value"),
+        (lambda: wrap(1, purpose="outptu", name="answer"), ValueError, "purpose must be"),
+        (lambda: wrap(1, purpose=["output"], name="answer"), ValueError, "purpose must be"),
+        (lambda: wrap(1, purpose="output", name=["answer"]), ValueError, "non-empty name="),
+        (lambda: wrap(1, purpose="output", name="answer", kind="llm"), TypeError, "kind="),
+        (
+            lambda: wrap(1, purpose="output", name="answer", descripton="typo"),
+            TypeError,
+            "unexpected keyword argument 'descripton'",
+        ),
+    ],
+    ids=["no value", "unknown purpose", "unhashable purpose", "unhashable name", "kind", "typo"],
+)
+def test_idle_value_hook_still_rejects_a_bad_call_after_a_good_one(
+    call: Callable[[], object], error: type[Exception], message: str
+) -> None:
+    wrap(1, purpose="output", name="answer")
+
+    with pytest.raises(error, match=message):
+        call()
+
+
+@pytest.mark.usefixtures("unarmed")
+def test_idle_value_hook_still_wraps_a_callable_under_a_name_it_has_seen() -> None:
+    wrap({"id": 1}, purpose="input", name="order")
+
+    fetch = wrap(lambda: {"id": 1}, purpose="input", name="order")
+
+    with eval_inputs({"order": "injected"}):
+        assert fetch() == "injected"
+
+
+@pytest.mark.usefixtures("unarmed")
+def test_a_name_seen_while_idle_is_recorded_once_a_capture_is_open() -> None:
+    wrap("idle", purpose="output", name="answer")
+
+    with capture_traces() as handler:
+        wrap("recorded", purpose="output", name="answer")
+
+    assert [record.value for record in handler.named_values] == ["recorded"]

@@ -8,7 +8,7 @@ import logging
 import time
 import traceback
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping
-from typing import Any, Final, Literal, NoReturn, TypeVar, cast, overload
+from typing import Any, Final, Literal, NoReturn, TypeGuard, TypeVar, cast, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
@@ -18,7 +18,7 @@ from evaltrace._safe_text import exception_message, exception_text, safe_repr, t
 from evaltrace.capture import config as _config
 from evaltrace.capture import context as _context
 from evaltrace.capture import conventions as conv
-from evaltrace.capture.context import RunScope, current_scope
+from evaltrace.capture.context import IDLE_NAMES, RunScope, current_scope, remember_idle
 from evaltrace.capture.listeners import LISTENERS
 from evaltrace.capture.serialize import Codec
 from evaltrace.capture.values import Purpose, WrapRecord
@@ -48,7 +48,24 @@ SPAN_KINDS: Final = frozenset(
 """The OpenInference span kinds ``@wrap(kind=...)`` accepts (case-insensitive)."""
 
 _PURPOSES: Final = frozenset({"input", "output", "state"})
-_MISSING: Final[Any] = object()
+_OPTIONS: Final = frozenset({"description", "kind", "many"})
+
+
+class _NoValue:
+    """The default of ``wrap``'s ``data``: nothing was given.
+
+    Callable, so that the idle value hook's ``callable(data)`` test also sends a call
+    without a value on to the checks that explain what is missing.
+    """
+
+    def __call__(self) -> NoReturn:
+        raise TypeError("wrap was given no value")
+
+    def __repr__(self) -> str:
+        return "<no value>"
+
+
+_MISSING: Final[Any] = _NoValue()
 _warned: set[str] = set()
 
 
@@ -87,9 +104,7 @@ def wrap(
     *,
     purpose: Literal["input", "output", "state"] | None = None,
     name: str | None = None,
-    description: str | None = None,
-    kind: str | None = None,
-    many: bool = False,
+    **options: Any,
 ) -> Any:
     """Trace a function, or record a named value of the current run.
 
@@ -117,10 +132,10 @@ def wrap(
             it produced) or ``"state"`` (something it reached); outputs and states are what
             evaluators score.
         name: The value's name (value hook), or the span's name (decorator).
-        description: A human-readable note kept with the value or on the span.
-        kind: The OpenInference span kind of a decorated function (decorator only).
-        many: Collect every value recorded under ``name`` in a run into a list, instead of
-            treating a second value as an error.
+        **options: ``description`` (a human-readable note kept with the value or on the
+            span), ``kind`` (the OpenInference span kind of a decorated function, decorator
+            only) and ``many`` (value hook only: collect every value recorded under
+            ``name`` in a run into a list, instead of treating a second value as an error).
 
     Returns:
         The decorated function, a decorator, or ``data`` (or its stand-in) unchanged.
@@ -130,7 +145,24 @@ def wrap(
         ... def complete(prompt: str) -> str:
         ...     return wrap("Paris", purpose="output", name="answer")
     """
+    # The idle value hook, a handful of operations: a name already checked with this
+    # purpose while nothing could see wrap values (see IDLE_NAMES), nothing else given.
+    try:
+        if name in IDLE_NAMES[purpose] and not options and not callable(data):  # type: ignore[index]
+            return data
+    except (KeyError, TypeError):  # no purpose (a decorator), or arguments checked below
+        pass
+    return _wrap(data, purpose, name, options)
+
+
+def _wrap(data: Any, purpose: object, name: object, options: dict[str, Any]) -> Any:
+    """:func:`wrap` past its idle value hook: the decorator, checks, and recording."""
+    description, kind, many = _options(options)
     if purpose is None:
+        if name is not None and not isinstance(name, str):
+            raise TypeError(
+                f"wrap(name=...) takes the span's name as a string, got {safe_repr(name)}"
+            )
         if kind is not None:
             _check_kind(kind)
         if many:
@@ -143,13 +175,14 @@ def wrap(
             f"wrap({type_name(data)}) needs purpose= and name= to record a value, e.g. "
             "wrap(answer, purpose='output', name='answer'); to trace a function use @wrap"
         )
-    if purpose not in _PURPOSES or type(name) is not str or not name or kind is not None:
+    if not _is_purpose(purpose) or not isinstance(name, str) or not name or kind is not None:
         _reject_value_call(purpose, name, kind)
     if data is _MISSING:
         raise TypeError("wrap(purpose=..., name=...) needs the value to record as its argument")
     if callable(data) and not isinstance(data, type):
         return _wrap_callable(data, purpose, name, description, many)
     if not _context.armed:
+        remember_idle(name, purpose)
         return data
     scope = current_scope()
     if scope is not None and purpose == "input" and scope.injected_inputs() is not None:
@@ -161,12 +194,34 @@ def wrap(
     return data
 
 
+def _options(options: dict[str, Any]) -> tuple[str | None, str | None, bool]:
+    """``description``, ``kind`` and ``many`` from the keyword options of :func:`wrap`.
+
+    They are taken as ``**options`` rather than as keyword parameters with defaults: Python
+    fills each missing default on every call, which the idle value hook cannot afford.
+    """
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise TypeError(
+            f"wrap() got an unexpected keyword argument {unknown[0]!r}; it takes purpose=, "
+            "name=, description=, kind= (decorator) and many= (value hook)"
+        )
+    return options.get("description"), options.get("kind"), bool(options.get("many", False))
+
+
+def _is_purpose(purpose: object) -> TypeGuard[Purpose]:
+    return isinstance(purpose, str) and purpose in _PURPOSES
+
+
 def _reject_value_call(purpose: object, name: object, kind: object) -> NoReturn:
     """Raise the error that explains what is wrong with a ``wrap(value, ...)`` call."""
-    if purpose not in _PURPOSES:
+    if not _is_purpose(purpose):
         raise ValueError(f"purpose must be 'input', 'output' or 'state', got {safe_repr(purpose)}")
     if not isinstance(name, str) or not name:
-        raise ValueError("wrap(value, purpose=...) needs a non-empty name=, e.g. name='answer'")
+        raise ValueError(
+            "wrap(value, purpose=...) needs a non-empty name=, e.g. name='answer'; got "
+            f"{safe_repr(name)}"
+        )
     raise TypeError("kind= applies to @wrap on functions, not to wrap(value, purpose=...)")
 
 
