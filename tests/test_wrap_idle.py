@@ -12,7 +12,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from evaltrace import capture_traces, eval_inputs, wrap
+from evaltrace import capture_traces, eval_inputs, propagate, wrap
 from evaltrace.capture import config, context
 from evaltrace.capture.config import Runtime, Settings
 from evaltrace.capture.listeners import LISTENERS
@@ -275,3 +275,51 @@ def test_a_name_seen_while_idle_is_recorded_once_a_capture_is_open() -> None:
         wrap("recorded", purpose="output", name="answer")
 
     assert [record.value for record in handler.named_values] == ["recorded"]
+
+
+# A capture that has closed: nothing is encoded for it
+
+
+def _run_past_the_capture(work: Callable[[], None], outer_open: bool = False) -> list[object]:
+    """Start a traced task inside two nested captures; it runs ``work`` once the inner one
+    (and, unless ``outer_open``, the outer one too) has closed.
+
+    Returns:
+        The values the outer capture received.
+    """
+    started, release = threading.Event(), threading.Event()
+
+    @wrap
+    def task() -> None:
+        started.set()
+        release.wait()
+        work()
+
+    with capture_traces() as outer:
+        with capture_traces():
+            thread = threading.Thread(target=propagate(task))
+            thread.start()
+            started.wait()
+        if outer_open:
+            release.set()
+            thread.join()
+    release.set()
+    thread.join()
+    return [record.value for record in outer.named_values]
+
+
+@pytest.mark.usefixtures("idle_process")
+def test_a_task_that_outlived_its_capture_encodes_nothing_it_records() -> None:
+    watched = Watched()
+    fetch = wrap(lambda: watched, purpose="input", name="watched")
+
+    _run_past_the_capture(fetch)
+
+    assert watched.conversions == 0
+
+
+@pytest.mark.usefixtures("idle_process")
+def test_a_task_whose_inner_capture_closed_still_records_into_the_open_outer_one() -> None:
+    fetch = wrap(lambda: {"id": 7}, purpose="input", name="order")
+
+    assert _run_past_the_capture(fetch, outer_open=True) == [{"id": 7}]

@@ -380,10 +380,14 @@ class Codec:
                 # Escapes can make the text longer than the string it was checked on.
                 if len(text) <= self.max_bytes and text.isascii():
                     return text
-        else:
-            native = self._native_json(value)
-            if native is not None and len(native) <= self.max_bytes:
-                return native.decode("utf-8")
+        else:  # _native_json written out: this runs for the arguments of every traced call
+            try:
+                if _native_room(self, value, 0, self._native_limit) >= 0:
+                    native: bytes = _core().to_json(value)
+                    if len(native) <= self.max_bytes:
+                        return native.decode("utf-8")
+            except Exception:  # a hostile key or lone surrogates: the walk deals with them
+                pass
         return self.encode(value).text
 
     def encode_converted(self, data: JsonValue) -> str:
@@ -608,6 +612,14 @@ def _native_room(codec: Codec, value: object, depth: int, room: int) -> int:
     once past ``room``. A cycle ends at the depth limit.
     """
     kind = type(value)
+    if kind is dict:
+        if depth >= codec.max_depth:
+            return -1
+        return _native_items_room(codec, value, depth, room)  # type: ignore[arg-type]
+    if kind is list or kind is tuple:
+        if depth >= codec.max_depth:
+            return -1
+        return _native_each_room(codec, value, depth, room)  # type: ignore[arg-type]
     if kind is str:
         room -= len(value) + 2  # type: ignore[arg-type]
         if room < 0 or "earer" in value or "EARER" in value or ("://" in value and "@" in value):  # type: ignore[operator]
@@ -623,10 +635,6 @@ def _native_room(codec: Codec, value: object, depth: int, room: int) -> int:
         return room - _NATIVE_TEXT_SIZE
     if depth >= codec.max_depth:
         return -1
-    if kind is dict:
-        return _native_items_room(codec, value, depth, room)  # type: ignore[arg-type]
-    if kind is list or kind is tuple:
-        return _native_each_room(codec, value, depth, room)  # type: ignore[arg-type]
     if isinstance(value, Enum):
         return _native_room(codec, value.value, depth, room)
     if _is_plain_model(kind):

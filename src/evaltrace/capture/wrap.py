@@ -238,10 +238,14 @@ def _record_value(
         return
     try:
         span = otel_trace.get_current_span()
-        recording = span.is_recording()
-        chain = scope.chain if scope is not None else ()
+        chain = scope.chain if scope is not None else ()  # empty once every capture closed
         listeners = LISTENERS.current
         kept = bool(chain or listeners)
+        # The span event only for a span someone will see: not for one whose capture has
+        # closed (a task that outlived its capture_traces() block), when spans stay here.
+        recording = span.is_recording() and (
+            rt.spans_leave_process or rt.processor.delivers(span.get_span_context())
+        )
         if not kept and not recording:
             return
         value: Any = None
@@ -335,7 +339,16 @@ def _check_kind(kind: str) -> str:
 class _Binder:
     """Turns call arguments into the recorded input: ``{parameter: value}``."""
 
-    __slots__ = ("_defaults", "_drop_first", "_fast", "_names", "_signature")
+    __slots__ = (
+        "_defaults",
+        "_drop_first",
+        "_fast",
+        "_keyword_defaults",
+        "_names",
+        "_positional_defaults",
+        "_required",
+        "_signature",
+    )
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         try:
@@ -348,9 +361,19 @@ class _Binder:
         self._fast = self._signature is not None and not (
             kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY}
         )
-        self._names = tuple(
-            p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        positional = [p for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        self._names = tuple(p.name for p in positional)
+        # Aligned with _names: a positional parameter's default (None when it has none, past
+        # _required, where every parameter has one).
+        self._positional_defaults = tuple(
+            None if p.default is inspect.Parameter.empty else p.default for p in positional
         )
+        self._required = sum(1 for p in positional if p.default is inspect.Parameter.empty)
+        self._keyword_defaults = {
+            p.name: p.default
+            for p in params
+            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty
+        }
         self._defaults = tuple(
             (p.name, p.default)
             for p in params
@@ -358,13 +381,21 @@ class _Binder:
         )
 
     def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        if self._fast and len(args) <= len(self._names):
-            bound = dict(zip(self._names, args, strict=False))
-            if kwargs:
+        count = len(args)
+        if self._fast and count <= len(self._names):
+            if not kwargs and count >= self._required:
+                # The common call: positional arguments, defaults for the rest.
+                bound = dict(
+                    zip(self._names, args + self._positional_defaults[count:], strict=True)
+                )
+                if self._keyword_defaults:
+                    bound.update(self._keyword_defaults)
+            else:
+                bound = dict(zip(self._names, args, strict=False))
                 bound.update(kwargs)
-            for param, default in self._defaults:
-                if param not in bound:
-                    bound[param] = default
+                for param, default in self._defaults:
+                    if param not in bound:
+                        bound[param] = default
         elif self._signature is not None:
             try:
                 ba = self._signature.bind(*args, **kwargs)
@@ -474,8 +505,17 @@ def _stacktrace(exc: BaseException) -> str:
         return exception_text(exc)
 
 
-def _end(span: Span) -> None:
-    """End ``span``; a span processor that raises never reaches the app."""
+def _finish(span: Span, attributes: Mapping[str, Any]) -> None:
+    """Put ``attributes`` on ``span`` and end it; a failing span processor never reaches the app.
+
+    The attributes go on in one call as the span ends, not when it is created:
+    OpenTelemetry checks attributes given at creation twice (for the sampler, then for the
+    span), which costs more than the rest of a decorated call's own work.
+    """
+    try:
+        span.set_attributes(attributes)
+    except Exception as exc:  # recording never breaks the app
+        _warn_once("attributes", "could not put a decorated call's attributes on its span", exc)
     try:
         span.end()
     except Exception as exc:  # recording never breaks the app
@@ -502,9 +542,23 @@ def start_span_call(
 
 
 class _SpanCall:
-    """One call of a decorated function: its span, input and output recording."""
+    """One call of a decorated function: its span, input and output recording.
 
-    __slots__ = ("_codec", "_content", "_private", "_rt", "keeps_output", "live", "span", "token")
+    The attributes are gathered here and go on the span in one call when it ends (see
+    :func:`_finish`).
+    """
+
+    __slots__ = (
+        "_attributes",
+        "_codec",
+        "_content",
+        "_private",
+        "_rt",
+        "keeps_output",
+        "live",
+        "span",
+        "token",
+    )
 
     def __init__(
         self,
@@ -520,7 +574,6 @@ class _SpanCall:
         self._codec = rt.codec
         audience = _audience(rt)
         recorded = audience == _RECORDED
-        self._content = recorded and rt.settings.capture_content
         self._private = recorded and not rt.settings.capture_content
         self.token: object | None = None
         self.live = audience != _NOBODY
@@ -529,19 +582,22 @@ class _SpanCall:
         """Whether the output is recorded (generators then keep their items)."""
         if not self.live:
             self.span: Span = INVALID_SPAN
+            self._content = False
             return
-        # The attributes go in when the span is created: one pass over them, not two.
-        attributes: dict[str, Any] = {conv.SPAN_KIND: kind}
+        self._attributes: dict[str, Any] = {conv.SPAN_KIND: kind}
         if extra:
-            attributes.update(extra)
+            self._attributes.update(extra)
+        self.span = rt.tracer.start_span(span_name)
+        self._content = recorded and rt.settings.capture_content and self.span.is_recording()
         if self._content:
             try:
-                attributes[conv.INPUT_VALUE] = self._codec.encode_text(binder.bind(args, kwargs))
-                attributes[conv.INPUT_MIME_TYPE] = conv.MIME_JSON
+                self._attributes[conv.INPUT_VALUE] = self._codec.encode_text(
+                    binder.bind(args, kwargs)
+                )
+                self._attributes[conv.INPUT_MIME_TYPE] = conv.MIME_JSON
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
-        self.span = rt.tracer.start_span(span_name, attributes=attributes)
-        if self._private:
+        elif self._private:
             _keep_private(rt, self.span, "input", binder.bind(args, kwargs))
 
     def attach(self) -> None:
@@ -556,12 +612,10 @@ class _SpanCall:
     def output(self, value: Any) -> None:
         if self._private:
             _keep_private(self._rt, self.span, "output", value)
-        elif self._content and self.span.is_recording():
+        elif self._content:
             try:
-                text = self._codec.encode_text(value)
-                self.span.set_attributes(
-                    {conv.OUTPUT_VALUE: text, conv.OUTPUT_MIME_TYPE: conv.MIME_JSON}
-                )
+                self._attributes[conv.OUTPUT_VALUE] = self._codec.encode_text(value)
+                self._attributes[conv.OUTPUT_MIME_TYPE] = conv.MIME_JSON
             except Exception as exc:  # recording never breaks the app
                 _warn_once("output", "could not record an output", exc)
 
@@ -570,7 +624,7 @@ class _SpanCall:
 
     def end(self) -> None:
         if self.live:
-            _end(self.span)
+            _finish(self.span, self._attributes)
 
 
 class _Stream:
@@ -733,18 +787,18 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         audience = _audience(rt)
         if audience == _NOBODY:
             return fn(*args, **kwargs)
+        span = rt.tracer.start_span(span_name)
         attributes: dict[str, Any] = {conv.SPAN_KIND: span_kind}
         # Nothing is encoded for a span whose content reaches nobody.
         recorded = audience == _RECORDED
-        content = recorded and rt.settings.capture_content
+        content = recorded and rt.settings.capture_content and span.is_recording()
         if content:
             try:
                 attributes[conv.INPUT_VALUE] = rt.codec.encode_text(binder.bind(args, kwargs))
                 attributes[conv.INPUT_MIME_TYPE] = conv.MIME_JSON
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
-        span = rt.tracer.start_span(span_name, attributes=attributes)
-        if recorded and not content:
+        elif recorded and not rt.settings.capture_content:
             _keep_private(rt, span, "input", binder.bind(args, kwargs))
         token = otel_context.attach(otel_trace.set_span_in_context(span))
         try:
@@ -752,23 +806,20 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         except BaseException as exc:
             otel_context.detach(token)
             _record_failure(span, rt.codec, exc)
-            _end(span)
+            _finish(span, attributes)
             raise
         otel_context.detach(token)
         if content:
-            if span.is_recording():
-                try:
-                    text = rt.codec.encode_text(result)
-                    span.set_attributes(
-                        {conv.OUTPUT_VALUE: text, conv.OUTPUT_MIME_TYPE: conv.MIME_JSON}
-                    )
-                except Exception as exc:  # recording never breaks the app
-                    _warn_once(
-                        f"output:{span_name}", f"could not record the output of {span_name}", exc
-                    )
-        elif recorded:
+            try:
+                attributes[conv.OUTPUT_VALUE] = rt.codec.encode_text(result)
+                attributes[conv.OUTPUT_MIME_TYPE] = conv.MIME_JSON
+            except Exception as exc:  # recording never breaks the app
+                _warn_once(
+                    f"output:{span_name}", f"could not record the output of {span_name}", exc
+                )
+        elif recorded and not rt.settings.capture_content:
             _keep_private(rt, span, "output", result)
-        _end(span)
+        _finish(span, attributes)
         return result
 
     return cast(F, sync_wrapper)
