@@ -65,6 +65,8 @@ class ScopeSpanProcessor(SpanProcessor):
             if scope is None:
                 self._report_unattributed(span)
                 return
+        elif current.handler is not None:  # the capture itself (an open one has a handler)
+            scope = current
         else:
             # None for an inputs-only scope outside captures, or a capture that has closed.
             scope = current.open_capture()

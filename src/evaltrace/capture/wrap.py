@@ -455,7 +455,9 @@ def _audience(rt: _config.Runtime) -> int:
         return _RECORDED
     scope = current_scope()
     if scope is not None:
-        return _RECORDED if scope.chain else _NOBODY
+        if scope.handler is not None or scope.open_capture() is not None:
+            return _RECORDED
+        return _NOBODY
     processor = rt.processor
     if not processor.capturing:
         return _NOBODY
@@ -510,7 +512,7 @@ def _finish(span: Span, attributes: Mapping[str, Any]) -> None:
 
     The attributes go on in one call as the span ends, not when it is created:
     OpenTelemetry checks attributes given at creation twice (for the sampler, then for the
-    span), which costs more than the rest of a decorated call's own work.
+    span), about a tenth of a decorated call.
     """
     try:
         span.set_attributes(attributes)
