@@ -361,6 +361,166 @@ def bench_decorated_call() -> bool:
     )
 
 
+def _best_of(
+    candidates: dict[str, Callable[[], object]], number: int, rounds: int
+) -> dict[str, float]:
+    """Best seconds per call of each candidate, all timed in alternation."""
+    best = dict.fromkeys(candidates, float("inf"))
+    for _ in range(rounds):
+        for label, fn in candidates.items():
+            best[label] = min(best[label], best_per_call(fn, number, repeat=1))
+    return best
+
+
+def _print_parts(title: str, parts: dict[str, float], unit: str, scale: float) -> None:
+    print(f"  {title}", flush=True)
+    for label, seconds in parts.items():
+        print(f"    {label:<62} {seconds * scale:8.2f} {unit}", flush=True)
+
+
+def explain_idle_wrap() -> None:
+    """What bounds idle wrap(): its call shape with each of its checks added in turn."""
+    from evaltrace import wrap
+
+    idle = {"input": set(), "output": {"answer"}, "state": set()}
+    value = {"q": "hello"}
+
+    def plain(data: object, *, purpose: str, name: str) -> object:
+        return data
+
+    def options(
+        data: object = None, /, *, purpose: Any = None, name: Any = None, **more: Any
+    ) -> object:
+        return data
+
+    def checked(
+        data: object = None, /, *, purpose: Any = None, name: Any = None, **more: Any
+    ) -> object:
+        try:
+            if name in idle[purpose] and not more:
+                return data
+        except (KeyError, TypeError):
+            pass
+        return None
+
+    def callable_too(
+        data: object = None, /, *, purpose: Any = None, name: Any = None, **more: Any
+    ) -> object:
+        try:
+            if name in idle[purpose] and not more and not callable(data):
+                return data
+        except (KeyError, TypeError):
+            pass
+        return None
+
+    parts = _best_of(
+        {
+            "plain function, same call": lambda: plain(value, purpose="output", name="answer"),
+            "+ optional keywords taken as **options": lambda: options(
+                value, purpose="output", name="answer"
+            ),
+            "+ name known under its purpose, no other option": lambda: checked(
+                value, purpose="output", name="answer"
+            ),
+            "+ callable(data) (a callable gets a recording stand-in)": lambda: callable_too(
+                value, purpose="output", name="answer"
+            ),
+            "evaltrace.wrap (the same, plus its sentinel default)": lambda: wrap(
+                value, purpose="output", name="answer"
+            ),
+        },
+        20_000,
+        30,
+    )
+    _print_parts("what bounds idle wrap (ns per call):", parts, "ns", 1e9)
+
+
+def explain_decorated_call() -> None:
+    """What bounds captured @wrap: the span machinery each side uses, and what ours adds."""
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace as otel_trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from evaltrace import capture_traces
+    from evaltrace.capture import config
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    raw = provider.get_tracer("bench")
+    runtime = config.runtime()
+    ours = runtime.tracer
+    codec = runtime.codec
+    arguments = {"question": "What is the capital of France?", "k": 3}
+    five = {
+        "openinference.span.kind": "CHAIN",
+        "input.value": codec.encode_text(arguments),
+        "input.mime_type": "application/json",
+        "output.value": '"Paris"',
+        "output.mime_type": "application/json",
+    }
+
+    def raw_span() -> None:
+        raw.start_span("answer").end()
+
+    def raw_with_statement() -> None:
+        with raw.start_as_current_span("answer"):
+            pass
+
+    def raw_two_attributes() -> None:
+        with raw.start_as_current_span("answer") as span:
+            span.set_attribute("input.value", "What is the capital of France?")
+            span.set_attribute("output.value", "Paris")
+
+    def our_span() -> None:
+        ours.start_span("answer").end()
+
+    def our_span_attached() -> None:
+        span = ours.start_span("answer")
+        token = otel_context.attach(otel_trace.set_span_in_context(span))
+        otel_context.detach(token)
+        span.end()
+
+    def our_five_attributes() -> None:
+        span = ours.start_span("answer")
+        token = otel_context.attach(otel_trace.set_span_in_context(span))
+        otel_context.detach(token)
+        span.set_attributes(five)
+        span.end()
+
+    def our_three_attributes() -> None:
+        span = ours.start_span("answer")
+        token = otel_context.attach(otel_trace.set_span_in_context(span))
+        otel_context.detach(token)
+        span.set_attributes({key: five[key] for key in five if not key.endswith("mime_type")})
+        span.end()
+
+    def encode_both() -> None:
+        codec.encode_text(dict(arguments))
+        codec.encode_text("Paris")
+
+    with capture_traces() as handler:
+        parts = _best_of(
+            {
+                "raw: span, SimpleSpanProcessor into InMemorySpanExporter": raw_span,
+                "raw: + start_as_current_span's context managers": raw_with_statement,
+                "raw: + 2 set_attribute (the whole baseline)": raw_two_attributes,
+                "ours: span, ScopeSpanProcessor into the capture": our_span,
+                "ours: + context attached and detached": our_span_attached,
+                "ours: + 5 attributes in one set_attributes": our_five_attributes,
+                "ours: + 3 attributes (without the two mime types)": our_three_attributes,
+                "ours alone: arguments bound into a dict, both values encoded": encode_both,
+            },
+            1_000,
+            20,
+        )
+        handler.clear()
+    exporter.clear()
+    _print_parts("what bounds captured @wrap (us per call):", parts, "us", 1e6)
+
+
 def bench_memory_per_span() -> bool:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -459,6 +619,8 @@ def main() -> int:
         bench_memory_per_span(),
         bench_import_time(),
     ]
+    explain_idle_wrap()
+    explain_decorated_call()
     return 0 if all(results) else 1
 
 
