@@ -200,10 +200,12 @@ def _options(options: dict[str, Any]) -> tuple[str | None, str | None, bool]:
     They are taken as ``**options`` rather than as keyword parameters with defaults: Python
     fills each missing default on every call, which the idle value hook cannot afford.
     """
-    unknown = sorted(set(options) - _OPTIONS)
+    if not options:
+        return None, None, False
+    unknown = options.keys() - _OPTIONS
     if unknown:
         raise TypeError(
-            f"wrap() got an unexpected keyword argument {unknown[0]!r}; it takes purpose=, "
+            f"wrap() got an unexpected keyword argument {min(unknown)!r}; it takes purpose=, "
             "name=, description=, kind= (decorator) and many= (value hook)"
         )
     return options.get("description"), options.get("kind"), bool(options.get("many", False))
