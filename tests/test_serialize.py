@@ -7,7 +7,7 @@ import json
 import random
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
 from datetime import time as clock_time
 from decimal import Decimal
@@ -1191,3 +1191,21 @@ def test_jsonable_of_any_value_is_json_compatible_data() -> None:
         "pair": [1, "red"],
         "password": REDACTED,
     }
+
+
+class Stream(pydantic.BaseModel):
+    items: Iterable[int]
+
+
+@pytest.mark.parametrize("where", ["alone", "in a dict", "twice in a list"])
+def test_a_model_whose_dump_consumes_a_generator_keeps_its_items(where: str) -> None:
+    model = Stream(items=(n for n in range(3)))
+    value = {"alone": model, "in a dict": {"s": model}, "twice in a list": [model, model]}[where]
+    dumped = {"items": [0, 1, 2]}
+    expected = {
+        "alone": dumped,
+        "in a dict": {"s": dumped},
+        "twice in a list": [dumped, dumped],
+    }[where]
+
+    assert json.loads(CODEC.encode_text(value)) == expected

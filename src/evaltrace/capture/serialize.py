@@ -311,8 +311,9 @@ class Codec:
         if value is None or kind is bool or (kind is int and _INT_MIN < value < _INT_MAX):  # type: ignore[operator]
             return value  # type: ignore[return-value]
         try:
-            if _native_room(self, value, 0, _NO_LIMIT) >= 0:
-                return _core().to_jsonable_python(value)  # type: ignore[no-any-return]
+            native = _native_value(self, value, _NO_LIMIT)
+            if native is not _NOT_NATIVE:
+                return _core().to_jsonable_python(native)  # type: ignore[no-any-return]
         except Exception:  # a hostile key, say: the walk deals with it
             pass
         return _Walk(self, _NO_LIMIT).root(value)
@@ -382,10 +383,13 @@ class Codec:
                     return text
         else:  # _native_json written out: this runs for the arguments of every traced call
             try:
-                if _native_room(self, value, 0, self._native_limit) >= 0:
-                    native: bytes = _core().to_json(value)
-                    if len(native) <= self.max_bytes:
-                        return native.decode("utf-8")
+                models = _Models()
+                if _native_room(self, value, 0, self._native_limit, models) >= 0:
+                    written: bytes = _core().to_json(
+                        _with_dumps(value, models) if models.met else value
+                    )
+                    if len(written) <= self.max_bytes:
+                        return written.decode("utf-8")
             except Exception:  # a hostile key or lone surrogates: the walk deals with them
                 pass
         return self.encode(value).text
@@ -451,9 +455,10 @@ class Codec:
             when the walk must convert ``value``.
         """
         try:
-            if _native_room(self, value, 0, self._native_limit) < 0:
+            native = _native_value(self, value, self._native_limit)
+            if native is _NOT_NATIVE:
                 return None
-            return _core().to_json(value)  # type: ignore[no-any-return]
+            return _core().to_json(native)  # type: ignore[no-any-return]
         except Exception:  # a hostile key or lone surrogates: the walk deals with them
             return None
 
@@ -600,9 +605,11 @@ _NATIVE_TEXT_SIZE: Final = 10
 # out late that a value does not fit would waste a scan as long as the walk's own work.
 _NATIVE_ROOM: Final = 64 * 1024
 _isfinite: Final = math.isfinite
+_NOT_NATIVE: Final = object()
+_NO_DUMP: Final[Any] = object()
 
 
-def _native_room(codec: Codec, value: object, depth: int, room: int) -> int:
+def _native_room(codec: Codec, value: object, depth: int, room: int, models: _Models) -> int:
     """The room left once ``value`` is written as it is, or ``-1``.
 
     ``-1`` when the walk would change ``value`` (a secret to redact, a key that is not a
@@ -615,11 +622,11 @@ def _native_room(codec: Codec, value: object, depth: int, room: int) -> int:
     if kind is dict:
         if depth >= codec.max_depth:
             return -1
-        return _native_items_room(codec, value, depth, room)  # type: ignore[arg-type]
+        return _native_items_room(codec, value, depth, room, models)  # type: ignore[arg-type]
     if kind is list or kind is tuple:
         if depth >= codec.max_depth:
             return -1
-        return _native_each_room(codec, value, depth, room)  # type: ignore[arg-type]
+        return _native_each_room(codec, value, depth, room, models)  # type: ignore[arg-type]
     if kind is str:
         room -= len(value) + 2  # type: ignore[arg-type]
         if room < 0 or "earer" in value or "EARER" in value or ("://" in value and "@" in value):  # type: ignore[operator]
@@ -636,17 +643,31 @@ def _native_room(codec: Codec, value: object, depth: int, room: int) -> int:
     if depth >= codec.max_depth:
         return -1
     if isinstance(value, Enum):
-        return _native_room(codec, value.value, depth, room)
+        met = models.met
+        room = _native_room(codec, value.value, depth, room, models)
+        if models.met != met:
+            models.holders.add(id(value))
+        return room
     if _is_plain_model(kind):
-        try:
-            dumped = value.model_dump(mode="json")  # type: ignore[attr-defined]
-        except Exception:  # the walk falls back to the Python dump or the repr
-            return -1
-        return _native_room(codec, dumped, depth, room)
+        if not models.met:
+            models.dumps = {}
+            models.holders = set()
+        models.met += 1
+        # Dumped once, and the dump is what gets written: a second dump may differ (an
+        # Iterable field is a generator that the first dump consumed).
+        dumped = models.dumps.get(id(value), _NO_DUMP)
+        if dumped is _NO_DUMP:
+            try:
+                dumped = models.dumps[id(value)] = value.model_dump(mode="json")  # type: ignore[attr-defined]
+            except Exception:  # the walk falls back to the Python dump or the repr
+                return -1
+        return _native_room(codec, dumped, depth, room, models)
     return -1
 
 
-def _native_items_room(codec: Codec, mapping: dict[Any, Any], depth: int, room: int) -> int:
+def _native_items_room(
+    codec: Codec, mapping: dict[Any, Any], depth: int, room: int, models: _Models
+) -> int:
     if 5 * len(mapping) > room:  # each entry takes at least "":0 and a comma
         return -1
     if not codec._plain_keys.issuperset(mapping) and not codec._learn_keys(mapping):
@@ -655,6 +676,7 @@ def _native_items_room(codec: Codec, mapping: dict[Any, Any], depth: int, room: 
         return -1
     room -= 1
     depth += 1
+    held = False
     for key, item in mapping.items():
         if type(key) is not str:  # a str subclass equal to a plain key: the walk renames it
             return -1
@@ -676,14 +698,22 @@ def _native_items_room(codec: Codec, mapping: dict[Any, Any], depth: int, room: 
         elif item is None or kind is bool:
             room -= 4
         else:
-            room = _native_room(codec, item, depth, room)
+            met = models.met
+            room = _native_room(codec, item, depth, room, models)
             if room < 0:
                 return -1
+            held = held or models.met != met
+    if held:
+        models.holders.add(id(mapping))
     return room
 
 
 def _native_each_room(
-    codec: Codec, items: list[Any] | tuple[Any, ...], depth: int, room: int
+    codec: Codec,
+    items: list[Any] | tuple[Any, ...],
+    depth: int,
+    room: int,
+    models: _Models,
 ) -> int:
     if 2 * len(items) > room:  # each item takes at least a character and a comma
         return -1
@@ -691,6 +721,7 @@ def _native_each_room(
         return -1
     room -= 1
     depth += 1
+    held = False
     for item in items:
         kind = type(item)
         if kind is str:
@@ -708,10 +739,60 @@ def _native_each_room(
         elif item is None or kind is bool:
             room -= 5
         else:
-            room = _native_room(codec, item, depth, room - 1)
+            met = models.met
+            room = _native_room(codec, item, depth, room - 1, models)
             if room < 0:
                 return -1
+            held = held or models.met != met
+    if held:
+        models.holders.add(id(items))
     return room
+
+
+class _Models:
+    """The pydantic models one scan met: their dumps, and what holds them."""
+
+    __slots__ = ("dumps", "holders", "met")
+
+    dumps: dict[int, JsonValue]
+    """Each model's dump, by the model's ``id`` (set when the first model is met)."""
+    holders: set[int]
+    """The ``id`` of each container (or enum) with a model inside (set with ``dumps``)."""
+
+    def __init__(self) -> None:
+        # Only the count, for speed: most values hold no model.
+        self.met = 0
+        """How many times a model was met."""
+
+
+def _native_value(codec: Codec, value: object, room: int) -> object:
+    """What pydantic_core may write for ``value`` as it is, or :data:`_NOT_NATIVE`.
+
+    That is ``value`` itself, or, when it holds pydantic models, a copy of the containers
+    on the way to them, with each model replaced by its dump (see :func:`_native_room`).
+    """
+    models = _Models()
+    if _native_room(codec, value, 0, room, models) < 0:
+        return _NOT_NATIVE
+    return _with_dumps(value, models) if models.met else value
+
+
+def _with_dumps(value: object, models: _Models) -> object:
+    """``value`` with each pydantic model in it replaced by its dump.
+
+    The objects of ``value`` are all alive meanwhile, so an ``id`` names one of them only.
+    """
+    ident = id(value)
+    dumped = models.dumps.get(ident, _NO_DUMP)
+    if dumped is not _NO_DUMP:
+        return dumped
+    if ident not in models.holders:
+        return value
+    if type(value) is dict:
+        return {key: _with_dumps(item, models) for key, item in value.items()}
+    if isinstance(value, Enum):
+        return _with_dumps(value.value, models)
+    return [_with_dumps(item, models) for item in value]  # type: ignore[attr-defined]
 
 
 def _is_plain_model(kind: type) -> bool:
