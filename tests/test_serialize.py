@@ -1209,3 +1209,9 @@ def test_a_model_whose_dump_consumes_a_generator_keeps_its_items(where: str) -> 
     }[where]
 
     assert json.loads(CODEC.encode_text(value)) == expected
+
+
+def test_a_walked_model_met_twice_is_dumped_once() -> None:
+    model = Stream(items=(n for n in range(3)))
+
+    assert CODEC.to_jsonable([model, model, {1}]) == [{"items": [0, 1, 2]}] * 2 + [[1]]

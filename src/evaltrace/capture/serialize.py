@@ -29,8 +29,9 @@ and the password of a URL (``postgresql://user:[REDACTED]@host/db``) are redacte
 
 How. Most values are plain data (dicts with string keys, lists, strings, numbers, pydantic
 models, dates) with nothing to redact. A quick scan checks that, counting the size as it goes
-(:func:`_native_room`), and pydantic_core then writes the value as it is, several times faster
-than building a converted copy and writing that. Any other value is walked: the walk converts
+(:func:`_native_room`), and pydantic_core then writes the value as it is (each pydantic model
+replaced by its dump, taken once), several times faster than building a converted copy and
+writing that. Any other value is walked: the walk converts
 it into a JSON-compatible copy (redacting, renaming keys, marking cycles, stopping at the
 limit), which pydantic_core writes. pydantic_core is the writer only: it redacts nothing, and
 it would consume a generator, write ``NaN``, refuse lone surrogates and write colliding keys
@@ -310,13 +311,14 @@ class Codec:
             return _scrub(value) if _may_hold_secret(value) else value
         if value is None or kind is bool or (kind is int and _INT_MIN < value < _INT_MAX):  # type: ignore[operator]
             return value  # type: ignore[return-value]
+        models = _Models()
         try:
-            native = _native_value(self, value, _NO_LIMIT)
+            native = _native_value(self, value, _NO_LIMIT, models)
             if native is not _NOT_NATIVE:
                 return _core().to_jsonable_python(native)  # type: ignore[no-any-return]
         except Exception:  # a hostile key, say: the walk deals with it
             pass
-        return _Walk(self, _NO_LIMIT).root(value)
+        return _Walk(self, _NO_LIMIT, models).root(value)
 
     def encode(self, value: object) -> Encoded:
         """Encode any value as compact JSON text no larger than ``max_bytes``.
@@ -335,21 +337,30 @@ class Codec:
             >>> Codec().encode({"question": "What is 2+2?", "k": 3}).text
             '{"question":"What is 2+2?","k":3}'
         """
-        native = self._native_json(value)
+        models = _Models()
+        native = self._native_json(value, models)
         if native is not None:
-            size = len(native)
-            text = native.decode("utf-8")
-            if size <= self.max_bytes:
-                return Encoded(text, MIME_JSON, False, False, size)
-            # Escapes took it past the limit: its whole text is at hand, its size exact.
-            return Encoded(
-                text=_truncation_marker(text, size, True, self.max_bytes),
-                mime_type=MIME_JSON,
-                truncated=True,
-                redacted=False,
-                original_bytes=size,
-            )
-        walk = _Walk(self, self.max_bytes)
+            return self._written(native)
+        return self._walked(value, models)
+
+    def _written(self, native: bytes) -> Encoded:
+        """What :meth:`encode` returns for JSON that pydantic_core wrote directly."""
+        size = len(native)
+        text = native.decode("utf-8")
+        if size <= self.max_bytes:
+            return Encoded(text, MIME_JSON, False, False, size)
+        # Escapes took it past the limit: its whole text is at hand, its size exact.
+        return Encoded(
+            text=_truncation_marker(text, size, True, self.max_bytes),
+            mime_type=MIME_JSON,
+            truncated=True,
+            redacted=False,
+            original_bytes=size,
+        )
+
+    def _walked(self, value: object, models: _Models) -> Encoded:
+        """What :meth:`encode` returns for a value the walk converts (bounded by the limit)."""
+        walk = _Walk(self, self.max_bytes, models)
         data = walk.root(value)
         text, size = _json_text(data)
         exact = not walk.skipped
@@ -381,18 +392,20 @@ class Codec:
                 # Escapes can make the text longer than the string it was checked on.
                 if len(text) <= self.max_bytes and text.isascii():
                     return text
-        else:  # _native_json written out: this runs for the arguments of every traced call
-            try:
-                models = _Models()
-                if _native_room(self, value, 0, self._native_limit, models) >= 0:
-                    written: bytes = _core().to_json(
-                        _with_dumps(value, models) if models.met else value
-                    )
-                    if len(written) <= self.max_bytes:
-                        return written.decode("utf-8")
-            except Exception:  # a hostile key or lone surrogates: the walk deals with them
-                pass
-        return self.encode(value).text
+            return self.encode(value).text
+        # _native_json written out: this runs for the arguments of every traced call.
+        models = _Models()
+        try:
+            if _native_room(self, value, 0, self._native_limit, models) >= 0:
+                written: bytes = _core().to_json(
+                    _with_dumps(value, models) if models.met else value
+                )
+                if len(written) <= self.max_bytes:
+                    return written.decode("utf-8")
+                return self._written(written).text
+        except Exception:  # a hostile key or lone surrogates: the walk deals with them
+            pass
+        return self._walked(value, models).text
 
     def encode_converted(self, data: JsonValue) -> str:
         """The JSON text of data that :meth:`to_jsonable` already produced.
@@ -443,7 +456,7 @@ class Codec:
         parts.append(text[done:])
         return "".join(parts)
 
-    def _native_json(self, value: object) -> bytes | None:
+    def _native_json(self, value: object, models: _Models) -> bytes | None:
         """``value``'s JSON written by pydantic_core when the walk would not change it.
 
         A value made only of what pydantic_core writes exactly as the walk would (see
@@ -455,7 +468,7 @@ class Codec:
             when the walk must convert ``value``.
         """
         try:
-            native = _native_value(self, value, self._native_limit)
+            native = _native_value(self, value, self._native_limit, models)
             if native is _NOT_NATIVE:
                 return None
             return _core().to_json(native)  # type: ignore[no-any-return]
@@ -765,13 +778,13 @@ class _Models:
         """How many times a model was met."""
 
 
-def _native_value(codec: Codec, value: object, room: int) -> object:
+def _native_value(codec: Codec, value: object, room: int, models: _Models) -> object:
     """What pydantic_core may write for ``value`` as it is, or :data:`_NOT_NATIVE`.
 
     That is ``value`` itself, or, when it holds pydantic models, a copy of the containers
     on the way to them, with each model replaced by its dump (see :func:`_native_room`).
+    The dumps stay in ``models`` for the walk when ``value`` is not native.
     """
-    models = _Models()
     if _native_room(codec, value, 0, room, models) < 0:
         return _NOT_NATIVE
     return _with_dumps(value, models) if models.met else value
@@ -825,6 +838,7 @@ class _Walk:
     __slots__ = (
         "clipped",
         "codec",
+        "dumps",
         "limit",
         "max_depth",
         "path",
@@ -834,7 +848,7 @@ class _Walk:
         "stopped",
     )
 
-    def __init__(self, codec: Codec, limit: int) -> None:
+    def __init__(self, codec: Codec, limit: int, models: _Models | None = None) -> None:
         self.codec = codec
         self.limit = limit
         self.max_depth = codec.max_depth
@@ -844,6 +858,8 @@ class _Walk:
         self.size = 0
         self.skipped = 0
         self.stopped = False
+        # The dumps a scan took already: a model is dumped once per encoding.
+        self.dumps: dict[int, Any] = models.dumps if models is not None and models.met else {}
 
     def root(self, value: object) -> JsonValue:
         try:
@@ -1157,13 +1173,17 @@ def _convert_model(walk: _Walk, value: Any, depth: int) -> JsonValue:
     if marker is not None:
         return walk.text(marker)
     try:
-        try:
-            dumped = value.model_dump(mode="json")
-        except Exception:
-            try:  # e.g. a field of an arbitrary type that has no JSON serializer
-                dumped = value.model_dump()
+        # Dumped once (see _native_room): met again, it gets the same dump.
+        dumped = walk.dumps.get(id(value), _NO_DUMP)
+        if dumped is _NO_DUMP:
+            try:
+                dumped = value.model_dump(mode="json")
             except Exception:
-                return walk.text(safe_repr(value))
+                try:  # e.g. a field of an arbitrary type that has no JSON serializer
+                    dumped = value.model_dump()
+                except Exception:
+                    return walk.text(safe_repr(value))
+            walk.dumps[id(value)] = dumped
         if type(dumped) is dict:
             return _convert_items(walk, dumped.items(), depth, dumped, len(dumped))
         return walk.convert(dumped, depth)
