@@ -209,3 +209,21 @@ async def test_idle_async_generator_passes_asend_and_athrow_through() -> None:
     assert await gen.asend("x") == "x"
     assert await gen.athrow(KeyError("k")) == "caught"
     await gen.aclose()
+
+
+def test_generator_called_with_wrong_arguments_fails_and_ends_its_span() -> None:
+    with capture_traces() as handler, pytest.raises(TypeError):
+        next(countdown())  # type: ignore[call-arg]
+
+    (span,) = handler.spans
+    assert span.status == "error"
+
+
+@pytest.mark.anyio
+async def test_async_generator_called_with_wrong_arguments_fails_and_ends_its_span() -> None:
+    async with capture_traces() as handler:
+        with pytest.raises(TypeError):
+            await letters().__anext__()  # type: ignore[call-arg]
+
+    (span,) = handler.spans
+    assert span.status == "error"

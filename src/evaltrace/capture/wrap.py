@@ -632,13 +632,15 @@ class _SpanCall:
 
 
 class _Stream:
-    """What a decorated generator (sync or async) yielded, and how it ended, on its span.
+    """A decorated generator (sync or async) being relayed: what it yielded, how it ended.
 
     The generator wrappers differ only where one awaits and the other does not; everything
-    else (which items are kept, what the output is, when the span fails and ends) is here.
+    else is here: what the consumer sends or throws in next, which items are kept, the
+    output, and, as the ``with`` block around the relay ends, the failure (closing the
+    generator early is none) and the end of the span.
     """
 
-    __slots__ = ("call", "dropped", "items", "limit")
+    __slots__ = ("call", "dropped", "items", "limit", "sent", "thrown")
 
     def __init__(self, call: _SpanCall, limit: int) -> None:
         self.call = call
@@ -647,9 +649,22 @@ class _Stream:
         self.dropped = 0
         """How many yielded items were not kept."""
         self.limit = limit if call.keeps_output else 0
+        self.sent: Any = None
+        """What the consumer sent in with the last ``send``/``asend``."""
+        self.thrown: BaseException | None = None
+        """What the consumer threw in with ``throw``/``athrow``, to pass on next."""
+
+    def __enter__(self) -> _Stream:
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        if exc is not None and not isinstance(exc, GeneratorExit):
+            self.call.fail(exc)
+        self.call.end()
 
     def keep(self, item: Any) -> None:
-        """Note a yielded item."""
+        """Note an item the generator yielded."""
+        self.thrown = None
         if len(self.items) < self.limit:
             self.items.append(item)
         else:
@@ -663,11 +678,6 @@ class _Stream:
         if returned is not None:
             output = {"items": output, "return": returned}
         self.call.output(output)
-
-    def fail(self, exc: BaseException) -> None:
-        """Record an exception the generator raised; closing it early is no failure."""
-        if not isinstance(exc, GeneratorExit):
-            self.call.fail(exc)
 
 
 def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | None = None) -> F:
@@ -688,38 +698,29 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         @functools.wraps(fn)
         async def async_gen_wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
             call = _SpanCall(span_name, span_kind, binder, args, kwargs)
-            stream = _Stream(call, item_limit)
-            inner = fn(*args, **kwargs)
-            sent: Any = None
-            thrown: BaseException | None = None
-            try:
+            with _Stream(call, item_limit) as stream:
+                inner = fn(*args, **kwargs)
                 while True:
                     call.attach()
                     try:
-                        if thrown is not None:
-                            item = await inner.athrow(thrown)
+                        if stream.thrown is not None:
+                            item = await inner.athrow(stream.thrown)
                         else:
-                            item = await inner.asend(sent)
+                            item = await inner.asend(stream.sent)
                     except StopAsyncIteration:
                         stream.finish()
                         return
                     finally:
                         call.detach()
-                    thrown = None
                     stream.keep(item)
                     try:
-                        sent = yield item
+                        stream.sent = yield item
                     except GeneratorExit:
                         stream.finish()
                         await inner.aclose()
                         raise
                     except BaseException as exc:
-                        thrown = exc
-            except BaseException as exc:
-                stream.fail(exc)
-                raise
-            finally:
-                call.end()
+                        stream.thrown = exc
 
         return cast(F, async_gen_wrapper)
 
@@ -730,35 +731,29 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
             call = _SpanCall(span_name, span_kind, binder, args, kwargs)
             if not call.live:
                 return (yield from fn(*args, **kwargs))
-            stream = _Stream(call, item_limit)
-            inner = fn(*args, **kwargs)
-            sent: Any = None
-            thrown: BaseException | None = None
-            try:
+            with _Stream(call, item_limit) as stream:
+                inner = fn(*args, **kwargs)
                 while True:
                     call.attach()
                     try:
-                        item = inner.throw(thrown) if thrown is not None else inner.send(sent)
+                        if stream.thrown is not None:
+                            item = inner.throw(stream.thrown)
+                        else:
+                            item = inner.send(stream.sent)
                     except StopIteration as stop:
                         stream.finish(stop.value)
                         return stop.value
                     finally:
                         call.detach()
-                    thrown = None
                     stream.keep(item)
                     try:
-                        sent = yield item
+                        stream.sent = yield item
                     except GeneratorExit:
                         stream.finish()
                         inner.close()
                         raise
                     except BaseException as exc:
-                        thrown = exc
-            except BaseException as exc:
-                stream.fail(exc)
-                raise
-            finally:
-                call.end()
+                        stream.thrown = exc
 
         return cast(F, gen_wrapper)
 
