@@ -29,14 +29,15 @@ and the password of a URL (``postgresql://user:[REDACTED]@host/db``) are redacte
 
 How. Most values are plain data (dicts with string keys, lists, strings, numbers, pydantic
 models, dates) with nothing to redact. A quick scan checks that, counting the size as it goes
-(:func:`_native_room`), and pydantic_core then writes the value as it is (each pydantic model
-replaced by its dump, taken once), several times faster than building a converted copy and
-writing that. Any other value is walked: the walk converts
-it into a JSON-compatible copy (redacting, renaming keys, marking cycles, stopping at the
-limit), which pydantic_core writes. pydantic_core is the writer only: it redacts nothing, and
-it would consume a generator, write ``NaN``, refuse lone surrogates and write colliding keys
-twice, so what it is given has always been checked or converted first. It is imported when
-the first value is encoded, never by ``import evaltrace`` or an idle ``wrap``.
+and stopping past the limit as the walk does (:func:`_native_room`), and pydantic_core then
+writes the value as it is (each pydantic model replaced by its dump, taken once), several
+times faster than building a converted copy first. Any other value is walked: the walk
+converts it into a JSON-compatible copy (redacting, renaming keys, marking cycles, stopping
+at the limit), which pydantic_core writes (``json`` when it refuses, as for lone
+surrogates). pydantic_core is the writer only: it redacts nothing, and it would consume a
+generator, write ``NaN``, refuse lone surrogates and write colliding keys twice, so what it
+is given has always been checked or converted first. It is imported when the first value is
+encoded, never by ``import evaltrace`` or an idle ``wrap``.
 
 Keys. Mapping keys that are not strings become their text; when that text is already a key of
 the mapping (``{1: "a", "1": "b"}``), the key is written as ``"1 (int)"`` (text and type name),
