@@ -7,7 +7,7 @@ import json
 import random
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
 from datetime import time as clock_time
 from decimal import Decimal
@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 import pydantic
+import pydantic_core
 import pytest
 
 from evaltrace.capture.conventions import MIME_JSON, MIME_TEXT
@@ -25,6 +26,8 @@ from evaltrace.capture.serialize import (
     Codec,
     decode,
     is_truncated,
+    json_text,
+    jsonable,
 )
 from evaltrace.errors import ConfigurationError
 
@@ -681,10 +684,12 @@ def test_is_truncated_is_false_for_ordinary_values() -> None:
         {},
     ],
 )
-def test_text_of_flat_dicts_is_exactly_what_json_writes(value: dict[str, object]) -> None:
-    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def test_text_of_flat_dicts_is_exactly_what_pydantic_core_writes(value: dict[str, object]) -> None:
+    # Compact, non-ASCII kept; floats as pydantic_core writes them ("1e-7", json: "1e-07").
+    expected = pydantic_core.to_json(value).decode()
     assert Codec().encode_text(value) == expected
     assert Codec().encode_text(value) == Codec().encode(value).text
+    assert json.loads(expected) == value
 
 
 def test_text_of_a_flat_dict_with_a_lone_surrogate_is_valid_utf8() -> None:
@@ -780,15 +785,19 @@ def test_marker_of_a_value_cut_while_encoding_gives_a_lower_bound_of_its_size() 
     assert 1_000 < encoded.original_bytes <= utf8_size(full_json(value))
 
 
-def test_marker_of_a_value_walked_whole_gives_its_exact_size() -> None:
-    value = {"text": "é" * 1_000}
-
+@pytest.mark.parametrize(
+    "value",
+    [{"text": "é" * 900}, {"text": "é" * 900, "set": {1}}],
+    ids=["written by pydantic_core", "walked"],
+)
+def test_marker_of_a_value_walked_whole_gives_its_exact_size(value: object) -> None:
+    # 900 characters fit the limit, their 1,800 bytes of UTF-8 do not.
     encoded = Codec(max_bytes=1_000).encode(value)
 
     marker = decode(encoded.text)
     assert isinstance(marker, dict)
     assert marker["original_bytes_exact"] is True
-    assert marker["original_bytes"] == utf8_size(full_json(value))
+    assert marker["original_bytes"] == utf8_size(full_json(CODEC.to_jsonable(value)))
 
 
 def test_ten_megabyte_string_is_cut_and_its_size_still_counted() -> None:
@@ -1057,3 +1066,152 @@ def test_encoding_agrees_with_the_whole_json_text_on_random_values() -> None:
             assert marker["original_bytes"] == utf8_size(whole)
         else:
             assert 2_000 < int(str(marker["original_bytes"])) <= utf8_size(whole)
+
+
+# Values written straight by pydantic_core read exactly as walked ones
+
+
+class Reading(pydantic.BaseModel):
+    sensor: str
+    at: datetime
+    values: list[float]
+    mode: Mode = Mode.FAST
+
+
+class MaskedModel(pydantic.BaseModel):
+    shown: str
+    hidden: str
+
+    def model_dump(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {"shown": self.shown}
+
+
+def _random_native(rng: random.Random, depth: int = 0) -> object:
+    """A value of the kinds pydantic_core may write directly, nested at random."""
+    leaves: list[object] = [
+        rng.randint(-(10 ** rng.randint(0, 30)), 10 ** rng.randint(0, 30)),
+        rng.random() * 10 ** rng.randint(-12, 20),
+        "é" * rng.randint(0, 5) + "x" * rng.randint(0, 20),
+        'a"b\\c\n\x00\u2028🙂',
+        None,
+        rng.random() < 0.5,
+        datetime(2024, 5, 1, 12, 30, rng.randint(0, 59), rng.randint(0, 999_999), tzinfo=UTC),
+        datetime(2024, 5, 1, 12, 30),
+        date(2024, 2, 29),
+        clock_time(8, 5, 1, 500),
+        uuid.UUID(int=rng.getrandbits(128)),
+        Color.RED,
+        Color.PAIR,
+        Mode.FAST,
+        Level.HIGH,
+        Reading(sensor="s1", at=datetime(2024, 5, 1, tzinfo=UTC), values=[0.5, 1e-7]),
+    ]
+    roll = rng.random()
+    if depth > 3 or roll < 0.4:
+        return rng.choice(leaves)
+    if roll < 0.6:
+        return [_random_native(rng, depth + 1) for _ in range(rng.randint(0, 8))]
+    if roll < 0.7:
+        return tuple(_random_native(rng, depth + 1) for _ in range(rng.randint(0, 8)))
+    keys = ["question", "k", "max_tokens", "name", "items", "note", "value", "label"]
+    return {rng.choice(keys) + str(i): _random_native(rng, depth + 1) for i in range(8)}
+
+
+def test_values_read_the_same_whether_pydantic_core_writes_them_or_the_walk() -> None:
+    rng = random.Random(11)
+    for _ in range(300):
+        value = _random_native(rng)
+
+        # A set beside the value makes the codec walk it.
+        walked = json.loads(CODEC.encode({"v": value, "walk": {1}}).text)["v"]
+
+        assert json.loads(CODEC.encode(value).text) == walked
+        assert CODEC.to_jsonable(value) == walked
+        assert CODEC.to_jsonable({"v": value, "walk": {1}})["v"] == walked
+
+
+def test_a_model_that_overrides_model_dump_is_written_as_its_model_dump() -> None:
+    model = MaskedModel(shown="a", hidden="never on a span")
+
+    assert CODEC.encode(model).text == '{"shown":"a"}'
+    assert CODEC.to_jsonable([model]) == [{"shown": "a"}]
+
+
+def test_a_datetime_reads_the_same_alone_and_inside_a_model() -> None:
+    reading = Reading(sensor="s", at=datetime(2024, 5, 1, 12, tzinfo=UTC), values=[])
+
+    assert CODEC.to_jsonable(reading.at) == CODEC.to_jsonable(reading)["at"]  # type: ignore[index]
+    assert CODEC.to_jsonable({"at": reading.at, "s": {1}})["at"] == "2024-05-01T12:00:00Z"  # type: ignore[index]
+
+
+def test_converted_value_does_not_change_when_the_app_changes_its_value() -> None:
+    value = {"question": "What is 2+2?", "k": 3}
+
+    converted = CODEC.to_jsonable(value)
+    value["question"] = "changed"
+
+    assert converted == {"question": "What is 2+2?", "k": 3}
+
+
+def test_a_str_subclass_key_equal_to_a_known_key_is_named_as_the_walk_names_it() -> None:
+    CODEC.to_jsonable({"fast": 1})  # "fast" is now a key the codec knows as plain
+    walked = CODEC.to_jsonable({Mode.FAST: 1, "walk": {1}})
+    assert isinstance(walked, dict)
+    del walked["walk"]
+
+    assert json.loads(CODEC.encode({Mode.FAST: 1}).text) == walked
+    assert CODEC.to_jsonable({Mode.FAST: 1}) == walked
+
+
+def test_an_int_enum_alone_becomes_a_plain_int() -> None:
+    assert type(CODEC.to_jsonable(Level.HIGH)) is int
+
+
+# One entry point for JSON text of any value
+
+
+def test_json_text_of_any_value_is_redacted_json_and_never_raises() -> None:
+    value = {"who": BadRepr(), "token": "t-1", "when": date(2024, 5, 1), "loop": []}
+    value["loop"].append(value["loop"])  # type: ignore[attr-defined]
+
+    assert json.loads(json_text(value)) == {
+        "who": "<unprintable BadRepr>",
+        "token": REDACTED,
+        "when": "2024-05-01",
+        "loop": ["<cycle>"],
+    }
+
+
+def test_json_text_of_a_huge_value_is_the_truncation_marker() -> None:
+    assert is_truncated(json.loads(json_text("x" * (2 * MB))))
+
+
+def test_jsonable_of_any_value_is_json_compatible_data() -> None:
+    assert jsonable({"pair": (1, Color.RED), "password": "pw"}) == {
+        "pair": [1, "red"],
+        "password": REDACTED,
+    }
+
+
+class Stream(pydantic.BaseModel):
+    items: Iterable[int]
+
+
+@pytest.mark.parametrize("where", ["alone", "in a dict", "twice in a list"])
+def test_a_model_whose_dump_consumes_a_generator_keeps_its_items(where: str) -> None:
+    model = Stream(items=(n for n in range(3)))
+    value = {"alone": model, "in a dict": {"s": model}, "twice in a list": [model, model]}[where]
+    dumped = {"items": [0, 1, 2]}
+    expected = {
+        "alone": dumped,
+        "in a dict": {"s": dumped},
+        "twice in a list": [dumped, dumped],
+    }[where]
+
+    assert json.loads(CODEC.encode_text(value)) == expected
+
+
+def test_a_walked_model_met_twice_is_dumped_once() -> None:
+    model = Stream(items=(n for n in range(3)))
+
+    assert CODEC.to_jsonable([model, model, {1}]) == [{"items": [0, 1, 2]}] * 2 + [[1]]

@@ -345,3 +345,48 @@ def test_a_span_processor_that_fails_at_the_end_never_reaches_the_app(
             explode(3)
         assert add(1) == 3
     assert [span.name for span in handler.spans] == ["explode", "add"]
+
+
+def _with_defaults(a: int, b: int = 2, *, c: int = 3, d: int | None = None) -> None:
+    return None
+
+
+def _with_var_keywords(a: int, b: int = 2, **extra: int) -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "kwargs", "recorded"),
+    [
+        (_with_defaults, (1,), {}, {"a": 1, "b": 2, "c": 3, "d": None}),
+        (_with_defaults, (1, 5), {}, {"a": 1, "b": 5, "c": 3, "d": None}),
+        (_with_defaults, (1,), {"c": 7}, {"a": 1, "c": 7, "b": 2, "d": None}),
+        (_with_defaults, (), {"a": 1, "b": 4}, {"a": 1, "b": 4, "c": 3, "d": None}),
+        (_with_var_keywords, (1,), {"z": 9}, {"a": 1, "z": 9, "b": 2}),
+    ],
+    ids=["positional", "all positional", "keyword-only given", "by keyword", "extra keywords"],
+)
+def test_recorded_input_holds_every_argument_with_the_defaults_filled_in(
+    fn: object, args: tuple[object, ...], kwargs: dict[str, object], recorded: dict[str, object]
+) -> None:
+    traced = wrap(fn)
+
+    with capture_traces() as handler:
+        traced(*args, **kwargs)  # type: ignore[operator]
+
+    (span,) = handler.spans
+    assert span.input == recorded
+    assert list(span.input) == list(recorded)  # type: ignore[arg-type]
+
+
+def test_input_is_recorded_as_it_was_when_the_call_started() -> None:
+    @wrap
+    def consume(items: list[int]) -> int:
+        items.append(4)
+        return len(items)
+
+    with capture_traces() as handler:
+        consume([1, 2, 3])
+
+    (span,) = handler.spans
+    assert span.input == {"items": [1, 2, 3]}

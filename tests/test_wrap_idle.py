@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from evaltrace import capture_traces, eval_inputs, wrap
-from evaltrace.capture import config
+from evaltrace import capture_traces, eval_inputs, propagate, wrap
+from evaltrace.capture import config, context
 from evaltrace.capture.config import Runtime, Settings
 from evaltrace.capture.listeners import LISTENERS
 from evaltrace.capture.processor import ScopeSpanProcessor
@@ -188,3 +190,136 @@ def test_large_argument_under_a_capture_is_encoded_only_up_to_the_limit() -> Non
     (span,) = handler.spans
     assert span.input["__evaltrace_truncated__"] is True  # type: ignore[index]
     assert watched.conversions <= 2 * 1_000
+
+
+def test_idle_wrap_and_decorated_calls_never_import_the_codec_writer() -> None:
+    code = (
+        "import sys\n"
+        "from evaltrace import wrap\n"
+        "@wrap\n"
+        "def echo(value): return value\n"
+        "echo({'q': [1, 2]})\n"
+        "wrap({'q': [1, 2]}, purpose='output', name='answer')\n"
+        "wrap(lambda: {'q': 1}, purpose='input', name='fetch')()\n"
+        "print(sorted(m for m in ('pydantic', 'pydantic_core') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+# The idle value hook: a known name returns at once, yet every bad call is still an error
+
+
+@pytest.fixture
+def unarmed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A process in which nothing has observed wrap values yet (no capture, no exporter)."""
+    monkeypatch.setattr(context, "armed", False)
+    for names in context.IDLE_NAMES.values():
+        names.clear()
+    yield
+    for names in context.IDLE_NAMES.values():
+        names.clear()
+
+
+@pytest.mark.usefixtures("unarmed")
+def test_idle_value_hook_returns_the_value_for_a_name_it_has_seen() -> None:
+    payload = {"q": [1, 2]}
+
+    assert wrap(payload, purpose="output", name="answer") is payload
+    assert wrap(payload, purpose="output", name="answer") is payload
+
+
+@pytest.mark.usefixtures("unarmed")
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: wrap(purpose="output", name="answer"), TypeError, "needs the value"),
+        (lambda: wrap(1, purpose="outptu", name="answer"), ValueError, "purpose must be"),
+        (lambda: wrap(1, purpose=["output"], name="answer"), ValueError, "purpose must be"),
+        (lambda: wrap(1, purpose="output", name=["answer"]), ValueError, "non-empty name="),
+        (lambda: wrap(1, purpose="output", name="answer", kind="llm"), TypeError, "kind="),
+        (
+            lambda: wrap(1, purpose="output", name="answer", descripton="typo"),
+            TypeError,
+            "unexpected keyword argument 'descripton'",
+        ),
+    ],
+    ids=["no value", "unknown purpose", "unhashable purpose", "unhashable name", "kind", "typo"],
+)
+def test_idle_value_hook_still_rejects_a_bad_call_after_a_good_one(
+    call: Callable[[], object], error: type[Exception], message: str
+) -> None:
+    wrap(1, purpose="output", name="answer")
+
+    with pytest.raises(error, match=message):
+        call()
+
+
+@pytest.mark.usefixtures("unarmed")
+def test_idle_value_hook_still_wraps_a_callable_under_a_name_it_has_seen() -> None:
+    wrap({"id": 1}, purpose="input", name="order")
+
+    fetch = wrap(lambda: {"id": 1}, purpose="input", name="order")
+
+    with eval_inputs({"order": "injected"}):
+        assert fetch() == "injected"
+
+
+@pytest.mark.usefixtures("unarmed")
+def test_a_name_seen_while_idle_is_recorded_once_a_capture_is_open() -> None:
+    wrap("idle", purpose="output", name="answer")
+
+    with capture_traces() as handler:
+        wrap("recorded", purpose="output", name="answer")
+
+    assert [record.value for record in handler.named_values] == ["recorded"]
+
+
+# A capture that has closed: nothing is encoded for it
+
+
+def _run_past_the_capture(work: Callable[[], None], outer_open: bool = False) -> list[object]:
+    """Start a traced task inside two nested captures; it runs ``work`` once the inner one
+    (and, unless ``outer_open``, the outer one too) has closed.
+
+    Returns:
+        The values the outer capture received.
+    """
+    started, release = threading.Event(), threading.Event()
+
+    @wrap
+    def task() -> None:
+        started.set()
+        release.wait()
+        work()
+
+    with capture_traces() as outer:
+        with capture_traces():
+            thread = threading.Thread(target=propagate(task))
+            thread.start()
+            started.wait()
+        if outer_open:
+            release.set()
+            thread.join()
+    release.set()
+    thread.join()
+    return [record.value for record in outer.named_values]
+
+
+@pytest.mark.usefixtures("idle_process")
+def test_a_task_that_outlived_its_capture_encodes_nothing_it_records() -> None:
+    watched = Watched()
+    fetch = wrap(lambda: watched, purpose="input", name="watched")
+
+    _run_past_the_capture(fetch)
+
+    assert watched.conversions == 0
+
+
+@pytest.mark.usefixtures("idle_process")
+def test_a_task_whose_inner_capture_closed_still_records_into_the_open_outer_one() -> None:
+    fetch = wrap(lambda: {"id": 7}, purpose="input", name="order")
+
+    assert _run_past_the_capture(fetch, outer_open=True) == [{"id": 7}]

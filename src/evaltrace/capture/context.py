@@ -42,10 +42,32 @@ created or spans start leaving the process (exporters, handlers, the app's own p
 Until then ``wrap(value, ...)`` returns at once, which keeps idle production code cheap."""
 
 
+IDLE_NAMES: Final[dict[str, set[str]]] = {"input": set(), "output": set(), "state": set()}
+"""By purpose, the names that ``wrap(value, purpose=..., name=...)`` checked before
+:data:`armed`. ``wrap`` finds its name under its purpose and returns at once, with no more
+checks to make: a hit says that the arguments are valid and that nobody can see the value.
+Emptied for good when armed. Bounded: past :data:`IDLE_NAMES_LIMIT` names under a purpose,
+a new name is checked on every call."""
+
+IDLE_NAMES_LIMIT: Final = 4096
+"""How many names :data:`IDLE_NAMES` keeps under one purpose."""
+
+
 def arm() -> None:
     """Note that ``wrap`` values may now be observed (see :data:`armed`)."""
     global armed
     armed = True
+    for names in IDLE_NAMES.values():
+        names.clear()
+
+
+def remember_idle(name: str, purpose: str) -> None:
+    """Note that ``wrap`` checked ``name`` with ``purpose`` before :data:`armed`."""
+    names = IDLE_NAMES[purpose]
+    if len(names) < IDLE_NAMES_LIMIT:
+        names.add(name)
+        if armed:  # another thread armed meanwhile, maybe after this name was checked
+            names.clear()
 
 
 class RunScope:

@@ -9,6 +9,7 @@ import time
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.trace import SpanContext
 
 from evaltrace.capture.context import RunScope, current_scope
 from evaltrace.capture.delivery import ExportQueue
@@ -64,6 +65,8 @@ class ScopeSpanProcessor(SpanProcessor):
             if scope is None:
                 self._report_unattributed(span)
                 return
+        elif current.handler is not None:  # the capture itself (an open one has a handler)
+            scope = current
         else:
             # None for an inputs-only scope outside captures, or a capture that has closed.
             scope = current.open_capture()
@@ -107,6 +110,11 @@ class ScopeSpanProcessor(SpanProcessor):
         if self.exports and span_context.trace_flags.sampled:
             for queue in self.exports:
                 queue.offer(span)
+
+    def delivers(self, span_context: SpanContext) -> bool:
+        """Whether the open span ``span_context`` will reach a capture that is still open."""
+        scope = self._by_span.get(span_context.span_id)
+        return scope is not None and bool(scope.chain)
 
     def captures_trace(self, trace_id: int) -> bool:
         """Whether the trace ``trace_id`` was started inside a capture that is still open."""

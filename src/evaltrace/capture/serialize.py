@@ -27,6 +27,18 @@ Redaction. The value under a secret-like key (see :data:`DEFAULT_REDACT_KEYS`) i
 ``{"name": "Authorization", "value": "..."}``. In every string, the token after ``Bearer``
 and the password of a URL (``postgresql://user:[REDACTED]@host/db``) are redacted too.
 
+How. Most values are plain data (dicts with string keys, lists, strings, numbers, pydantic
+models, dates) with nothing to redact. A quick scan checks that, counting the size as it goes
+and stopping past the limit as the walk does (:func:`_native_room`), and pydantic_core then
+writes the value as it is (each pydantic model replaced by its dump, taken once), several
+times faster than building a converted copy first. Any other value is walked: the walk
+converts it into a JSON-compatible copy (redacting, renaming keys, marking cycles, stopping
+at the limit), which pydantic_core writes (``json`` when it refuses, as for lone
+surrogates). pydantic_core is the writer only: it redacts nothing, and it would consume a
+generator, write ``NaN``, refuse lone surrogates and write colliding keys twice, so what it
+is given has always been checked or converted first. It is imported when the first value is
+encoded, never by ``import evaltrace`` or an idle ``wrap``.
+
 Keys. Mapping keys that are not strings become their text; when that text is already a key of
 the mapping (``{1: "a", "1": "b"}``), the key is written as ``"1 (int)"`` (text and type name),
 then ``"1 (int) #2"``, ``"1 (int) #3"``... until it is free, so no entry is lost and the names
@@ -56,6 +68,7 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from enum import Enum
 from pathlib import PurePath
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 from uuid import UUID
 
@@ -66,7 +79,16 @@ from evaltrace.errors import ConfigurationError
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
-__all__ = ["DEFAULT_REDACT_KEYS", "REDACTED", "Codec", "Encoded", "decode", "is_truncated"]
+__all__ = [
+    "DEFAULT_REDACT_KEYS",
+    "REDACTED",
+    "Codec",
+    "Encoded",
+    "decode",
+    "is_truncated",
+    "json_text",
+    "jsonable",
+]
 
 _logger = logging.getLogger(__name__)
 
@@ -173,12 +195,26 @@ _JSON_TEXT = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
 )
 _encode_string: Final = json.encoder.encode_basestring  # JSON string literal, non-ASCII kept
-_FLAT_DICT_ITEMS: Final = 16
-_INT_PLAIN_LIMIT: Final = 10**18
 _ASCII_JSON_TEXT = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False)
 _NONFINITE_NAMES: Final = {math.inf: "Infinity", -math.inf: "-Infinity"}
 _WARNED: set[tuple[str, str]] = set()
 _WARNED_LIMIT: Final = 256
+
+_PYDANTIC_CORE: ModuleType | None = None
+
+
+def _core() -> ModuleType:
+    """pydantic_core, imported when the first value is encoded.
+
+    Not at import: it takes tens of milliseconds, and an app that records nothing (idle
+    ``wrap``) never needs it.
+    """
+    global _PYDANTIC_CORE
+    if _PYDANTIC_CORE is None:
+        import pydantic_core
+
+        _PYDANTIC_CORE = pydantic_core
+    return _PYDANTIC_CORE
 
 
 class Encoded(NamedTuple):
@@ -226,6 +262,8 @@ class Codec:
     _last_words: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _plain_ends: frozenset[str] = field(init=False, repr=False, compare=False)
     _verdicts: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
+    _plain_keys: set[str] = field(init=False, repr=False, compare=False, default_factory=set)
+    _native_limit: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_bytes < _MIN_MAX_BYTES:
@@ -246,6 +284,7 @@ class Codec:
         last_letters = {p[-1][-1] for p in patterns}
         plain_ends = {c for c in _ASCII_WORD_CHARS if c.lower() not in last_letters}
         object.__setattr__(self, "_plain_ends", frozenset(plain_ends))
+        object.__setattr__(self, "_native_limit", min(self.max_bytes, _NATIVE_ROOM))
 
     def to_jsonable(self, value: object) -> JsonValue:
         """Convert any value to JSON-compatible data, redacting secrets.
@@ -254,7 +293,8 @@ class Codec:
         result is not size-limited (it is what in-memory captures keep for evaluation),
         except that bytes keep a base64 preview of at most ``max_bytes // 2`` bytes (with
         their full ``length``) and a numpy-like array with more than ``max_bytes // 2``
-        elements becomes its summarising ``repr``.
+        elements becomes its summarising ``repr``. The result shares no container with
+        ``value``: the app may change ``value`` afterwards.
 
         Args:
             value: Any Python value.
@@ -270,9 +310,16 @@ class Codec:
         kind = type(value)
         if isinstance(value, str) and kind is str:
             return _scrub(value) if _may_hold_secret(value) else value
-        if value is None or kind is bool or self._is_flat_plain(value, _NO_LIMIT):
+        if value is None or kind is bool or (kind is int and _INT_MIN < value < _INT_MAX):  # type: ignore[operator]
             return value  # type: ignore[return-value]
-        return _Walk(self, _NO_LIMIT).root(value)
+        models = _Models()
+        try:
+            native = _native_value(self, value, _NO_LIMIT, models)
+            if native is not _NOT_NATIVE:
+                return _core().to_jsonable_python(native)  # type: ignore[no-any-return]
+        except Exception:  # a hostile key, say: the walk deals with it
+            pass
+        return _Walk(self, _NO_LIMIT, models).root(value)
 
     def encode(self, value: object) -> Encoded:
         """Encode any value as compact JSON text no larger than ``max_bytes``.
@@ -291,15 +338,30 @@ class Codec:
             >>> Codec().encode({"question": "What is 2+2?", "k": 3}).text
             '{"question":"What is 2+2?","k":3}'
         """
-        kind = type(value)
-        if (
-            (kind is str and len(value) + 2 <= self.max_bytes and not _may_hold_secret(value))  # type: ignore[arg-type]
-            or value is None
-            or kind is bool
-            or (kind is not str and self._is_flat_plain(value, self.max_bytes))
-        ):
-            return self._fit(value)  # type: ignore[arg-type]
-        walk = _Walk(self, self.max_bytes)
+        models = _Models()
+        native = self._native_json(value, models)
+        if native is not None:
+            return self._written(native)
+        return self._walked(value, models)
+
+    def _written(self, native: bytes) -> Encoded:
+        """What :meth:`encode` returns for JSON that pydantic_core wrote directly."""
+        size = len(native)
+        text = native.decode("utf-8")
+        if size <= self.max_bytes:
+            return Encoded(text, MIME_JSON, False, False, size)
+        # Escapes took it past the limit: its whole text is at hand, its size exact.
+        return Encoded(
+            text=_truncation_marker(text, size, True, self.max_bytes),
+            mime_type=MIME_JSON,
+            truncated=True,
+            redacted=False,
+            original_bytes=size,
+        )
+
+    def _walked(self, value: object, models: _Models) -> Encoded:
+        """What :meth:`encode` returns for a value the walk converts (bounded by the limit)."""
+        walk = _Walk(self, self.max_bytes, models)
         data = walk.root(value)
         text, size = _json_text(data)
         exact = not walk.skipped
@@ -323,30 +385,28 @@ class Codec:
             >>> Codec().encode_text("Paris")
             '"Paris"'
         """
-        kind = type(value)
-        text: str | None = None
-        if kind is dict:
-            if self._is_flat_plain(value, self.max_bytes):
-                text = _flat_json(value)  # type: ignore[arg-type]
-        elif isinstance(value, str) and kind is str:
+        if type(value) is str:
             if len(value) + 2 <= self.max_bytes and not (
                 "earer" in value or "EARER" in value or ("://" in value and "@" in value)
             ):
                 text = _encode_string(value)
-        elif value is None or kind is bool or self._is_flat_plain(value, self.max_bytes):
-            return _json_text(value)[0]  # type: ignore[arg-type]
-        if text is not None:
-            # Escapes can make the text longer than the strings it was checked on.
-            if text.isascii():
-                if len(text) <= self.max_bytes:
+                # Escapes can make the text longer than the string it was checked on.
+                if len(text) <= self.max_bytes and text.isascii():
                     return text
-            else:
-                try:
-                    if len(text.encode("utf-8")) <= self.max_bytes:
-                        return text
-                except UnicodeEncodeError:  # lone surrogates: the general path escapes them
-                    pass
-        return self.encode(value).text
+            return self.encode(value).text
+        # _native_json written out: this runs for the arguments of every traced call.
+        models = _Models()
+        try:
+            if _native_room(self, value, 0, self._native_limit, models) >= 0:
+                written: bytes = _core().to_json(
+                    _with_dumps(value, models) if models.met else value
+                )
+                if len(written) <= self.max_bytes:
+                    return written.decode("utf-8")
+                return self._written(written).text
+        except Exception:  # a hostile key or lone surrogates: the walk deals with them
+            pass
+        return self._walked(value, models).text
 
     def encode_converted(self, data: JsonValue) -> str:
         """The JSON text of data that :meth:`to_jsonable` already produced.
@@ -397,61 +457,44 @@ class Codec:
         parts.append(text[done:])
         return "".join(parts)
 
-    def _fit(self, data: JsonValue) -> Encoded:
-        text, size = _json_text(data)
-        if size <= self.max_bytes:
-            return Encoded(text, MIME_JSON, False, False, size)
-        return Encoded(
-            text=_truncation_marker(text, size, True, self.max_bytes),
-            mime_type=MIME_JSON,
-            truncated=True,
-            redacted=False,
-            original_bytes=size,
-        )
+    def _native_json(self, value: object, models: _Models) -> bytes | None:
+        """``value``'s JSON written by pydantic_core when the walk would not change it.
 
-    def _is_flat_plain(self, value: object, room: int) -> bool:
-        """Whether ``value`` is JSON as it is, so the general walk can be skipped.
+        A value made only of what pydantic_core writes exactly as the walk would (see
+        :func:`_native_room`), with nothing to redact, rename or mark, and whose JSON may
+        fit the limit, is written as it is, without a converted copy built first.
 
-        That is: an int, a finite float, or a small flat dict of such values, strings, bools
-        and ``None`` under string keys, nothing in it secret, and its strings no longer than
-        ``room`` characters in all (the common shape of arguments).
+        Returns:
+            The UTF-8 JSON (possibly over ``max_bytes`` because of escapes), or ``None``
+            when the walk must convert ``value``.
         """
-        kind = type(value)
-        if kind is int:
-            return -_INT_PLAIN_LIMIT < value < _INT_PLAIN_LIMIT  # type: ignore[operator]
-        if kind is float:
-            return math.isfinite(value)  # type: ignore[arg-type]
-        if kind is not dict or len(value) > _FLAT_DICT_ITEMS:  # type: ignore[arg-type]
-            return False
-        verdicts = self._verdicts
-        for key, item in value.items():  # type: ignore[attr-defined]
+        try:
+            native = _native_value(self, value, self._native_limit, models)
+            if native is _NOT_NATIVE:
+                return None
+            return _core().to_json(native)  # type: ignore[no-any-return]
+        except Exception:  # a hostile key or lone surrogates: the walk deals with them
+            return None
+
+    def _learn_keys(self, mapping: dict[Any, Any]) -> bool:
+        """Whether every key of ``mapping`` not yet known as plain keeps its value as it is.
+
+        Plain keys (not secret-like) are remembered; a plural name with a count under it
+        (``"max_tokens": 256``) keeps its value too, but is looked at again each time.
+        """
+        plain = self._plain_keys
+        for key in mapping.keys() - plain:
             if type(key) is not str:
                 return False
-            verdict = verdicts.get(key)
-            if verdict is None:
-                verdict = self._verdict(key)
-            item_kind = type(item)
-            if verdict and (
-                verdict == _SECRET or (item_kind is not int and item_kind is not float)
-            ):
+            verdict = self._verdict(key)
+            if verdict == _PLAIN:
+                if len(key) <= _VERDICT_CACHE_KEY_LENGTH:
+                    if len(plain) >= _VERDICT_CACHE_SIZE:
+                        plain.clear()
+                    plain.add(key)
+            elif verdict == _SECRET or not _is_count(mapping[key]):
                 return False
-            if item_kind is str:
-                room -= len(item)
-                if (
-                    room < 0
-                    or "earer" in item
-                    or "EARER" in item
-                    or ("://" in item and "@" in item)
-                ):
-                    return False
-            elif item is None or item_kind is bool:
-                continue
-            elif item_kind is int:
-                if not -_INT_PLAIN_LIMIT < item < _INT_PLAIN_LIMIT:
-                    return False
-            elif item_kind is not float or not math.isfinite(item):
-                return False
-        return _HEADER_VALUE not in value or _hidden_header_value(self, value) is None  # type: ignore[operator, arg-type]
+        return True
 
     def _verdict(self, key: str) -> int:
         """Whether ``key`` names a secret: ``_PLAIN``, ``_SECRET`` or ``_PLURAL``."""
@@ -482,6 +525,44 @@ class Codec:
                     return _SECRET
                 verdict = _PLURAL
         return verdict
+
+
+_DEFAULT_CODEC: Codec | None = None
+
+
+def _default_codec() -> Codec:
+    global _DEFAULT_CODEC
+    if _DEFAULT_CODEC is None:
+        _DEFAULT_CODEC = Codec()
+    return _DEFAULT_CODEC
+
+
+def json_text(value: object) -> str:
+    """The compact JSON text of any value, under the default policy; never raises.
+
+    The one way to turn a value into JSON text for people or judges to read (reports,
+    prompts, metadata): what JSON cannot show is converted as :class:`Codec` converts it
+    (``repr`` as the last resort), secret-like keys and values are redacted with the
+    default :data:`DEFAULT_REDACT_KEYS`, and a value over 1,000,000 bytes of JSON becomes
+    the truncation marker. Use :meth:`Codec.encode_text` for another policy.
+
+    Example:
+        >>> json_text({"question": "2+2?", "api_key": "sk-1", "asked": date(2024, 5, 1)})
+        '{"question":"2+2?","api_key":"[REDACTED]","asked":"2024-05-01"}'
+    """
+    return _default_codec().encode_text(value)
+
+
+def jsonable(value: object) -> JsonValue:
+    """Any value as JSON-compatible data, under the default policy; never raises.
+
+    :func:`json_text` without the text: see :meth:`Codec.to_jsonable`.
+
+    Example:
+        >>> jsonable({"scores": (0.5, 1.0), "token": "t-1"})
+        {'scores': [0.5, 1.0], 'token': '[REDACTED]'}
+    """
+    return _default_codec().to_jsonable(value)
 
 
 def decode(text: str, mime_type: str | None = None) -> JsonValue:
@@ -528,6 +609,220 @@ def is_truncated(value: JsonValue) -> bool:
     return isinstance(value, dict) and value.get(_TRUNCATED_KEY) is True
 
 
+# Values written as they are -------------------------------------------------------------
+
+# Types that pydantic_core writes as text exactly as the walk converts them.
+_NATIVE_TEXT_TYPES: Final = frozenset({datetime, date, time, UUID})
+# The fewest bytes one of them takes in JSON: "08:05:00" with its quotes.
+_NATIVE_TEXT_SIZE: Final = 10
+# At most this many bytes of JSON are written straight by pydantic_core: past it, finding
+# out late that a value does not fit would waste a scan as long as the walk's own work.
+_NATIVE_ROOM: Final = 64 * 1024
+_isfinite: Final = math.isfinite
+_NOT_NATIVE: Final = object()
+_NO_DUMP: Final[Any] = object()
+
+
+def _native_room(codec: Codec, value: object, depth: int, room: int, models: _Models) -> int:
+    """The room left once ``value`` is written as it is, or ``-1``.
+
+    ``-1`` when the walk would change ``value`` (a secret to redact, a key that is not a
+    plain string, a header pair, a cycle or the depth limit, a type that pydantic_core
+    writes otherwise than the walk) or when its JSON cannot fit in ``room`` bytes. Sizes
+    are counted as the walk counts them (a lower bound), so this stops, as the walk does,
+    once past ``room``. A cycle ends at the depth limit.
+    """
+    kind = type(value)
+    if kind is dict:
+        if depth >= codec.max_depth:
+            return -1
+        return _native_items_room(codec, value, depth, room, models)  # type: ignore[arg-type]
+    if kind is list or kind is tuple:
+        if depth >= codec.max_depth:
+            return -1
+        return _native_each_room(codec, value, depth, room, models)  # type: ignore[arg-type]
+    if kind is str:
+        room -= len(value) + 2  # type: ignore[arg-type]
+        if room < 0 or "earer" in value or "EARER" in value or ("://" in value and "@" in value):  # type: ignore[operator]
+            return -1
+        return room
+    if kind is int:
+        return room - 1 if _INT_MIN < value < _INT_MAX else -1  # type: ignore[operator]
+    if kind is float:
+        return room - 3 if math.isfinite(value) else -1  # type: ignore[arg-type]
+    if value is None or kind is bool:
+        return room - 4
+    if kind in _NATIVE_TEXT_TYPES:
+        return room - _NATIVE_TEXT_SIZE
+    if depth >= codec.max_depth:
+        return -1
+    if isinstance(value, Enum):
+        met = models.met
+        room = _native_room(codec, value.value, depth, room, models)
+        if models.met != met:
+            models.holders.add(id(value))
+        return room
+    if _is_plain_model(kind):
+        if not models.met:
+            models.dumps = {}
+            models.holders = set()
+        models.met += 1
+        # Dumped once, and the dump is what gets written: a second dump may differ (an
+        # Iterable field is a generator that the first dump consumed).
+        dumped = models.dumps.get(id(value), _NO_DUMP)
+        if dumped is _NO_DUMP:
+            try:
+                dumped = models.dumps[id(value)] = value.model_dump(mode="json")  # type: ignore[attr-defined]
+            except Exception:  # the walk falls back to the Python dump or the repr
+                return -1
+        return _native_room(codec, dumped, depth, room, models)
+    return -1
+
+
+def _native_items_room(
+    codec: Codec, mapping: dict[Any, Any], depth: int, room: int, models: _Models
+) -> int:
+    if 5 * len(mapping) > room:  # each entry takes at least "":0 and a comma
+        return -1
+    if not codec._plain_keys.issuperset(mapping) and not codec._learn_keys(mapping):
+        return -1
+    if _HEADER_VALUE in mapping and _hidden_header_value(codec, mapping) is not None:
+        return -1
+    room -= 1
+    depth += 1
+    held = False
+    for key, item in mapping.items():
+        if type(key) is not str:  # a str subclass equal to a plain key: the walk renames it
+            return -1
+        room -= len(key) + 4  # quotes, colon and comma
+        # Leaves, the bulk of most values, are checked here rather than in a call.
+        kind = type(item)
+        if kind is str:
+            room -= len(item) + 2
+            if room < 0 or "earer" in item or "EARER" in item or ("://" in item and "@" in item):
+                return -1
+        elif kind is int:
+            if not _INT_MIN < item < _INT_MAX:
+                return -1
+            room -= 1
+        elif kind is float:
+            if not _isfinite(item):
+                return -1
+            room -= 3
+        elif item is None or kind is bool:
+            room -= 4
+        else:
+            met = models.met
+            room = _native_room(codec, item, depth, room, models)
+            if room < 0:
+                return -1
+            held = held or models.met != met
+    if held:
+        models.holders.add(id(mapping))
+    return room
+
+
+def _native_each_room(
+    codec: Codec,
+    items: list[Any] | tuple[Any, ...],
+    depth: int,
+    room: int,
+    models: _Models,
+) -> int:
+    if 2 * len(items) > room:  # each item takes at least a character and a comma
+        return -1
+    if len(items) == 2 and _is_secret_pair(codec, items):
+        return -1
+    room -= 1
+    depth += 1
+    held = False
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            room -= len(item) + 3  # quotes and comma
+            if room < 0 or "earer" in item or "EARER" in item or ("://" in item and "@" in item):
+                return -1
+        elif kind is int:
+            if not _INT_MIN < item < _INT_MAX:
+                return -1
+            room -= 2
+        elif kind is float:
+            if not _isfinite(item):
+                return -1
+            room -= 4
+        elif item is None or kind is bool:
+            room -= 5
+        else:
+            met = models.met
+            room = _native_room(codec, item, depth, room - 1, models)
+            if room < 0:
+                return -1
+            held = held or models.met != met
+    if held:
+        models.holders.add(id(items))
+    return room
+
+
+class _Models:
+    """The pydantic models one scan met: their dumps, and what holds them."""
+
+    __slots__ = ("dumps", "holders", "met")
+
+    dumps: dict[int, JsonValue]
+    """Each model's dump, by the model's ``id`` (set when the first model is met)."""
+    holders: set[int]
+    """The ``id`` of each container (or enum) with a model inside (set with ``dumps``)."""
+
+    def __init__(self) -> None:
+        # Only the count, for speed: most values hold no model.
+        self.met = 0
+        """How many times a model was met."""
+
+
+def _native_value(codec: Codec, value: object, room: int, models: _Models) -> object:
+    """What pydantic_core may write for ``value`` as it is, or :data:`_NOT_NATIVE`.
+
+    That is ``value`` itself, or, when it holds pydantic models, a copy of the containers
+    on the way to them, with each model replaced by its dump (see :func:`_native_room`).
+    The dumps stay in ``models`` for the walk when ``value`` is not native.
+    """
+    if _native_room(codec, value, 0, room, models) < 0:
+        return _NOT_NATIVE
+    return _with_dumps(value, models) if models.met else value
+
+
+def _with_dumps(value: object, models: _Models) -> object:
+    """``value`` with each pydantic model in it replaced by its dump.
+
+    The objects of ``value`` are all alive meanwhile, so an ``id`` names one of them only.
+    """
+    ident = id(value)
+    dumped = models.dumps.get(ident, _NO_DUMP)
+    if dumped is not _NO_DUMP:
+        return dumped
+    if ident not in models.holders:
+        return value
+    if type(value) is dict:
+        return {key: _with_dumps(item, models) for key, item in value.items()}
+    if isinstance(value, Enum):
+        return _with_dumps(value.value, models)
+    return [_with_dumps(item, models) for item in value]  # type: ignore[attr-defined]
+
+
+def _is_plain_model(kind: type) -> bool:
+    """Whether ``kind`` is a pydantic model whose JSON is the JSON of its ``model_dump``.
+
+    Only pydantic's own ``model_dump`` qualifies: an override may leave out what
+    pydantic_core would write (a secret field, say).
+    """
+    dump = getattr(kind, "model_dump", None)
+    return (
+        callable(dump)
+        and getattr(dump, "__module__", None) == "pydantic.main"
+        and hasattr(kind, "__pydantic_serializer__")
+    )
+
+
 _Converter = Callable[["_Walk", Any, int], "JsonValue"]
 
 
@@ -544,6 +839,7 @@ class _Walk:
     __slots__ = (
         "clipped",
         "codec",
+        "dumps",
         "limit",
         "max_depth",
         "path",
@@ -553,7 +849,7 @@ class _Walk:
         "stopped",
     )
 
-    def __init__(self, codec: Codec, limit: int) -> None:
+    def __init__(self, codec: Codec, limit: int, models: _Models | None = None) -> None:
         self.codec = codec
         self.limit = limit
         self.max_depth = codec.max_depth
@@ -563,6 +859,8 @@ class _Walk:
         self.size = 0
         self.skipped = 0
         self.stopped = False
+        # The dumps a scan took already: a model is dumped once per encoding.
+        self.dumps: dict[int, Any] = models.dumps if models is not None and models.met else {}
 
     def root(self, value: object) -> JsonValue:
         try:
@@ -770,7 +1068,11 @@ def _convert_sequence(walk: _Walk, value: Iterable[object], depth: int) -> JsonV
     if marker is not None:
         return walk.text(marker)
     try:
-        if isinstance(value, (tuple, list)) and len(value) == 2 and _is_secret_pair(walk, value):
+        if (
+            isinstance(value, (tuple, list))
+            and len(value) == 2
+            and _is_secret_pair(walk.codec, value)
+        ):
             walk.redacted = True
             return _convert_each(walk, (value[0], REDACTED), depth + 1, 2)
         return _convert_each(walk, value, depth + 1, _length(value))
@@ -778,14 +1080,14 @@ def _convert_sequence(walk: _Walk, value: Iterable[object], depth: int) -> JsonV
         walk.path.discard(id(value))
 
 
-def _is_secret_pair(walk: _Walk, pair: tuple[object, ...] | list[object]) -> bool:
+def _is_secret_pair(codec: Codec, pair: tuple[object, ...] | list[object]) -> bool:
     """Whether ``pair`` is a header pair such as ``("Authorization", "Bearer ...")``."""
     name = pair[0]
     if isinstance(name, (bytes, bytearray)):  # raw HTTP headers, e.g. httpx's Headers.raw
         name = bytes(name[:_VERDICT_CACHE_KEY_LENGTH]).decode("latin-1")
     if type(name) is not str:
         return False
-    verdict = walk.codec._verdict(name)
+    verdict = codec._verdict(name)
     return verdict == _SECRET or (verdict == _PLURAL and not _is_count(pair[1]))
 
 
@@ -872,13 +1174,17 @@ def _convert_model(walk: _Walk, value: Any, depth: int) -> JsonValue:
     if marker is not None:
         return walk.text(marker)
     try:
-        try:
-            dumped = value.model_dump(mode="json")
-        except Exception:
-            try:  # e.g. a field of an arbitrary type that has no JSON serializer
-                dumped = value.model_dump()
+        # Dumped once (see _native_room): met again, it gets the same dump.
+        dumped = walk.dumps.get(id(value), _NO_DUMP)
+        if dumped is _NO_DUMP:
+            try:
+                dumped = value.model_dump(mode="json")
             except Exception:
-                return walk.text(safe_repr(value))
+                try:  # e.g. a field of an arbitrary type that has no JSON serializer
+                    dumped = value.model_dump()
+                except Exception:
+                    return walk.text(safe_repr(value))
+            walk.dumps[id(value)] = dumped
         if type(dumped) is dict:
             return _convert_items(walk, dumped.items(), depth, dumped, len(dumped))
         return walk.convert(dumped, depth)
@@ -917,7 +1223,13 @@ def _convert_array_like(walk: _Walk, value: Any, depth: int) -> JsonValue:
 
 
 def _isoformat(walk: _Walk, value: Any, depth: int) -> JsonValue:
-    return walk.text(value.isoformat())
+    # pydantic_core's text (UTC as "Z"), so that it reads the same when pydantic_core writes
+    # the value directly, or inside a pydantic model.
+    try:
+        text = _core().to_jsonable_python(value)
+    except Exception:  # e.g. a tzinfo whose utcoffset() raises
+        text = value.isoformat()
+    return walk.text(text)
 
 
 def _text_of(walk: _Walk, value: Any, depth: int) -> JsonValue:
@@ -958,41 +1270,22 @@ def _is_count(value: object) -> bool:
     return kind is int or kind is float
 
 
-def _flat_json(data: dict[str, Any]) -> str:
-    """Compact JSON of a flat dict of plain values (see ``Codec._is_flat_plain``).
-
-    The same text ``json`` writes, without building an encoder for each call: this runs for
-    the arguments of every traced call.
-    """
-    parts = []
-    for key, item in data.items():
-        kind = type(item)
-        if kind is str:
-            text = _encode_string(item)
-        elif item is None:
-            text = "null"
-        elif kind is bool:
-            text = "true" if item else "false"
-        else:  # int or finite float: their repr is their JSON
-            text = repr(item)
-        parts.append(f"{_encode_string(key)}:{text}")
-    return "{" + ",".join(parts) + "}"
-
-
 def _json_text(data: JsonValue) -> tuple[str, int]:
     """The compact JSON text of converted data and its size in UTF-8 bytes."""
     try:
-        text = _JSON_TEXT.encode(data)
-    except ValueError as exc:  # e.g. an int over a lowered sys.set_int_max_str_digits
-        _warn_once("converted data as JSON", exc)
-        text = _JSON_TEXT.encode(f"<unencodable {type_name(data)}>")
-    if text.isascii():
-        return text, len(text)
+        written: bytes = _core().to_json(data)
+    except Exception:  # lone surrogates, or nesting deeper than pydantic_core writes
+        pass
+    else:
+        return written.decode("utf-8"), len(written)
     try:
-        return text, len(text.encode("utf-8"))
-    except UnicodeEncodeError:  # lone surrogates, e.g. file names decoded with surrogateescape
+        # json escapes lone surrogates (e.g. file names decoded with surrogateescape) as
+        # \udcxx, so the text stays valid UTF-8.
         text = _ASCII_JSON_TEXT.encode(data)
-        return text, len(text)
+    except (ValueError, RecursionError) as exc:
+        _warn_once("converted data as JSON", exc)
+        text = _ASCII_JSON_TEXT.encode(f"<unencodable {type_name(data)}>")
+    return text, len(text)
 
 
 def _truncation_marker(text: str, size: int, exact: bool, max_bytes: int) -> str:

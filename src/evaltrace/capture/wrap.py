@@ -8,7 +8,7 @@ import logging
 import time
 import traceback
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping
-from typing import Any, Final, Literal, NoReturn, TypeVar, cast, overload
+from typing import Any, Final, Literal, NoReturn, TypeGuard, TypeVar, cast, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
@@ -18,7 +18,7 @@ from evaltrace._safe_text import exception_message, exception_text, safe_repr, t
 from evaltrace.capture import config as _config
 from evaltrace.capture import context as _context
 from evaltrace.capture import conventions as conv
-from evaltrace.capture.context import RunScope, current_scope
+from evaltrace.capture.context import IDLE_NAMES, RunScope, current_scope, remember_idle
 from evaltrace.capture.listeners import LISTENERS
 from evaltrace.capture.serialize import Codec
 from evaltrace.capture.values import Purpose, WrapRecord
@@ -48,7 +48,24 @@ SPAN_KINDS: Final = frozenset(
 """The OpenInference span kinds ``@wrap(kind=...)`` accepts (case-insensitive)."""
 
 _PURPOSES: Final = frozenset({"input", "output", "state"})
-_MISSING: Final[Any] = object()
+_OPTIONS: Final = frozenset({"description", "kind", "many"})
+
+
+class _NoValue:
+    """The default of ``wrap``'s ``data``: nothing was given.
+
+    Callable, so that the idle value hook's ``callable(data)`` test also sends a call
+    without a value on to the checks that explain what is missing.
+    """
+
+    def __call__(self) -> NoReturn:
+        raise TypeError("wrap was given no value")
+
+    def __repr__(self) -> str:
+        return "<no value>"
+
+
+_MISSING: Final[Any] = _NoValue()
 _warned: set[str] = set()
 
 
@@ -87,9 +104,7 @@ def wrap(
     *,
     purpose: Literal["input", "output", "state"] | None = None,
     name: str | None = None,
-    description: str | None = None,
-    kind: str | None = None,
-    many: bool = False,
+    **options: Any,
 ) -> Any:
     """Trace a function, or record a named value of the current run.
 
@@ -117,10 +132,10 @@ def wrap(
             it produced) or ``"state"`` (something it reached); outputs and states are what
             evaluators score.
         name: The value's name (value hook), or the span's name (decorator).
-        description: A human-readable note kept with the value or on the span.
-        kind: The OpenInference span kind of a decorated function (decorator only).
-        many: Collect every value recorded under ``name`` in a run into a list, instead of
-            treating a second value as an error.
+        **options: ``description`` (a human-readable note kept with the value or on the
+            span), ``kind`` (the OpenInference span kind of a decorated function, decorator
+            only) and ``many`` (value hook only: collect every value recorded under
+            ``name`` in a run into a list, instead of treating a second value as an error).
 
     Returns:
         The decorated function, a decorator, or ``data`` (or its stand-in) unchanged.
@@ -130,7 +145,24 @@ def wrap(
         ... def complete(prompt: str) -> str:
         ...     return wrap("Paris", purpose="output", name="answer")
     """
+    # The idle value hook, a handful of operations: a name already checked with this
+    # purpose while nothing could see wrap values (see IDLE_NAMES), nothing else given.
+    try:
+        if name in IDLE_NAMES[purpose] and not options and not callable(data):  # type: ignore[index]
+            return data
+    except (KeyError, TypeError):  # no purpose (a decorator), or arguments checked below
+        pass
+    return _wrap(data, purpose, name, options)
+
+
+def _wrap(data: Any, purpose: object, name: object, options: dict[str, Any]) -> Any:
+    """:func:`wrap` past its idle value hook: the decorator, checks, and recording."""
+    description, kind, many = _options(options)
     if purpose is None:
+        if name is not None and not isinstance(name, str):
+            raise TypeError(
+                f"wrap(name=...) takes the span's name as a string, got {safe_repr(name)}"
+            )
         if kind is not None:
             _check_kind(kind)
         if many:
@@ -143,13 +175,14 @@ def wrap(
             f"wrap({type_name(data)}) needs purpose= and name= to record a value, e.g. "
             "wrap(answer, purpose='output', name='answer'); to trace a function use @wrap"
         )
-    if purpose not in _PURPOSES or type(name) is not str or not name or kind is not None:
+    if not _is_purpose(purpose) or not isinstance(name, str) or not name or kind is not None:
         _reject_value_call(purpose, name, kind)
     if data is _MISSING:
         raise TypeError("wrap(purpose=..., name=...) needs the value to record as its argument")
     if callable(data) and not isinstance(data, type):
         return _wrap_callable(data, purpose, name, description, many)
     if not _context.armed:
+        remember_idle(name, purpose)
         return data
     scope = current_scope()
     if scope is not None and purpose == "input" and scope.injected_inputs() is not None:
@@ -161,12 +194,36 @@ def wrap(
     return data
 
 
+def _options(options: dict[str, Any]) -> tuple[str | None, str | None, bool]:
+    """``description``, ``kind`` and ``many`` from the keyword options of :func:`wrap`.
+
+    They are taken as ``**options`` rather than as keyword parameters with defaults: Python
+    fills each missing default on every call, which the idle value hook cannot afford.
+    """
+    if not options:
+        return None, None, False
+    unknown = options.keys() - _OPTIONS
+    if unknown:
+        raise TypeError(
+            f"wrap() got an unexpected keyword argument {min(unknown)!r}; it takes purpose=, "
+            "name=, description=, kind= (decorator) and many= (value hook)"
+        )
+    return options.get("description"), options.get("kind"), bool(options.get("many", False))
+
+
+def _is_purpose(purpose: object) -> TypeGuard[Purpose]:
+    return isinstance(purpose, str) and purpose in _PURPOSES
+
+
 def _reject_value_call(purpose: object, name: object, kind: object) -> NoReturn:
     """Raise the error that explains what is wrong with a ``wrap(value, ...)`` call."""
-    if purpose not in _PURPOSES:
+    if not _is_purpose(purpose):
         raise ValueError(f"purpose must be 'input', 'output' or 'state', got {safe_repr(purpose)}")
     if not isinstance(name, str) or not name:
-        raise ValueError("wrap(value, purpose=...) needs a non-empty name=, e.g. name='answer'")
+        raise ValueError(
+            "wrap(value, purpose=...) needs a non-empty name=, e.g. name='answer'; got "
+            f"{safe_repr(name)}"
+        )
     raise TypeError("kind= applies to @wrap on functions, not to wrap(value, purpose=...)")
 
 
@@ -183,10 +240,14 @@ def _record_value(
         return
     try:
         span = otel_trace.get_current_span()
-        recording = span.is_recording()
-        chain = scope.chain if scope is not None else ()
+        chain = scope.chain if scope is not None else ()  # empty once every capture closed
         listeners = LISTENERS.current
         kept = bool(chain or listeners)
+        # The span event only for a span someone will see: not for one whose capture has
+        # closed (a task that outlived its capture_traces() block), when spans stay here.
+        recording = span.is_recording() and (
+            rt.spans_leave_process or rt.processor.delivers(span.get_span_context())
+        )
         if not kept and not recording:
             return
         value: Any = None
@@ -280,7 +341,16 @@ def _check_kind(kind: str) -> str:
 class _Binder:
     """Turns call arguments into the recorded input: ``{parameter: value}``."""
 
-    __slots__ = ("_defaults", "_drop_first", "_fast", "_names", "_signature")
+    __slots__ = (
+        "_defaults",
+        "_drop_first",
+        "_fast",
+        "_keyword_defaults",
+        "_names",
+        "_positional_defaults",
+        "_required",
+        "_signature",
+    )
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         try:
@@ -293,9 +363,19 @@ class _Binder:
         self._fast = self._signature is not None and not (
             kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY}
         )
-        self._names = tuple(
-            p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        positional = [p for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        self._names = tuple(p.name for p in positional)
+        # Aligned with _names: a positional parameter's default (None when it has none, past
+        # _required, where every parameter has one).
+        self._positional_defaults = tuple(
+            None if p.default is inspect.Parameter.empty else p.default for p in positional
         )
+        self._required = sum(1 for p in positional if p.default is inspect.Parameter.empty)
+        self._keyword_defaults = {
+            p.name: p.default
+            for p in params
+            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty
+        }
         self._defaults = tuple(
             (p.name, p.default)
             for p in params
@@ -303,13 +383,21 @@ class _Binder:
         )
 
     def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        if self._fast and len(args) <= len(self._names):
-            bound = dict(zip(self._names, args, strict=False))
-            if kwargs:
+        count = len(args)
+        if self._fast and count <= len(self._names):
+            if not kwargs and count >= self._required:
+                # The common call: positional arguments, defaults for the rest.
+                bound = dict(
+                    zip(self._names, args + self._positional_defaults[count:], strict=True)
+                )
+                if self._keyword_defaults:
+                    bound.update(self._keyword_defaults)
+            else:
+                bound = dict(zip(self._names, args, strict=False))
                 bound.update(kwargs)
-            for param, default in self._defaults:
-                if param not in bound:
-                    bound[param] = default
+                for param, default in self._defaults:
+                    if param not in bound:
+                        bound[param] = default
         elif self._signature is not None:
             try:
                 ba = self._signature.bind(*args, **kwargs)
@@ -369,7 +457,9 @@ def _audience(rt: _config.Runtime) -> int:
         return _RECORDED
     scope = current_scope()
     if scope is not None:
-        return _RECORDED if scope.chain else _NOBODY
+        if scope.handler is not None or scope.open_capture() is not None:
+            return _RECORDED
+        return _NOBODY
     processor = rt.processor
     if not processor.capturing:
         return _NOBODY
@@ -419,8 +509,17 @@ def _stacktrace(exc: BaseException) -> str:
         return exception_text(exc)
 
 
-def _end(span: Span) -> None:
-    """End ``span``; a span processor that raises never reaches the app."""
+def _finish(span: Span, attributes: Mapping[str, Any]) -> None:
+    """Put ``attributes`` on ``span`` and end it; a failing span processor never reaches the app.
+
+    The attributes go on in one call as the span ends, not when it is created:
+    OpenTelemetry checks attributes given at creation twice (for the sampler, then for the
+    span), about a tenth of a decorated call.
+    """
+    try:
+        span.set_attributes(attributes)
+    except Exception as exc:  # recording never breaks the app
+        _warn_once("attributes", "could not put a decorated call's attributes on its span", exc)
     try:
         span.end()
     except Exception as exc:  # recording never breaks the app
@@ -447,9 +546,23 @@ def start_span_call(
 
 
 class _SpanCall:
-    """One call of a decorated function: its span, input and output recording."""
+    """One call of a decorated function: its span, input and output recording.
 
-    __slots__ = ("_codec", "_content", "_private", "_rt", "keeps_output", "live", "span", "token")
+    The attributes are gathered here and go on the span in one call when it ends (see
+    :func:`_finish`).
+    """
+
+    __slots__ = (
+        "_attributes",
+        "_codec",
+        "_content",
+        "_private",
+        "_rt",
+        "keeps_output",
+        "live",
+        "span",
+        "token",
+    )
 
     def __init__(
         self,
@@ -465,7 +578,6 @@ class _SpanCall:
         self._codec = rt.codec
         audience = _audience(rt)
         recorded = audience == _RECORDED
-        self._content = recorded and rt.settings.capture_content
         self._private = recorded and not rt.settings.capture_content
         self.token: object | None = None
         self.live = audience != _NOBODY
@@ -474,19 +586,22 @@ class _SpanCall:
         """Whether the output is recorded (generators then keep their items)."""
         if not self.live:
             self.span: Span = INVALID_SPAN
+            self._content = False
             return
-        # The attributes go in when the span is created: one pass over them, not two.
-        attributes: dict[str, Any] = {conv.SPAN_KIND: kind}
+        self._attributes: dict[str, Any] = {conv.SPAN_KIND: kind}
         if extra:
-            attributes.update(extra)
+            self._attributes.update(extra)
+        self.span = rt.tracer.start_span(span_name)
+        self._content = recorded and rt.settings.capture_content and self.span.is_recording()
         if self._content:
             try:
-                attributes[conv.INPUT_VALUE] = self._codec.encode_text(binder.bind(args, kwargs))
-                attributes[conv.INPUT_MIME_TYPE] = conv.MIME_JSON
+                self._attributes[conv.INPUT_VALUE] = self._codec.encode_text(
+                    binder.bind(args, kwargs)
+                )
+                self._attributes[conv.INPUT_MIME_TYPE] = conv.MIME_JSON
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
-        self.span = rt.tracer.start_span(span_name, attributes=attributes)
-        if self._private:
+        elif self._private:
             _keep_private(rt, self.span, "input", binder.bind(args, kwargs))
 
     def attach(self) -> None:
@@ -501,12 +616,10 @@ class _SpanCall:
     def output(self, value: Any) -> None:
         if self._private:
             _keep_private(self._rt, self.span, "output", value)
-        elif self._content and self.span.is_recording():
+        elif self._content:
             try:
-                text = self._codec.encode_text(value)
-                self.span.set_attributes(
-                    {conv.OUTPUT_VALUE: text, conv.OUTPUT_MIME_TYPE: conv.MIME_JSON}
-                )
+                self._attributes[conv.OUTPUT_VALUE] = self._codec.encode_text(value)
+                self._attributes[conv.OUTPUT_MIME_TYPE] = conv.MIME_JSON
             except Exception as exc:  # recording never breaks the app
                 _warn_once("output", "could not record an output", exc)
 
@@ -515,13 +628,56 @@ class _SpanCall:
 
     def end(self) -> None:
         if self.live:
-            _end(self.span)
+            _finish(self.span, self._attributes)
 
 
-def _items_output(items: list[Any], dropped: int) -> Any:
-    if not dropped:
-        return items
-    return {"items": items, "items_dropped": dropped}
+class _Stream:
+    """A decorated generator (sync or async) being relayed: what it yielded, how it ended.
+
+    The generator wrappers differ only where one awaits and the other does not; everything
+    else is here: what the consumer sends or throws in next, which items are kept, the
+    output, and, as the ``with`` block around the relay ends, the failure (closing the
+    generator early is none) and the end of the span.
+    """
+
+    __slots__ = ("call", "dropped", "items", "limit", "sent", "thrown")
+
+    def __init__(self, call: _SpanCall, limit: int) -> None:
+        self.call = call
+        self.items: list[Any] = []
+        """The items yielded so far, up to ``limit``."""
+        self.dropped = 0
+        """How many yielded items were not kept."""
+        self.limit = limit if call.keeps_output else 0
+        self.sent: Any = None
+        """What the consumer sent in with the last ``send``/``asend``."""
+        self.thrown: BaseException | None = None
+        """What the consumer threw in with ``throw``/``athrow``, to pass on next."""
+
+    def __enter__(self) -> _Stream:
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        if exc is not None and not isinstance(exc, GeneratorExit):
+            self.call.fail(exc)
+        self.call.end()
+
+    def keep(self, item: Any) -> None:
+        """Note an item the generator yielded."""
+        self.thrown = None
+        if len(self.items) < self.limit:
+            self.items.append(item)
+        else:
+            self.dropped += 1
+
+    def finish(self, returned: Any = None) -> None:
+        """Record the output: the items, the count of dropped ones, a returned value."""
+        output: Any = self.items
+        if self.dropped:
+            output = {"items": self.items, "items_dropped": self.dropped}
+        if returned is not None:
+            output = {"items": output, "return": returned}
+        self.call.output(output)
 
 
 def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | None = None) -> F:
@@ -542,44 +698,29 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         @functools.wraps(fn)
         async def async_gen_wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
             call = _SpanCall(span_name, span_kind, binder, args, kwargs)
-            kept_items = item_limit if call.keeps_output else 0
-            items: list[Any] = []
-            dropped = 0
-            inner = fn(*args, **kwargs)
-            sent: Any = None
-            thrown: BaseException | None = None
-            try:
+            with _Stream(call, item_limit) as stream:
+                inner = fn(*args, **kwargs)
                 while True:
                     call.attach()
                     try:
-                        if thrown is not None:
-                            item = await inner.athrow(thrown)
+                        if stream.thrown is not None:
+                            item = await inner.athrow(stream.thrown)
                         else:
-                            item = await inner.asend(sent)
+                            item = await inner.asend(stream.sent)
                     except StopAsyncIteration:
-                        call.output(_items_output(items, dropped))
+                        stream.finish()
                         return
                     finally:
                         call.detach()
-                    thrown = None
-                    if len(items) < kept_items:
-                        items.append(item)
-                    else:
-                        dropped += 1
+                    stream.keep(item)
                     try:
-                        sent = yield item
+                        stream.sent = yield item
                     except GeneratorExit:
-                        call.output(_items_output(items, dropped))
+                        stream.finish()
                         await inner.aclose()
                         raise
                     except BaseException as exc:
-                        thrown = exc
-            except BaseException as exc:
-                if not isinstance(exc, GeneratorExit):
-                    call.fail(exc)
-                raise
-            finally:
-                call.end()
+                        stream.thrown = exc
 
         return cast(F, async_gen_wrapper)
 
@@ -590,44 +731,29 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
             call = _SpanCall(span_name, span_kind, binder, args, kwargs)
             if not call.live:
                 return (yield from fn(*args, **kwargs))
-            kept_items = item_limit if call.keeps_output else 0
-            items: list[Any] = []
-            dropped = 0
-            inner = fn(*args, **kwargs)
-            sent: Any = None
-            thrown: BaseException | None = None
-            try:
+            with _Stream(call, item_limit) as stream:
+                inner = fn(*args, **kwargs)
                 while True:
                     call.attach()
                     try:
-                        item = inner.throw(thrown) if thrown is not None else inner.send(sent)
+                        if stream.thrown is not None:
+                            item = inner.throw(stream.thrown)
+                        else:
+                            item = inner.send(stream.sent)
                     except StopIteration as stop:
-                        output = _items_output(items, dropped)
-                        if stop.value is not None:
-                            output = {"items": output, "return": stop.value}
-                        call.output(output)
+                        stream.finish(stop.value)
                         return stop.value
                     finally:
                         call.detach()
-                    thrown = None
-                    if len(items) < kept_items:
-                        items.append(item)
-                    else:
-                        dropped += 1
+                    stream.keep(item)
                     try:
-                        sent = yield item
+                        stream.sent = yield item
                     except GeneratorExit:
-                        call.output(_items_output(items, dropped))
+                        stream.finish()
                         inner.close()
                         raise
                     except BaseException as exc:
-                        thrown = exc
-            except BaseException as exc:
-                if not isinstance(exc, GeneratorExit):
-                    call.fail(exc)
-                raise
-            finally:
-                call.end()
+                        stream.thrown = exc
 
         return cast(F, gen_wrapper)
 
@@ -660,18 +786,18 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         audience = _audience(rt)
         if audience == _NOBODY:
             return fn(*args, **kwargs)
+        span = rt.tracer.start_span(span_name)
         attributes: dict[str, Any] = {conv.SPAN_KIND: span_kind}
         # Nothing is encoded for a span whose content reaches nobody.
         recorded = audience == _RECORDED
-        content = recorded and rt.settings.capture_content
+        content = recorded and rt.settings.capture_content and span.is_recording()
         if content:
             try:
                 attributes[conv.INPUT_VALUE] = rt.codec.encode_text(binder.bind(args, kwargs))
                 attributes[conv.INPUT_MIME_TYPE] = conv.MIME_JSON
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
-        span = rt.tracer.start_span(span_name, attributes=attributes)
-        if recorded and not content:
+        elif recorded and not rt.settings.capture_content:
             _keep_private(rt, span, "input", binder.bind(args, kwargs))
         token = otel_context.attach(otel_trace.set_span_in_context(span))
         try:
@@ -679,23 +805,20 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         except BaseException as exc:
             otel_context.detach(token)
             _record_failure(span, rt.codec, exc)
-            _end(span)
+            _finish(span, attributes)
             raise
         otel_context.detach(token)
         if content:
-            if span.is_recording():
-                try:
-                    text = rt.codec.encode_text(result)
-                    span.set_attributes(
-                        {conv.OUTPUT_VALUE: text, conv.OUTPUT_MIME_TYPE: conv.MIME_JSON}
-                    )
-                except Exception as exc:  # recording never breaks the app
-                    _warn_once(
-                        f"output:{span_name}", f"could not record the output of {span_name}", exc
-                    )
-        elif recorded:
+            try:
+                attributes[conv.OUTPUT_VALUE] = rt.codec.encode_text(result)
+                attributes[conv.OUTPUT_MIME_TYPE] = conv.MIME_JSON
+            except Exception as exc:  # recording never breaks the app
+                _warn_once(
+                    f"output:{span_name}", f"could not record the output of {span_name}", exc
+                )
+        elif recorded and not rt.settings.capture_content:
             _keep_private(rt, span, "output", result)
-        _end(span)
+        _finish(span, attributes)
         return result
 
     return cast(F, sync_wrapper)
