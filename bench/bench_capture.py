@@ -200,7 +200,7 @@ def bench_captured_large_dict() -> bool:
 
 
 def bench_encode_flat_arguments() -> bool:
-    from evaltrace.capture.serialize import Codec
+    from evaltrace.capture.codec import Codec
 
     codec = Codec()
     arguments = {"question": "What is the capital of France?", "k": 3, "model": "gpt-4o"}

@@ -52,6 +52,7 @@ from opentelemetry.sdk.trace import TracerProvider as SDKTracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from evaltrace._safe_text import exception_text, safe_repr, type_name
+from evaltrace.capture.codec import DEFAULT_REDACT_KEYS, Codec
 from evaltrace.capture.context import arm
 from evaltrace.capture.exporters import (
     EVALTRACE_TRACE_FILE,
@@ -67,7 +68,6 @@ from evaltrace.capture.instrumentors import (
     enable_instrumentors,
     find_instrumentors,
 )
-from evaltrace.capture.serialize import DEFAULT_REDACT_KEYS, Codec
 from evaltrace.errors import ConfigurationError
 
 if TYPE_CHECKING:

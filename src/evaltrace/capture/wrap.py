@@ -18,9 +18,9 @@ from evaltrace._safe_text import exception_message, exception_text, safe_repr, t
 from evaltrace.capture import config as _config
 from evaltrace.capture import context as _context
 from evaltrace.capture import conventions as conv
+from evaltrace.capture.codec import Codec
 from evaltrace.capture.context import IDLE_NAMES, RunScope, current_scope, remember_idle
 from evaltrace.capture.listeners import LISTENERS
-from evaltrace.capture.serialize import Codec
 from evaltrace.capture.values import Purpose, WrapRecord
 
 __all__ = ["SPAN_KINDS", "wrap"]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from evaltrace._safe_text import safe_repr
+from evaltrace.capture.codec import json_text
 
 __all__ = ["short_text"]
 
@@ -21,13 +20,6 @@ def short_text(value: Any, width: int) -> str:
         >>> short_text({"answer": "Paris is the capital of France"}, 20)
         '{"answer": "Paris i…'
     """
-    text = value if isinstance(value, str) else _json_text(value)
+    text = value if isinstance(value, str) else json_text(value, spaced=True)
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
-
-
-def _json_text(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, default=safe_repr)
-    except (TypeError, ValueError, RecursionError):  # odd keys, cycles, deep nesting
-        return safe_repr(value)

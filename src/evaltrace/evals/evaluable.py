@@ -19,8 +19,8 @@ from pydantic import (
 )
 from pydantic_core import core_schema
 
+from evaltrace.capture.codec import Codec
 from evaltrace.capture.config import Settings, current_runtime, settings
-from evaltrace.capture.serialize import Codec
 
 __all__ = [
     "UNSET",

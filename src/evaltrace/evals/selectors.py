@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import JsonValue
 
-from evaltrace.capture.serialize import is_truncated
+from evaltrace.capture.codec import is_truncated
 from evaltrace.errors import MultipleTracesError, NoTraceError
 from evaltrace.evals.evaluable import Evaluable, NamedData
 from evaltrace.trace.spans import LLMSpan, ObserveSpan

@@ -21,13 +21,13 @@ or is built, not before.
 from __future__ import annotations
 
 import inspect
-import json
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, Literal, TypeAlias
 
 from evaltrace._safe_text import safe_repr
+from evaltrace.capture.codec import json_text, jsonable
 from evaltrace.errors import InvalidEvaluatorResultError, MissingExtraError
 from evaltrace.evals.display import short_text
 from evaltrace.evals.evaluable import (
@@ -375,7 +375,7 @@ class AutoevalsAdapter:
         return llm, scorer
 
     def _evaluation(self, score: Any, where: str) -> Evaluation:
-        metadata = _plain(getattr(score, "metadata", None) or {})
+        metadata = jsonable(getattr(score, "metadata", None) or {})
         details: dict[str, Any] = metadata if isinstance(metadata, dict) else {"metadata": metadata}
         raw: Any = getattr(score, "score", _ABSENT)
         if raw is _ABSENT:
@@ -492,25 +492,7 @@ def _as_text(argument: str, value: Any) -> Any:
         and all(isinstance(item, str) for item in value)
     ):
         return "\n".join(value)
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _plain(value: Any) -> Any:
-    """``value`` as JSON-compatible data (autoevals metadata holds tuples, numpy, Scores)."""
-    if value is None or isinstance(value, str | bool | int | float):
-        return value
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_plain(item) for item in value]
-    as_dict = getattr(value, "as_dict", None)
-    if callable(as_dict):
-        return _plain(as_dict())
-    if hasattr(value, "dtype"):
-        convert = getattr(value, "tolist", None) or getattr(value, "item", None)
-        if callable(convert):
-            return _plain(convert())
-    return repr(value)
+    return json_text(value, spaced=True)
 
 
 def _explain_missing_package(exc: ImportError, evaluator: str) -> ImportError:

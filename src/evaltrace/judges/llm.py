@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from evaltrace.capture.codec import json_text
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluable import HOW_TO_GIVE_AN_EXPECTATION, Evaluable, Unset, get_named
 from evaltrace.evals.evaluation import Evaluation
@@ -483,9 +484,7 @@ def _scan(name: str, template: str) -> tuple[_Placeholder, ...]:
 
 
 def _text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return value if isinstance(value, str) else json_text(value, spaced=True)
 
 
 def _excerpt(value: Any) -> str:

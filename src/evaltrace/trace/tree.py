@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from evaltrace.capture.codec import json_text
 from evaltrace.trace.spans import (
     LLMMessage,
     LLMSpan,
@@ -301,11 +301,7 @@ def _count(value: int | None) -> str:
 
 
 def _short_json(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(value)
-    return _short(text)
+    return _short(json_text(value))
 
 
 def _short(text: str) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from evaltrace.capture import conventions as conv
-from evaltrace.capture.serialize import decode
+from evaltrace.capture.codec import decode
 from evaltrace.errors import DuplicateWrapNameError
 from evaltrace.trace.tree import walk_trace
 

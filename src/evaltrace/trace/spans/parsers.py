@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from evaltrace.capture import conventions as conv
-from evaltrace.capture.serialize import decode
+from evaltrace.capture.codec import decode
 from evaltrace.capture.values import Purpose, WrapRecord
 from evaltrace.trace.spans.messages import LLMMessage, TokenUsage, ToolCall
 from evaltrace.trace.spans.records import SpanRecord

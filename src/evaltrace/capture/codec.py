@@ -537,8 +537,8 @@ def _default_codec() -> Codec:
     return _DEFAULT_CODEC
 
 
-def json_text(value: object) -> str:
-    """The compact JSON text of any value, under the default policy; never raises.
+def json_text(value: object, *, spaced: bool = False) -> str:
+    """The JSON text of any value, under the default policy; never raises.
 
     The one way to turn a value into JSON text for people or judges to read (reports,
     prompts, metadata): what JSON cannot show is converted as :class:`Codec` converts it
@@ -546,11 +546,25 @@ def json_text(value: object) -> str:
     default :data:`DEFAULT_REDACT_KEYS`, and a value over 1,000,000 bytes of JSON becomes
     the truncation marker. Use :meth:`Codec.encode_text` for another policy.
 
+    Args:
+        value: Any value.
+        spaced: Write ``", "`` and ``": "`` between items, as ``json.dumps`` does by default
+            (the text people write by hand, and compare model output with); compact otherwise.
+
     Example:
         >>> json_text({"question": "2+2?", "api_key": "sk-1", "asked": date(2024, 5, 1)})
         '{"question":"2+2?","api_key":"[REDACTED]","asked":"2024-05-01"}'
+        >>> json_text({"city": "Paris"}, spaced=True)
+        '{"city": "Paris"}'
     """
-    return _default_codec().encode_text(value)
+    codec = _default_codec()
+    if not spaced:
+        return codec.encode_text(value)
+    data = codec.to_jsonable(value)
+    try:
+        return json.dumps(data, ensure_ascii=False)
+    except ValueError:  # an int past the interpreter's digit limit: the compact path copes
+        return codec.encode_text(value)
 
 
 def jsonable(value: object) -> JsonValue:

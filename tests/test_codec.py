@@ -19,8 +19,7 @@ import pydantic
 import pydantic_core
 import pytest
 
-from evaltrace.capture.conventions import MIME_JSON, MIME_TEXT
-from evaltrace.capture.serialize import (
+from evaltrace.capture.codec import (
     DEFAULT_REDACT_KEYS,
     REDACTED,
     Codec,
@@ -29,6 +28,7 @@ from evaltrace.capture.serialize import (
     json_text,
     jsonable,
 )
+from evaltrace.capture.conventions import MIME_JSON, MIME_TEXT
 from evaltrace.errors import ConfigurationError
 
 MB = 1_000_000
