@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from pydantic import (
     BaseModel,
@@ -25,6 +25,7 @@ from evaltrace.capture.config import Settings, current_runtime, settings
 __all__ = [
     "UNSET",
     "Evaluable",
+    "HasExpectation",
     "NamedData",
     "TestCase",
     "Unset",
@@ -179,7 +180,31 @@ def collapse_named_data(items: Sequence[NamedData] | None) -> JsonValue:
     return {item.name: item.value for item in items}
 
 
-class TestCase(BaseModel):
+class HasExpectation(BaseModel):
+    """A model whose ``expectation`` may be :data:`UNSET`: left out of its JSON when it is.
+
+    ``None`` is a real expectation ("expect nothing") and is written; an absent one is not,
+    so a saved model reads back exactly as it was. Each subclass declares the field where it
+    belongs in its own field order.
+    """
+
+    if TYPE_CHECKING:
+        expectation: JsonValue | Unset
+
+    @property
+    def has_expectation(self) -> bool:
+        """Whether an expectation (possibly ``None``) was given."""
+        return not isinstance(self.expectation, Unset)
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if isinstance(self.expectation, Unset):
+            data.pop("expectation", None)
+        return data
+
+
+class TestCase(HasExpectation):
     """What a run is given and what it is expected to produce.
 
     An expectation or metadata that is not JSON data is encoded as :func:`json_value` does.
@@ -207,23 +232,11 @@ class TestCase(BaseModel):
         """Read alias of :attr:`expectation`."""
         return self.expectation
 
-    @property
-    def has_expectation(self) -> bool:
-        """Whether an expectation (possibly ``None``) was given."""
-        return not isinstance(self.expectation, Unset)
-
     def input_value(self, name: str | None = None, default: Any = None) -> Any:
         """Return the named input, or all inputs collapsed when ``name`` is ``None``."""
         if name is None:
             return collapse_named_data(self.eval_input)
         return get_named(self.eval_input, name, default)
-
-    @model_serializer(mode="wrap")
-    def _drop_unset(self, handler: Any) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if isinstance(self.expectation, Unset):
-            data.pop("expectation", None)
-        return data
 
 
 class Evaluable(TestCase):

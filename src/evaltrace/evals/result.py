@@ -33,10 +33,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from evaltrace.errors import MissingExtraError
-from evaltrace.evals.evaluable import UNSET, NamedData, Unset
+from evaltrace.evals.evaluable import UNSET, HasExpectation, NamedData, Unset
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ class ComponentRecord(BaseModel):
     """How long the call took."""
 
 
-class EntryResult(BaseModel):
+class EntryResult(HasExpectation):
     """Everything kept about one entry (one input) of a run.
 
     Example:
@@ -226,18 +226,6 @@ class EntryResult(BaseModel):
         """Derive :attr:`status` when it was not given."""
         if "status" not in self.model_fields_set:
             object.__setattr__(self, "status", entry_status(self.evaluations, self.error))
-
-    @model_serializer(mode="wrap")
-    def _drop_unset(self, handler: Any) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if isinstance(self.expectation, Unset):
-            data.pop("expectation", None)
-        return data
-
-    @property
-    def has_expectation(self) -> bool:
-        """Whether an expectation (possibly ``None``) was given."""
-        return not isinstance(self.expectation, Unset)
 
     def evaluation(self, evaluator: str) -> Evaluation | None:
         """The evaluation by the evaluator called ``evaluator``, if the entry has one."""

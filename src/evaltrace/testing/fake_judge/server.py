@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
@@ -35,6 +34,7 @@ from evaltrace.testing.fake_judge._wire import (
     error_body,
     flagged_word_patterns,
 )
+from evaltrace.testing.lifecycle import Started
 
 __all__ = [
     "FakeJudgeServer",
@@ -149,7 +149,7 @@ class _Fault:
     body: bytes = b""
 
 
-class FakeJudgeServer:
+class FakeJudgeServer(Started):
     """An OpenAI-compatible HTTP server on loopback with scripted, deterministic answers.
 
     Replies by endpoint (all under ``/v1``):
@@ -261,17 +261,6 @@ class FakeJudgeServer:
         httpd.server_close()
         thread.join()
         self._httpd = self._thread = None
-
-    def __enter__(self) -> FakeJudgeServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def port(self) -> int:
