@@ -21,6 +21,7 @@ Example:
 """
 
 from evaltrace.datasets.assertions import DatasetPassResult, assert_dataset_pass
+from evaltrace.datasets.executor import EntrySink, Executor, LocalExecutor, RunPlan
 from evaltrace.datasets.loading import MAX_DATASET_BYTES, dataset_from_data, load_dataset
 from evaltrace.datasets.model import INHERIT, Dataset, DatasetEntry, EvaluatorSpec, NamedInput
 from evaltrace.datasets.problems import DatasetError, DatasetProblem
@@ -44,6 +45,7 @@ from evaltrace.datasets.run import (
     EntryFilter,
     NoEntriesSelectedError,
     PreparedDataset,
+    ResumeError,
     matches_filter,
     prepare_dataset,
     run_dataset,
@@ -55,6 +57,7 @@ from evaltrace.datasets.runnable import (
     RunnableLifecycleError,
 )
 from evaltrace.datasets.schema import dataset_json_schema
+from evaltrace.datasets.sharding import Shard, ShardSpecError, selection_digest, shard_positions
 
 __all__ = [
     "BUILTIN_EVALUATORS",
@@ -69,6 +72,9 @@ __all__ = [
     "DatasetProblem",
     "EvaluatorBuildError",
     "EntryFilter",
+    "EntrySink",
+    "Executor",
+    "LocalExecutor",
     "EvaluatorSpec",
     "NamedInput",
     "NoEntriesSelectedError",
@@ -78,9 +84,13 @@ __all__ = [
     "ReferenceLoader",
     "ResolvedDataset",
     "ResolvedEvaluator",
+    "ResumeError",
+    "RunPlan",
     "Runnable",
     "RunnableAdapter",
     "RunnableLifecycleError",
+    "Shard",
+    "ShardSpecError",
     "UnknownEvaluatorError",
     "build_evaluator",
     "dataset_from_data",
@@ -94,4 +104,6 @@ __all__ = [
     "registered_evaluators",
     "resolve_dataset",
     "run_dataset",
+    "selection_digest",
+    "shard_positions",
 ]
