@@ -25,6 +25,7 @@ from evaltrace.datasets.executor import EntrySink, Executor, LocalExecutor, RunP
 from evaltrace.datasets.loading import MAX_DATASET_BYTES, dataset_from_data, load_dataset
 from evaltrace.datasets.model import INHERIT, Dataset, DatasetEntry, EvaluatorSpec, NamedInput
 from evaltrace.datasets.problems import DatasetError, DatasetProblem
+from evaltrace.datasets.ray_executor import RayExecutor, RayExecutorError, SharedRateLimiter
 from evaltrace.datasets.references import Reference, ReferenceLoader, parse_reference
 from evaltrace.datasets.registry import (
     BUILTIN_EVALUATORS,
@@ -80,6 +81,8 @@ __all__ = [
     "NoEntriesSelectedError",
     "NotRunnableError",
     "PreparedDataset",
+    "RayExecutor",
+    "RayExecutorError",
     "Reference",
     "ReferenceLoader",
     "ResolvedDataset",
@@ -91,6 +94,7 @@ __all__ = [
     "RunnableLifecycleError",
     "Shard",
     "ShardSpecError",
+    "SharedRateLimiter",
     "UnknownEvaluatorError",
     "build_evaluator",
     "dataset_from_data",

@@ -43,6 +43,7 @@ from evaltrace.results.folder import (
     write_atomically,
     write_result,
 )
+from evaltrace.results.merge import MergeError, merge_results
 from evaltrace.results.outcomes import (
     AgentOutcome,
     TaskDefinition,
@@ -79,6 +80,7 @@ __all__ = [
     "EntryLines",
     "EntryChange",
     "EvaluationChange",
+    "MergeError",
     "ResultFileError",
     "ResultsFolder",
     "ResultsFolderError",
@@ -99,6 +101,7 @@ __all__ = [
     "iter_entries",
     "load_result",
     "load_task_definitions",
+    "merge_results",
     "new_run_id",
     "print_diff",
     "print_report",
