@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -84,7 +84,7 @@ def _key(dataset: str, name: str) -> tuple[bytes, str]:
     return hashlib.sha256(f"{dataset}\0{name}".encode()).digest(), name
 
 
-def shard_positions(dataset: str, names: Sequence[str], shard: Shard) -> list[int]:
+def shard_positions(dataset: str, names: Sequence[str], shard: Shard) -> Sequence[int]:
     """The positions in ``names`` of the entries in ``shard``, in ascending order.
 
     Args:
@@ -93,12 +93,12 @@ def shard_positions(dataset: str, names: Sequence[str], shard: Shard) -> list[in
         shard: Which shard.
     """
     if shard.count == 1:
-        return list(range(len(names)))
+        return range(len(names))
     order = sorted(range(len(names)), key=lambda position: _key(dataset, names[position]))
     return sorted(order[shard.index - 1 :: shard.count])
 
 
-def selection_digest(names: Sequence[str]) -> str:
+def selection_digest(names: Iterable[str]) -> str:
     """SHA-256 (hex) of entry names, in order: which entries of a dataset a run was given."""
     digest = hashlib.sha256()
     for name in names:
