@@ -50,8 +50,8 @@ async def run(question: str, number: int) -> str:
 
 
 def burn(number: int) -> int:
-    end = time.process_time() + 0.05
-    while time.process_time() < end:
+    end = time.thread_time() + 0.05  # this thread's CPU: local runs use several threads
+    while time.thread_time() < end:
         pass
     return number
 
