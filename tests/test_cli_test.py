@@ -405,7 +405,7 @@ def test_no_scorecard_leaves_it_out(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "scorecard:" not in done.stdout
     (folder,) = (tmp_path / "evaltrace_results").iterdir()
-    assert sorted(path.name for path in folder.iterdir()) == ["result.json", "traces.jsonl"]
+    assert "scorecard.html" not in [path.name for path in folder.iterdir()]
 
 
 def test_report_writes_a_scorecard_and_csv_from_a_saved_run(tmp_path: Path) -> None:

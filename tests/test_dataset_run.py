@@ -20,7 +20,15 @@ from evaltrace.datasets import (
 )
 from evaltrace.datasets.references import module_name_for
 from evaltrace.evals import CompletionStatus, RunResult
-from evaltrace.results import RESULT_FILE, TRACES_FILE, ResultsFolderError, load_result, new_run_id
+from evaltrace.results import (
+    ENTRIES_FILE,
+    RESULT_FILE,
+    RUN_FILE,
+    TRACES_FILE,
+    ResultsFolderError,
+    load_result,
+    new_run_id,
+)
 
 S = CompletionStatus
 
@@ -136,7 +144,9 @@ async def test_the_results_folder_holds_the_result_and_every_entrys_spans(
 
     (folder,) = (tmp_path / "results").iterdir()
     assert folder.name == result.run_id
-    assert sorted(path.name for path in folder.iterdir()) == [RESULT_FILE, TRACES_FILE]
+    assert sorted(path.name for path in folder.iterdir()) == sorted(
+        [ENTRIES_FILE, RESULT_FILE, RUN_FILE, TRACES_FILE]
+    )
     assert load_result(folder) == result
     traces = split_traces(load_traces(folder / TRACES_FILE))
     assert sorted(f"{one[0].span.trace_id:032x}" for one in traces) == sorted(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,7 @@ from evaltrace.cli._terminal import INTERRUPTED, CommandError, err, out, printab
 from evaltrace.errors import EvaltraceError
 
 if TYPE_CHECKING:
-    from evaltrace.datasets import PreparedDataset
+    from evaltrace.datasets import Executor, PreparedDataset, Shard
     from evaltrace.evals import RunResult
 
 __all__ = ["test"]
@@ -80,6 +81,31 @@ __all__ = ["test"]
     is_flag=True,
     help="Do not write scorecard.html (the HTML page of the run) into each run's folder.",
 )
+@click.option(
+    "--shard",
+    metavar="K/N",
+    help="Run only shard K of N of each dataset's entries (a stable, balanced split; "
+    "combine the shards' folders with `evaltrace merge`).",
+)
+@click.option(
+    "--resume",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Finish the interrupted run in DIR: run only the entries missing from its "
+    "entries.jsonl (same dataset, entry filter and shard), then write its result.json.",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where the entries run: this process, or Ray tasks (needs evaltrace[ray]).",
+)
+@click.option(
+    "--address",
+    metavar="ADDR",
+    help="With --executor ray: the Ray cluster to connect to (default: start a local one).",
+)
 @output_format(text="the report", json="each run's result.json content, one per line")
 def test(
     paths: Sequence[str],
@@ -93,6 +119,10 @@ def test(
     fail_on_regression: bool,
     exit_zero: bool,
     no_scorecard: bool,
+    shard: str | None,
+    resume: str | None,
+    executor: str,
+    address: str | None,
     output_format: str,
 ) -> int:
     """Run the dataset files in PATHS (files, or folders searched for *.evaltrace.json|yaml|yml).
@@ -115,6 +145,9 @@ def test(
         load_result,
     )
 
+    options = _scale_options(paths, entry_filter, shard, resume, executor, address)
+    if resume is not None:
+        paths, entry_filter = options.paths, options.entry_filter
     files = dataset_files(paths)
     loader = ReferenceLoader()
     prepared: list[PreparedDataset] = []
@@ -154,10 +187,11 @@ def test(
         concurrency=concurrency,
         timeout=timeout or None,
         threshold=threshold,
+        scale=options,
     )
     _print_results(runs.results, output_format=output_format, verbose=verbose)
     for result in runs.results:
-        folder = Path(output_dir) / result.run_id
+        folder = Path(resume) if resume is not None else Path(output_dir) / result.run_id
         page = None if no_scorecard else _scorecard(folder, old if old is not None else None)
         if output_format == "text":
             out(f"results: {folder}")
@@ -190,6 +224,7 @@ class _Runs:
         concurrency: int,
         timeout: float | None,
         threshold: float,
+        scale: _ScaleOptions,
     ) -> bool:
         """Run every dataset; whether Ctrl-C interrupted the runs."""
         import anyio
@@ -200,7 +235,7 @@ class _Runs:
         async def run_all() -> None:
             for item in self.datasets:
                 run_id = new_run_id()
-                self.last_folder = self.parent / run_id
+                self.last_folder = scale.resume or self.parent / run_id
                 try:
                     result = await run_dataset(
                         item,
@@ -211,6 +246,9 @@ class _Runs:
                         threshold=threshold,
                         progress=True,
                         run_id=run_id,
+                        shard=scale.shard,
+                        resume=scale.resume,
+                        executor=scale.executor,
                     )
                 except ResultsFolderError as exc:  # written in part: report what was
                     self.write_error = exc
@@ -230,6 +268,79 @@ class _Runs:
                     pass  # interrupted before its folder was made: nothing of it finished
             return True
         return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ScaleOptions:
+    """--shard, --resume and --executor, checked."""
+
+    paths: Sequence[str]
+    """The dataset files (for --resume without any: the one the run recorded)."""
+    entry_filter: str | None
+    """-k (for --resume without it: the one the run recorded)."""
+    shard: Shard | None = None
+    """The shard to run."""
+    resume: Path | None = None
+    """The folder of the run to finish."""
+    executor: Executor | None = None
+    """Where the entries run (None: this process)."""
+
+
+def _scale_options(
+    paths: Sequence[str],
+    entry_filter: str | None,
+    shard: str | None,
+    resume: str | None,
+    executor: str,
+    address: str | None,
+) -> _ScaleOptions:
+    from evaltrace.datasets import RayExecutor, Shard, ShardSpecError
+    from evaltrace.errors import MissingExtraError
+    from evaltrace.results import ResultFileError, read_run_header
+
+    chosen_shard = None
+    if shard is not None:
+        try:
+            chosen_shard = Shard.parse(shard)
+        except ShardSpecError as exc:
+            raise CommandError(f"--shard: {exc}") from None
+    if address is not None and executor != "ray":
+        raise CommandError("--address is the address of a Ray cluster: give --executor ray too")
+    runner: Executor | None = None
+    if executor == "ray":
+        try:
+            runner = RayExecutor(address=address)
+        except MissingExtraError as exc:
+            raise CommandError(f"--executor ray: {exc}") from None
+    if resume is None:
+        return _ScaleOptions(
+            paths=paths, entry_filter=entry_filter, shard=chosen_shard, executor=runner
+        )
+    try:
+        started = read_run_header(resume)
+    except ResultFileError as exc:
+        raise CommandError(f"--resume: {exc}") from None
+    selection = started.selection
+    if not paths:
+        if started.source is None:
+            raise CommandError(
+                f"--resume: the run in {resume} records no dataset file; give it as PATHS"
+            )
+        paths = [started.source]
+    if len(dataset_files(paths)) != 1:
+        raise CommandError("--resume finishes one run: give one dataset file (or none)")
+    if selection is not None:
+        if entry_filter is None:
+            entry_filter = selection.entry_filter
+        if chosen_shard is None and selection.shards > 1:
+            chosen_shard = Shard(selection.shard, selection.shards)
+    return _ScaleOptions(
+        paths=paths,
+        entry_filter=entry_filter,
+        shard=chosen_shard,
+        resume=Path(resume),
+        executor=runner,
+    )
 
 
 def _scorecard(folder: Path, baseline: RunResult | None) -> Path | None:

@@ -21,9 +21,11 @@ Example:
 """
 
 from evaltrace.datasets.assertions import DatasetPassResult, assert_dataset_pass
+from evaltrace.datasets.executor import EntrySink, Executor, LocalExecutor, RunPlan
 from evaltrace.datasets.loading import MAX_DATASET_BYTES, dataset_from_data, load_dataset
 from evaltrace.datasets.model import INHERIT, Dataset, DatasetEntry, EvaluatorSpec, NamedInput
 from evaltrace.datasets.problems import DatasetError, DatasetProblem
+from evaltrace.datasets.ray_executor import RayExecutor, RayExecutorError, SharedRateLimiter
 from evaltrace.datasets.references import Reference, ReferenceLoader, parse_reference
 from evaltrace.datasets.registry import (
     BUILTIN_EVALUATORS,
@@ -44,6 +46,7 @@ from evaltrace.datasets.run import (
     EntryFilter,
     NoEntriesSelectedError,
     PreparedDataset,
+    ResumeError,
     matches_filter,
     prepare_dataset,
     run_dataset,
@@ -55,6 +58,7 @@ from evaltrace.datasets.runnable import (
     RunnableLifecycleError,
 )
 from evaltrace.datasets.schema import dataset_json_schema
+from evaltrace.datasets.sharding import Shard, ShardSpecError, selection_digest, shard_positions
 
 __all__ = [
     "BUILTIN_EVALUATORS",
@@ -69,18 +73,28 @@ __all__ = [
     "DatasetProblem",
     "EvaluatorBuildError",
     "EntryFilter",
+    "EntrySink",
+    "Executor",
+    "LocalExecutor",
     "EvaluatorSpec",
     "NamedInput",
     "NoEntriesSelectedError",
     "NotRunnableError",
     "PreparedDataset",
+    "RayExecutor",
+    "RayExecutorError",
     "Reference",
     "ReferenceLoader",
     "ResolvedDataset",
     "ResolvedEvaluator",
+    "ResumeError",
+    "RunPlan",
     "Runnable",
     "RunnableAdapter",
     "RunnableLifecycleError",
+    "Shard",
+    "ShardSpecError",
+    "SharedRateLimiter",
     "UnknownEvaluatorError",
     "build_evaluator",
     "dataset_from_data",
@@ -94,4 +108,6 @@ __all__ = [
     "registered_evaluators",
     "resolve_dataset",
     "run_dataset",
+    "selection_digest",
+    "shard_positions",
 ]

@@ -21,32 +21,43 @@ import contextlib
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from array import array
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Final, TypeAlias
-
-from pydantic import JsonValue
+from typing import Final, TypeAlias
 
 from evaltrace._safe_text import exception_text, safe_repr
 from evaltrace.checks import check_count, check_timeout
+from evaltrace.datasets.executor import Executor, LocalExecutor, PreparedDataset, RunPlan
 from evaltrace.datasets.loading import load_dataset
 from evaltrace.datasets.model import Dataset, DatasetEntry
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, format_location
 from evaltrace.datasets.references import ReferenceLoader
 from evaltrace.datasets.resolution import ResolvedDataset, resolve_dataset
-from evaltrace.datasets.runnable import RunnableAdapter
+from evaltrace.datasets.sharding import Shard, selection_digest, shard_positions
 from evaltrace.errors import EvaltraceError
-from evaltrace.evals.evaluable import json_value
-from evaltrace.evals.evaluation import Evaluation, EvaluationError
+from evaltrace.evals.evaluation import EvaluationError
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
-from evaltrace.evals.result import EntryResult, RunResult
-from evaltrace.evals.runner import InputResult, evaluate_inputs
+from evaltrace.evals.result import EntryResult, EntrySelection, RunResult
 from evaltrace.evals.selectors import TraceSelector
-from evaltrace.metrics.classification import AggregatorSpec, compute_dataset_evaluator_results
-from evaltrace.results.folder import ResultsFolder, ResultsFolderError, new_run_id
+from evaltrace.metrics.classification import (
+    AGGREGATOR_SPEC_ADAPTER,
+    AggregatorSpec,
+    DatasetResultsTally,
+    compute_dataset_evaluator_results,
+)
+from evaltrace.results.folder import (
+    EntryLines,
+    ResultsFolder,
+    ResultsFolderError,
+    load_result,
+    new_run_id,
+    read_run_header,
+    scan_entries,
+)
 from evaltrace.results.progress import RunProgress
-from evaltrace.trace import walk_trace
+from evaltrace.trace import SpanRecord
 
 __all__ = [
     "DEFAULT_DATASET_TIMEOUT",
@@ -54,6 +65,7 @@ __all__ = [
     "EntryFilter",
     "NoEntriesSelectedError",
     "PreparedDataset",
+    "ResumeError",
     "matches_filter",
     "prepare_dataset",
     "run_dataset",
@@ -74,28 +86,8 @@ class NoEntriesSelectedError(EvaltraceError, ValueError):
     """The entry filter of a run matches none of the dataset's entries."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class PreparedDataset:
-    """A dataset checked and resolved for a run: what each entry runs and how it is scored."""
-
-    resolved: ResolvedDataset
-    """The dataset with its runnable and evaluators."""
-    entry_evaluators: list[list[EvaluatorFunction]]
-    """Each entry's evaluators, in the order of the dataset's entries."""
-    aggregators: dict[str, list[AggregatorSpec]]
-    """The dataset-level metrics, by the display name of their source evaluator."""
-    aggregator_sources: dict[str, EvaluatorFunction]
-    """The source evaluator of each key of ``aggregators``."""
-
-    @property
-    def dataset(self) -> Dataset:
-        """The dataset."""
-        return self.resolved.dataset
-
-    @property
-    def runnable(self) -> RunnableAdapter:
-        """The runnable."""
-        return self.resolved.runnable
+class ResumeError(EvaltraceError, ValueError):
+    """A run cannot be resumed in the folder given: another dataset, selection or shard."""
 
 
 DatasetSource: TypeAlias = PreparedDataset | ResolvedDataset | Dataset | str | os.PathLike[str]
@@ -135,7 +127,8 @@ def prepare_dataset(
         return dataset if isinstance(dataset, PreparedDataset) else _prepared_from_files(dataset)
     loaded = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     if evaluators is None:
-        return _prepared_from_files(resolve_dataset(loaded, runnable=runnable, loader=loader))
+        prepared = _prepared_from_files(resolve_dataset(loaded, runnable=runnable, loader=loader))
+        return replace(prepared, from_code=runnable is not None)
     given = list(evaluators)
     if not given:
         raise ValueError("evaluators is empty; give one or more, or None for the file's own")
@@ -180,6 +173,7 @@ def prepare_dataset(
         entry_evaluators=[given] * len(loaded.entries),
         aggregators=aggregators,
         aggregator_sources={name: names[name] for name in aggregators},
+        from_code=True,
     )
 
 
@@ -268,6 +262,10 @@ async def run_dataset(
     progress: bool = False,
     loader: ReferenceLoader | None = None,
     run_id: str | None = None,
+    shard: Shard | str | None = None,
+    resume: str | os.PathLike[str] | None = None,
+    executor: Executor | None = None,
+    keep_entries: bool = True,
 ) -> RunResult:
     """Run every entry of a dataset through its runnable, score it, and return the result.
 
@@ -276,7 +274,8 @@ async def run_dataset(
             resolved (:func:`resolve_dataset`) or prepared (:func:`prepare_dataset`).
         runnable: The app entry point, instead of the dataset's ``runnable`` reference.
         evaluators: Evaluators given in code, scoring every entry instead of the file's.
-        concurrency: Most entries in flight at once.
+        concurrency: Most entries in flight at once (in each worker, with an executor that
+            has workers).
         timeout: Seconds allowed for each run of the runnable and for each evaluation
             (:data:`DEFAULT_DATASET_TIMEOUT` by default; ``None`` for no limit). A run past it
             makes its entry ``TIMED_OUT``.
@@ -288,12 +287,27 @@ async def run_dataset(
         from_trace: Selects what to score from each entry's trace; default
             :func:`evaltrace.root`.
         on_entry: Called as each entry finishes, with its result, the number finished and the
-            number selected (in the event loop's thread; keep it quick).
+            number this run runs (in the event loop's thread; keep it quick).
         progress: Show a progress bar (plain lines when ``CI`` is set or standard error is
             not a terminal) on standard error.
         loader: The module loader shared by the datasets of one run.
         run_id: The run's id (and folder name); a new :func:`~evaltrace.results.new_run_id`
             by default.
+        shard: Run only this shard of the selected entries: a :class:`Shard` or ``"K/N"``
+            (see :mod:`evaltrace.datasets.sharding` for the rule). Each entry keeps its
+            position in the whole selection as its ``index``, so that
+            :func:`~evaltrace.results.merge_results` can put the shards back together.
+        resume: The folder of an interrupted run of this dataset (same entry filter and
+            shard, checked): only the entries missing from its ``entries.jsonl`` run,
+            appended to its files, and its ``result.json`` is written with every entry.
+            ``output_dir`` and ``run_id`` are then not used.
+        executor: Where the entries run: :class:`LocalExecutor` (this process, the default)
+            or a :class:`~evaltrace.datasets.RayExecutor`.
+        keep_entries: Whether the result returned holds every entry (the default). With
+            ``False`` and an ``output_dir``, each entry is written as it finishes and then
+            dropped, so memory stays flat in the number of entries; the result returned then
+            has no entries (read them with :func:`~evaltrace.results.load_result` or
+            :func:`~evaltrace.results.iter_entries` from the folder).
 
     Returns:
         The run's result: one :class:`~evaltrace.evals.EntryResult` per selected entry (its
@@ -304,10 +318,13 @@ async def run_dataset(
     Raises:
         DatasetError: Everything wrong with the dataset, before anything runs.
         NoEntriesSelectedError: ``entry_filter`` matches no entry.
+        ResumeError: ``resume`` is the folder of a run of another dataset, selection or shard.
+        ResultFileError: ``resume`` is not a run's folder.
         ResultsFolderError: ``output_dir`` cannot be written (before anything runs), or
             writing failed during the run (after it ended; ``result.json`` is written if it
             can be).
-        ValueError: A bad ``concurrency``, ``timeout`` or ``threshold``.
+        ValueError: A bad ``concurrency``, ``timeout``, ``threshold`` or ``shard``, or
+            ``keep_entries=False`` without a folder.
 
     Example:
         >>> result = anyio.run(run_dataset, "faq.evaltrace.json")  # doctest: +SKIP
@@ -320,40 +337,154 @@ async def run_dataset(
         isinstance(threshold, int | float) and math.isfinite(threshold) and 0 <= threshold <= 1
     ):
         raise ValueError(f"threshold must be a number in [0, 1], got {safe_repr(threshold)}")
+    if not keep_entries and output_dir is None and resume is None:
+        raise ValueError(
+            "keep_entries=False drops each entry once it is written: give output_dir= (or "
+            "resume=) for the run's folder"
+        )
+    chosen_shard = Shard.parse(shard) if isinstance(shard, str) else shard or Shard(1, 1)
     prepared = prepare_dataset(dataset, runnable=runnable, evaluators=evaluators, loader=loader)
     data = prepared.dataset
-    selected = [i for i, entry in enumerate(data.entries) if matches_filter(entry, entry_filter)]
+    # Positions in a compact array: a run of 10**6 entries holds 8 bytes for each, not 36.
+    selected = array(
+        "q", (i for i, entry in enumerate(data.entries) if matches_filter(entry, entry_filter))
+    )
     if not selected:
         raise NoEntriesSelectedError(
             f"the entry filter {_describe_filter(entry_filter)} matches none of the "
             f"{len(data.entries)} entries of dataset {data.name or data.source!r}; it selects "
             "entries whose name or description contains it (ignoring case)"
         )
-    folder = ResultsFolder.create(output_dir, run_id) if output_dir is not None else None
-    display = RunProgress(data.name or prepared.runnable.name, len(selected)) if progress else None
+    name = data.name or prepared.runnable.name
+    names = (data.entries[i].name or str(i) for i in selected)
+    selection = EntrySelection(
+        entries=len(selected),
+        digest=selection_digest(names),
+        shard=chosen_shard.index,
+        shards=chosen_shard.count,
+        entry_filter=entry_filter if isinstance(entry_filter, str) else None,
+    )
+    positions: Sequence[int] = (
+        shard_positions(name, [data.entries[i].name or str(i) for i in selected], chosen_shard)
+        if chosen_shard.count > 1
+        else range(len(selected))
+    )
+    header = RunResult(
+        run_id=run_id or "",
+        name=name,
+        source=data.source if data.path is not None else None,
+        evaluators=_evaluator_names(prepared, selected),
+        threshold=threshold,
+        settings={
+            "concurrency": concurrency,
+            "timeout": timeout,
+            "threshold": threshold,
+            "entry_filter": None if entry_filter is None else _describe_filter(entry_filter),
+            "runnable": prepared.runnable.name,
+            "from_trace": None if from_trace is None else evaluator_name(from_trace),
+            "executor": "local" if executor is None else _executor_name(executor),
+        },
+        selection=selection,
+        aggregators={
+            source: [
+                AGGREGATOR_SPEC_ADAPTER.dump_python(spec, mode="json", by_alias=True)
+                for spec in specs
+            ]
+            for source, specs in prepared.aggregators.items()
+        },
+        started_at=datetime.now(UTC),
+    )
+    tally = DatasetResultsTally(prepared.aggregators)
+    folder: ResultsFolder | None
+    if resume is not None:
+        folder, header, done = _reopen(resume, header, tally)
+        positions = [position for position in positions if not done.has(position)]
+    else:
+        folder = ResultsFolder.create(output_dir, run_id, header=header) if output_dir else None
+        header = header.model_copy(
+            update={"run_id": folder.run_id if folder else (run_id or new_run_id())}
+        )
+    display = RunProgress(name, len(positions)) if progress else None
     with contextlib.ExitStack() as stack:
         if folder is not None:
             stack.enter_context(folder)
         if display is not None:
             stack.enter_context(display)
         run = _Run(
-            prepared=prepared,
-            selected=selected,
-            threshold=threshold,
+            header=header,
             folder=folder,
             display=display,
             on_entry=on_entry,
-            run_id=folder.run_id if folder is not None else (run_id or new_run_id()),
-            settings={
-                "concurrency": concurrency,
-                "timeout": timeout,
-                "threshold": threshold,
-                "entry_filter": None if entry_filter is None else _describe_filter(entry_filter),
-                "runnable": prepared.runnable.name,
-                "from_trace": None if from_trace is None else evaluator_name(from_trace),
-            },
+            tally=tally,
+            keep=len(selected) if keep_entries and resume is None else None,
+            total=len(positions),
         )
-        return await run.execute(concurrency=concurrency, timeout=timeout, from_trace=from_trace)
+        plan = RunPlan(
+            prepared=prepared,
+            selected=selected,
+            positions=positions,
+            run_id=header.run_id,
+            threshold=threshold,
+            timeout=timeout,
+            concurrency=concurrency,
+            from_trace=from_trace,
+        )
+        result = await run.execute(executor or LocalExecutor(), plan)
+    if resume is not None and keep_entries and folder is not None:
+        return load_result(folder.result_path)
+    return result
+
+
+def _evaluator_names(prepared: PreparedDataset, selected: Sequence[int]) -> list[str]:
+    """The display names of every evaluator of the selection, in first-use order."""
+    names: dict[str, None] = {}
+    seen: set[int] = set()
+    for index in selected:
+        checks = prepared.entry_evaluators[index]
+        if id(checks) in seen:  # entries with the same evaluators share one list
+            continue
+        seen.add(id(checks))
+        for check in checks:
+            names.setdefault(evaluator_name(check), None)
+    return list(names)
+
+
+def _executor_name(executor: object) -> str:
+    return type(executor).__name__
+
+
+def _reopen(
+    path: str | os.PathLike[str], header: RunResult, tally: DatasetResultsTally
+) -> tuple[ResultsFolder, RunResult, EntryLines]:
+    """The interrupted run's folder, its header, and the entries it has (counted in ``tally``)."""
+    started = read_run_header(path)
+    given, recorded = header.selection, started.selection
+    if started.name != header.name or recorded is None or given is None:
+        raise ResumeError(
+            f"{path} holds a run of {started.name!r}, not of {header.name!r}; resume a run in "
+            "its own folder, with its own dataset"
+        )
+    if (recorded.digest, recorded.shard, recorded.shards) != (
+        given.digest,
+        given.shard,
+        given.shards,
+    ):
+        raise ResumeError(
+            f"{path} holds a run of {recorded.label} of {started.name!r} (entry filter "
+            f"{recorded.entry_filter!r}), but this run selects {given.label} (entry filter "
+            f"{given.entry_filter!r}); resume with the same entry filter and shard"
+        )
+    folder = ResultsFolder.reopen(path)
+
+    def count(line: bytes) -> None:
+        tally.add(EntryResult.model_validate_json(line).evaluations)
+
+    try:
+        done = scan_entries([folder.entries_path], count if header.aggregators else None)
+    except BaseException:
+        folder.close()
+        raise
+    return folder, started.model_copy(update={"settings": header.settings}), done
 
 
 def _describe_filter(entry_filter: EntryFilter | None) -> str:
@@ -363,163 +494,71 @@ def _describe_filter(entry_filter: EntryFilter | None) -> str:
 
 
 class _Run:
-    """One run of a prepared dataset: its entries as they finish, and the result at the end."""
+    """One run: its entries as they finish (written, tallied, dropped) and the result."""
 
     def __init__(
         self,
         *,
-        prepared: PreparedDataset,
-        selected: list[int],
-        threshold: float,
+        header: RunResult,
         folder: ResultsFolder | None,
         display: RunProgress | None,
         on_entry: Callable[[EntryResult, int, int], object] | None,
-        run_id: str,
-        settings: dict[str, JsonValue],
+        tally: DatasetResultsTally,
+        keep: int | None,
+        total: int,
     ) -> None:
-        self.prepared = prepared
-        self.selected = selected
-        self.threshold = threshold
+        self.header = header
         self.folder = folder
         self.display = display
         self.on_entry = on_entry
-        self.run_id = run_id
-        self.settings = settings
-        self.entries: list[EntryResult | None] = [None] * len(selected)
+        self.tally = tally
+        self.kept: list[EntryResult | None] | None = [None] * keep if keep is not None else None
+        self.total = total
+        self.done = 0
         self.errors: list[EvaluationError] = []
         self.write_error: ResultsFolderError | None = None
-        self.started_at = datetime.now(UTC)
         self.started = time.perf_counter()
 
-    async def execute(
-        self, *, concurrency: int, timeout: float | None, from_trace: TraceSelector | None
-    ) -> RunResult:
-        data = self.prepared.dataset
-        adapter = self.prepared.runnable
-        entries = [data.entries[i] for i in self.selected]
-
-        async def run_entry(entry_kwargs: dict[str, Any]) -> Any:
-            return await adapter.run(entry_kwargs)
-
-        run_entry.__name__ = adapter.name  # the name of each entry's root span
-        results: list[InputResult] = []
-        phase = "setup"
+    async def execute(self, executor: Executor, plan: RunPlan) -> RunResult:
         try:
-            async with adapter.session():
-                phase = "entries"
-                results = await evaluate_inputs(
-                    run_entry,
-                    [entry.entry_kwargs for entry in entries],
-                    [],
-                    evaluables=[entry.to_evaluable() for entry in entries],
-                    per_input_evaluators=[self._evaluators_of(p) for p in range(len(entries))],
-                    from_trace=from_trace,
-                    concurrency=concurrency,
-                    timeout=timeout,
-                    on_progress=self._finished,
-                )
-                phase = "teardown"
-        except Exception as exc:
-            if phase == "entries":  # not the app's failure (those are data): keep what finished
-                self._write(self._result(interrupted=True), raising=False)
-                raise
-            # The app's setup raised (every entry errors), or its teardown did (after the
-            # entries finished): either is the run's error, reported with the result.
-            self.errors.append(EvaluationError.from_exception(exc, where=phase))
-            if phase == "setup":
-                self._setup_failed(entries)
-        except BaseException:  # interrupted (Ctrl-C, cancelled): keep what finished
+            self.errors += await executor.execute(plan, self.finished)
+        except BaseException:  # interrupted (Ctrl-C, cancelled, a failure): keep what finished
             self._write(self._result(interrupted=True), raising=False)
             raise
-        for item in results:
-            if self.entries[item.index] is None:  # its on_progress call failed part-way
-                self.entries[item.index] = self._entry(item)
-        results.clear()  # the runner's rows: what the result needs is in the entries now
         result = self._result(interrupted=False)
         self._write(result, raising=True)
         return result
 
-    def _entry(self, item: InputResult) -> EntryResult:
-        entry = self.prepared.dataset.entries[self.selected[item.index]]
-        return item.to_entry(name=entry.name, threshold=self.threshold)
-
-    def _finished(self, item: InputResult, done: int, total: int) -> None:
-        """Keep a finished entry, write its spans, release its capture, report it."""
-        entry = self._entry(item)
-        self.entries[item.index] = entry
-        if item.run is not None:
-            if self.folder is not None and self.write_error is None:
-                # The tree the selector built holds each span as a record already.
-                spans = (node.span.record for node in walk_trace(item.run.handler.trace))
-                try:
-                    self.folder.add_entry(entry, spans)
-                except ResultsFolderError as exc:
-                    self.write_error = exc
-            item.run.handler.clear()
+    def finished(self, entry: EntryResult, spans: Iterable[SpanRecord | str]) -> None:
+        """Write a finished entry with its spans, count it, report it; keep it if asked."""
+        if self.folder is not None and self.write_error is None:
+            try:
+                self.folder.add_entry(entry, spans)
+            except ResultsFolderError as exc:
+                self.write_error = exc
+        self.tally.add(entry.evaluations)
+        if self.kept is not None:
+            self.kept[entry.index] = entry
+        self.done += 1
         if self.display is not None:
             self.display.advance(entry)
         if self.on_entry is not None:
-            self.on_entry(entry, done, total)
-
-    def _setup_failed(self, entries: list[DatasetEntry]) -> None:
-        error = self.errors[-1]
-        for position, entry in enumerate(entries):
-            names = [evaluator_name(check) for check in self._evaluators_of(position)]
-            case = entry.to_evaluable()
-            result = EntryResult(
-                index=position,
-                name=entry.name or str(position),
-                description=case.description,
-                input=json_value(entry.entry_kwargs),
-                eval_input=case.eval_input,
-                expectation=case.expectation,
-                eval_metadata=case.eval_metadata,
-                evaluations=[Evaluation.errored(error, evaluator=name) for name in names],
-                error=error,
-            )
-            self.entries[position] = result
-            if self.display is not None:
-                self.display.advance(result)
-
-    def _evaluators_of(self, position: int) -> list[EvaluatorFunction]:
-        return self.prepared.entry_evaluators[self.selected[position]]
+            self.on_entry(entry, self.done, self.total)
 
     def _result(self, *, interrupted: bool) -> RunResult:
-        entries = [entry for entry in self.entries if entry is not None]
-        data = self.prepared.dataset
-        names: dict[str, None] = {}
-        for position in range(len(self.selected)):
-            for check in self._evaluators_of(position):
-                names.setdefault(evaluator_name(check), None)
-        return RunResult(
-            run_id=self.run_id,
-            name=data.name or self.prepared.runnable.name,
-            source=data.source if data.path is not None else None,
-            evaluators=list(names),
-            entries=entries,
-            dataset_results=self._dataset_results(entries),
-            started_at=self.started_at,
-            finished_at=datetime.now(UTC),
-            duration_s=time.perf_counter() - self.started,
-            threshold=self.threshold,
-            settings=self.settings,
-            errors=self.errors,
-            interrupted=interrupted,
+        kept = self.kept or []
+        fields = {name: getattr(self.header, name) for name in RunResult.model_fields}
+        return RunResult(  # validated: the dataset-level details are saved as JSON data
+            **{
+                **fields,
+                "entries": [entry for entry in kept if entry is not None],
+                "dataset_results": self.tally.results(),
+                "finished_at": datetime.now(UTC),
+                "duration_s": time.perf_counter() - self.started,
+                "errors": [*self.header.errors, *self.errors],
+                "interrupted": interrupted,
+            }
         )
-
-    def _dataset_results(self, entries: list[EntryResult]) -> dict[str, Evaluation]:
-        aggregators = self.prepared.aggregators
-        if not aggregators:
-            return {}
-        columns: dict[str, list[Evaluation]] = {name: [] for name in aggregators}
-        for entry in entries:
-            checks = self._evaluators_of(entry.index)
-            for name, source in self.prepared.aggregator_sources.items():
-                for check, evaluation in zip(checks, entry.evaluations, strict=False):
-                    if check is source:
-                        columns[name].append(evaluation)
-                        break
-        return compute_dataset_evaluator_results(columns, aggregators)
 
     def _write(self, result: RunResult, *, raising: bool) -> None:
         if self.folder is None:

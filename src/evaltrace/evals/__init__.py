@@ -25,6 +25,7 @@ from evaltrace.evals.report import results_table
 from evaltrace.evals.result import (
     CompletionStatus,
     EntryResult,
+    EntrySelection,
     RunResult,
     entry_status,
 )
@@ -49,6 +50,7 @@ from evaltrace.evals.sync import RunningLoopError, run
 __all__ = [
     "CompletionStatus",
     "EntryResult",
+    "EntrySelection",
     "RunResult",
     "entry_status",
     "by_kind",

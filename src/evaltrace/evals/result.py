@@ -49,6 +49,7 @@ __all__ = [
     "ComponentRecord",
     "CompletionStatus",
     "EntryResult",
+    "EntrySelection",
     "RunResult",
     "entry_status",
 ]
@@ -235,6 +236,38 @@ class EntryResult(HasExpectation):
         return None
 
 
+class EntrySelection(BaseModel):
+    """Which of a dataset's entries a run was given: its entry filter and its shard.
+
+    Recorded so that the results of shards can be merged (they must come from the same
+    selection, and together cover it) and an interrupted run resumed (on the same selection).
+
+    Example:
+        >>> EntrySelection(entries=10, digest="ab" * 32, shard=2, shards=3).label
+        'shard 2/3 of 10 entries'
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    entries: int = Field(ge=0)
+    """How many entries the dataset's entry filter selected, across every shard."""
+    digest: str
+    """SHA-256 (hex) of those entries' names in dataset order: the same selection of the same
+    dataset gives the same digest on every machine."""
+    shard: int = Field(default=1, ge=1)
+    """This run's shard, from 1 to :attr:`shards`."""
+    shards: int = Field(default=1, ge=1)
+    """How many shards the selection was split into (1: not sharded)."""
+    entry_filter: str | None = None
+    """The text entry filter (``-k``), if one was given as text."""
+
+    @property
+    def label(self) -> str:
+        """How messages name it: ``"shard 2/3 of 10 entries"`` or ``"10 entries"``."""
+        whole = f"{self.entries} entr{'y' if self.entries == 1 else 'ies'}"
+        return f"shard {self.shard}/{self.shards} of {whole}" if self.shards > 1 else whole
+
+
 class RunResult(BaseModel):
     """The saved result of one run: its entries, dataset-level results, timing and settings.
 
@@ -275,6 +308,13 @@ class RunResult(BaseModel):
     interrupted: bool = False
     """Whether the run was stopped (Ctrl-C, cancelled) before every entry finished; then
     ``entries`` holds the ones that finished."""
+    selection: EntrySelection | None = None
+    """Which of the dataset's entries the run was given (its shard among them); ``None`` for
+    a run that did not come from a dataset."""
+    aggregators: dict[str, list[dict[str, JsonValue]]] = Field(default_factory=dict)
+    """The dataset-level aggregators declared on each evaluator (by its display name), as a
+    dataset file writes them: what :attr:`dataset_results` was computed from, kept so that
+    merging shards can compute them again over every entry."""
 
     @field_validator("dataset_results")
     @classmethod

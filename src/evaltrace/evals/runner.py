@@ -11,7 +11,15 @@ import logging
 import time
 import types
 import uuid
-from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
+from collections.abc import (
+    Callable,
+    Coroutine,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
@@ -42,7 +50,9 @@ from evaltrace.trace import MemoryTraceHandler, ObservationNode, capture_traces
 
 __all__ = [
     "InputResult",
+    "RunInput",
     "RunOutcome",
+    "evaluate_each",
     "evaluate_inputs",
     "run_and_evaluate",
     "run_captured",
@@ -133,6 +143,24 @@ class InputResult:
                 trace_ids=[f"{trace_id:032x}" for trace_id in run.handler.trace_ids],
             )
         return EntryResult(**fields)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunInput:
+    """One input of :func:`evaluate_each`: what to run, how to score it, and its name."""
+
+    index: int
+    """Its position, kept in the result (:attr:`InputResult.index`)."""
+    eval_input: Any
+    """The argument given to the runnable."""
+    evaluators: Sequence[EvaluatorFunction]
+    """Its evaluators. Inputs sharing one list object share its preparation."""
+    evaluable: Evaluable | None = None
+    """A test case whose named inputs are served during the run and whose expectation and
+    metadata are kept."""
+    name: str | None = None
+    """Its name, given to evaluators (:attr:`EvaluatorContext.entry_name`) and quoted in
+    errors; by default the evaluable's ``description``."""
 
 
 def _runnable_name(runnable: Callable[..., Any]) -> str:
@@ -541,46 +569,191 @@ async def evaluate_inputs(
     plans = _evaluator_plans(checks, per_input_evaluators, len(items))
     names = _entry_names(entry_names, cases, len(items))
     run_attributes = _run_attributes(attributes)
-    run_id = run_id if run_id is not None else uuid.uuid4().hex
-    app = _Runnable.of(runnable)
-    results: list[InputResult] = [
+    results = [
         InputResult(index=i, eval_input=item, evaluable=None) for i, item in enumerate(items)
     ]
+    done = 0
 
-    async def score(outcome: InputResult) -> None:
+    def report(outcome: InputResult) -> None:
+        nonlocal done
+        done += 1
+        if on_progress is not None:
+            _report_progress(on_progress, outcome, done, len(results))
+
+    await _evaluate_all(
+        _Runnable.of(runnable),
+        (
+            _Item(outcome, plans[i], cases[i] if cases is not None else None, names[i])
+            for i, outcome in enumerate(results)
+        ),
+        on_result=report,
+        from_trace=from_trace,
+        concurrency=min(concurrency, len(results)),
+        timeout=timeout,
+        run_id=run_id if run_id is not None else uuid.uuid4().hex,
+        attributes=run_attributes,
+    )
+    for outcome in results:  # whatever ended a worker early, no row is left short
+        _complete(outcome, plans[outcome.index][1])
+    return results
+
+
+async def evaluate_each(
+    runnable: Callable[..., Any],
+    inputs: Iterable[RunInput],
+    *,
+    on_result: Callable[[InputResult], object],
+    from_trace: TraceSelector | None = None,
+    concurrency: int = 8,
+    timeout: float | None = None,
+    run_id: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
+) -> None:
+    """Run and score each input as :func:`evaluate_inputs` does, handing each result on.
+
+    The streaming form of :func:`evaluate_inputs`, for inputs too many to hold: ``inputs`` is
+    read lazily, as workers become free, and each finished input is given to ``on_result``
+    and then dropped, so memory holds the inputs in flight, not the run. Release what
+    ``on_result`` keeps (``result.run.handler.clear()`` once its spans are written).
+
+    Args:
+        runnable: The app entry point, sync or async, called with each input's
+            ``eval_input``.
+        inputs: The inputs, each with its own evaluators; an iterator is consumed as the run
+            goes.
+        on_result: Called with each finished input (in the event loop's thread), its row
+            complete: one evaluation per evaluator. An exception it raises ends the run.
+        from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
+        concurrency: Most inputs in flight at once.
+        timeout: Seconds allowed for each run and for each evaluation.
+        run_id: The run's id, given to evaluators; a new random one by default.
+        attributes: Attributes of the whole run, given to evaluators.
+
+    Raises:
+        TypeError: ``runnable`` is not callable, an input is not a :class:`RunInput`, or an
+            input's evaluators are not callables.
+        ValueError: An input without evaluators, or a bad ``concurrency``/``timeout``.
+
+    Example:
+        >>> import anyio
+        >>> positive = [lambda evaluable: evaluable.output_value() > 0]
+        >>> inputs = (RunInput(index=i, eval_input=i, evaluators=positive) for i in range(3))
+        >>> scores = []
+        >>> anyio.run(lambda: evaluate_each(
+        ...     lambda x: x, inputs, on_result=lambda r: scores.append(r.evaluations[0].score)
+        ... ))
+        >>> sorted(scores)
+        [0.0, 1.0, 1.0]
+    """
+    if not callable(runnable):
+        raise TypeError(
+            f"runnable must be a callable (the app entry point), got {type_name(runnable)} "
+            f"{safe_repr(runnable)[:60]}"
+        )
+    check_count(concurrency, "concurrency")
+    check_timeout(timeout)
+    run_attributes = _run_attributes(attributes)
+    plans: dict[int, tuple[Sequence[EvaluatorFunction], _Plan]] = {}
+    prepared: dict[int, PreparedEvaluator] = {}
+
+    def plan_of(listed: Sequence[EvaluatorFunction], index: int) -> _Plan:
+        # Keyed by the list object, kept alive in the value: inputs sharing a list plan it once.
+        known = plans.get(id(listed))
+        if known is not None and known[0] is listed:
+            return known[1]
+        checks = _as_list(listed, f"inputs[{index}].evaluators", "e.g. [ExactMatch()]")
+        if not checks:
+            raise ValueError(f"input #{index} has no evaluators; give it one or more")
+        for position, check in enumerate(checks):
+            if not callable(check):
+                raise TypeError(
+                    f"input #{index}: evaluators[{position}] is {type_name(check)}, not callable"
+                )
+        plan = _plan_of(checks, prepared)
+        plans[id(listed)] = (listed, plan)
+        return plan
+
+    def items() -> Iterator[_Item]:
+        for given in inputs:
+            if not isinstance(given, RunInput):
+                raise TypeError(f"inputs must hold RunInput items, got {type_name(given)}")
+            yield _Item(
+                InputResult(index=given.index, eval_input=given.eval_input, evaluable=None),
+                plan_of(given.evaluators, given.index),
+                given.evaluable,
+                given.name
+                if given.name is not None or given.evaluable is None
+                else given.evaluable.description,
+            )
+
+    await _evaluate_all(
+        _Runnable.of(runnable),
+        items(),
+        on_result=on_result,
+        from_trace=from_trace,
+        concurrency=concurrency,
+        timeout=timeout,
+        run_id=run_id if run_id is not None else uuid.uuid4().hex,
+        attributes=run_attributes,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """One input on its way to a worker: its row, its evaluators, its base case and name."""
+
+    outcome: InputResult
+    plan: _Plan
+    case: Evaluable | None
+    name: str | None
+
+
+async def _evaluate_all(
+    app: _Runnable,
+    items: Iterator[_Item],
+    *,
+    on_result: Callable[[InputResult], object],
+    from_trace: TraceSelector | None,
+    concurrency: int,
+    timeout: float | None,
+    run_id: str,
+    attributes: Mapping[str, Any],
+) -> None:
+    """Workers share ``items`` (each input is taken once), score each, hand each row on."""
+
+    async def score(item: _Item) -> None:
+        outcome = item.outcome
         index = outcome.index
-        evaluators = plans[index][0]
-        name = names[index]
+        evaluators, names = item.plan
         evaluable, run, failure = await _prepare(
             app,
             outcome.eval_input,
-            base=cases[index] if cases is not None else None,
+            base=item.case,
             expected_output=UNSET,
             from_trace=from_trace,
             timeout=timeout,
-            entry=name or f"input #{index}",
+            entry=item.name or f"input #{index}",
         )
         outcome.evaluable, outcome.run = evaluable, run
         if failure is not None or evaluable is None:
             assert failure is not None
-            outcome.evaluations = [
-                failure.model_copy(update={"evaluator": n}) for n in plans[index][1]
-            ]
+            outcome.evaluations = [failure.model_copy(update={"evaluator": n}) for n in names]
             return
         ctx = _context(
             evaluable,
             run,
-            entry_name=name,
+            entry_name=item.name,
             entry_index=index,
             run_id=run_id,
-            attributes=run_attributes,
+            attributes=attributes,
         )
         outcome.evaluations = await _evaluate_entry(evaluators, ctx, timeout)
 
-    async def score_never_losing_the_row(outcome: InputResult) -> None:
-        names = plans[outcome.index][1]
+    async def score_never_losing_the_row(item: _Item) -> None:
+        outcome = item.outcome
+        names = item.plan[1]
         try:
-            await score(outcome)
+            await score(item)
         except Exception as exc:  # a failure outside any evaluator still errors only its row
             error = Evaluation.errored(exc, where="runner")
             outcome.evaluations = [error.model_copy(update={"evaluator": n}) for n in names]
@@ -591,24 +764,21 @@ async def evaluate_inputs(
             stray.__cause__ = exc
             error = Evaluation.errored(stray, where="runner")
             outcome.evaluations = [error.model_copy(update={"evaluator": n}) for n in names]
-
-    pending = iter(results)
-    done = 0
+        _complete(outcome, names)
 
     async def worker() -> None:
-        nonlocal done
-        for outcome in pending:  # workers share one iterator: each input is taken once
-            await score_never_losing_the_row(outcome)
-            done += 1
-            if on_progress is not None:
-                _report_progress(on_progress, outcome, done, len(results))
+        for item in items:  # workers share one iterator: each input is taken once
+            await score_never_losing_the_row(item)
+            on_result(item.outcome)
 
-    async with anyio.create_task_group() as group:
-        for _ in range(min(concurrency, len(results))):
-            group.start_soon(worker)
-    for outcome in results:  # whatever ended a worker early, no row is left short
-        _complete(outcome, plans[outcome.index][1])
-    return results
+    try:
+        async with anyio.create_task_group() as group:
+            for _ in range(concurrency):
+                group.start_soon(worker)
+    except ExceptionGroup as failed:  # on_result, or reading the inputs, raised: that error
+        if len(failed.exceptions) == 1:
+            raise failed.exceptions[0] from failed
+        raise
 
 
 _Plan = tuple[list[PreparedEvaluator], list[str]]
@@ -624,13 +794,7 @@ def _evaluator_plans(
     prepared: dict[int, PreparedEvaluator] = {}  # the lists keep the evaluators alive
 
     def plan_of(listed: list[EvaluatorFunction]) -> _Plan:
-        evaluators = []
-        for check in listed:
-            one = prepared.get(id(check))
-            if one is None:
-                one = prepared[id(check)] = prepare_evaluator(check)
-            evaluators.append(one)
-        return evaluators, [one.name for one in evaluators]
+        return _plan_of(listed, prepared)
 
     if per_input is None:
         if not checks:
@@ -668,6 +832,17 @@ def _evaluator_plans(
             plan = plans[id(own)] = plan_of(listed)
         result.append(plan)
     return result
+
+
+def _plan_of(listed: Sequence[EvaluatorFunction], prepared: dict[int, PreparedEvaluator]) -> _Plan:
+    """The evaluators of a list, each prepared once per run (``prepared``, by ``id``)."""
+    evaluators = []
+    for check in listed:
+        one = prepared.get(id(check))
+        if one is None:
+            one = prepared[id(check)] = prepare_evaluator(check)
+        evaluators.append(one)
+    return evaluators, [one.name for one in evaluators]
 
 
 def _entry_names(

@@ -36,7 +36,7 @@ from evaltrace.llm.isolation import (
     run_judge_call,
     run_judge_call_in_thread,
 )
-from evaltrace.llm.rate_limit import RateLimiter
+from evaltrace.llm.rate_limit import RateLimiter, RateLimiting
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -49,6 +49,7 @@ __all__ = [
     "JudgeConfigToken",
     "JudgeNotConfiguredError",
     "RateLimiter",
+    "RateLimiting",
     "configure_judge",
     "cosine_similarity",
     "embed_texts",

@@ -30,7 +30,7 @@ from typing import Any, Final, TypeVar
 
 from evaltrace.checks import check_timeout
 from evaltrace.errors import ConfigurationError, MissingExtraError
-from evaltrace.llm.rate_limit import RateLimiter
+from evaltrace.llm.rate_limit import RateLimiting
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -119,7 +119,7 @@ class JudgeConfig:
     when ``None``); a client given by the user keeps its own."""
     max_retries: int = DEFAULT_MAX_RETRIES
     """Retries of a failed request in the clients evaltrace builds."""
-    rate_limiter: RateLimiter | None = None
+    rate_limiter: RateLimiting | None = None
     """Paces judge calls (requests and estimated prompt tokens); ``None`` for no limit."""
 
     @property
@@ -144,7 +144,7 @@ class _Settings:
     trace_judge_calls: bool | None = None
     timeout: float | None = None
     max_retries: int | None = None
-    rate_limiter: RateLimiter | None = None
+    rate_limiter: RateLimiting | None = None
 
 
 _settings = _Settings()
@@ -195,7 +195,7 @@ def configure_judge(
     trace_judge_calls: bool | None = None,
     timeout: float | None = None,
     max_retries: int | None = None,
-    rate_limiter: RateLimiter | None = None,
+    rate_limiter: RateLimiting | None = None,
 ) -> JudgeConfigToken:
     """Configure the LLM judge that model-backed evaluators call.
 
@@ -263,10 +263,10 @@ def configure_judge(
     if max_retries is not None:
         given["max_retries"] = _check_retries(max_retries)
     if rate_limiter is not None:
-        if not isinstance(rate_limiter, RateLimiter):
+        if not isinstance(rate_limiter, RateLimiting):
             raise ConfigurationError(
-                "configure_judge(rate_limiter=...) takes an evaltrace.RateLimiter, got "
-                f"{type(rate_limiter).__name__}"
+                "configure_judge(rate_limiter=...) takes an evaltrace.RateLimiter (or an "
+                f"object with async acquire(tokens)), got {type(rate_limiter).__name__}"
             )
         given["rate_limiter"] = rate_limiter
     with _settings_lock:

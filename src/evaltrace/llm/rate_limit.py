@@ -32,10 +32,25 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import anyio
 
-__all__ = ["RateLimiter"]
+__all__ = ["RateLimiter", "RateLimiting"]
+
+
+@runtime_checkable
+class RateLimiting(Protocol):
+    """What judges wait for before each call: a :class:`RateLimiter`, or one shared elsewhere.
+
+    Anything with ``async acquire(tokens)`` that returns once the call may go ahead; the Ray
+    executor gives its workers one whose windows live in a single Ray actor, so that every
+    worker of a run shares one set of limits.
+    """
+
+    async def acquire(self, tokens: int = 1) -> None:
+        """Wait until a call of ``tokens`` tokens may go ahead, and count it."""
+        ...
 
 
 @dataclass(kw_only=True)
@@ -149,6 +164,16 @@ class RateLimiter:
     def __repr__(self) -> str:
         limits = ", ".join(f"{w.argument}={w.limit!r}" for w in self._windows)
         return f"RateLimiter({limits})"
+
+    @property
+    def limits(self) -> dict[str, float]:
+        """The limits configured, by argument: ``RateLimiter(**limiter.limits)`` is a copy.
+
+        Example:
+            >>> RateLimiter(requests_per_minute=500).limits
+            {'requests_per_minute': 500}
+        """
+        return {window.argument: window.limit for window in self._windows}
 
     async def acquire(self, tokens: int = 1) -> None:
         """Wait until a call of ``tokens`` tokens fits every limit, then count it.

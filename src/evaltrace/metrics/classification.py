@@ -59,7 +59,9 @@ __all__ = [
     "ClassificationDatasetEvaluator",
     "ClassificationDetails",
     "ClassificationItem",
+    "ClassificationTally",
     "ConfusionMatrixAggregatorSpec",
+    "DatasetResultsTally",
     "FScoreAggregatorSpec",
     "PerClassMetrics",
     "PrecisionAggregatorSpec",
@@ -361,6 +363,43 @@ def _count_items(items: Sequence[object]) -> Counter[Hashable]:
         return Counter(map(_item_key, items))
 
 
+class ClassificationTally:
+    """A source evaluator's per-entry results, reduced to counts as they arrive.
+
+    For runs too large to keep every evaluation in memory: :meth:`add` each result as its entry
+    finishes, then give the tally wherever a list of results goes
+    (:meth:`ClassificationDatasetEvaluator.evaluate`,
+    :func:`compute_dataset_evaluator_results`); the metrics are those of the list. It holds one
+    count per distinct ``(expected, actual)`` pair, whatever the number of entries.
+
+    Example:
+        >>> tally = ClassificationTally()
+        >>> for pair in [("a", "a"), ("b", "a"), ("a", "a")]:
+        ...     tally.add(pair)
+        >>> len(tally), build_dataset_evaluator(
+        ...     PrecisionAggregatorSpec(classes=["a", "b"], averaging="micro"), "src"
+        ... ).evaluate(tally).score
+        (3, 0.6666666666666666)
+    """
+
+    __slots__ = ("_counts", "_total")
+
+    def __init__(self) -> None:
+        self._counts: Counter[Hashable] = Counter()
+        self._total = 0
+
+    def add(self, item: ClassificationItem) -> None:
+        """Count one per-entry result (an evaluation or an ``(expected, actual)`` pair)."""
+        self._counts[_item_key(item)] += 1
+        self._total += 1
+
+    def __len__(self) -> int:
+        return self._total
+
+    def __repr__(self) -> str:
+        return f"ClassificationTally({self._total} items, {len(self._counts)} distinct)"
+
+
 def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else 0.0
 
@@ -451,13 +490,13 @@ class ClassificationDatasetEvaluator:
     def __repr__(self) -> str:
         return f"ClassificationDatasetEvaluator({self._spec!r}, {self._source!r})"
 
-    def evaluate(self, items: Iterable[ClassificationItem]) -> Evaluation:
+    def evaluate(self, items: Iterable[ClassificationItem] | ClassificationTally) -> Evaluation:
         """Compute the metric over the source evaluator's per-entry results.
 
         Args:
             items: One result per dataset entry: an :class:`Evaluation` whose ``details`` (a
                 mapping or a pydantic model) hold ``expected`` and ``actual`` labels, or a plain
-                ``(expected, actual)`` pair.
+                ``(expected, actual)`` pair; or a :class:`ClassificationTally` of them.
 
         Returns:
             A scored :class:`Evaluation` whose ``score`` is the headline metric (precision,
@@ -474,8 +513,11 @@ class ClassificationDatasetEvaluator:
             raise TypeError(
                 f"items must be a list of per-entry results, got a {type(items).__name__}"
             )
-        materialised = items if isinstance(items, Sequence) else list(items)
-        details = self._details(_count_items(materialised), len(materialised))
+        if isinstance(items, ClassificationTally):
+            details = self._details(items._counts, len(items))
+        else:
+            materialised = items if isinstance(items, Sequence) else list(items)
+            details = self._details(_count_items(materialised), len(materialised))
         if details.n_scored == 0:
             return Evaluation.skip(
                 f"no item could be scored ({self._describe_skips(details)})",
@@ -637,7 +679,7 @@ def _suffix(spec: AggregatorSpec) -> str:
 
 
 def compute_dataset_evaluator_results(
-    results_by_evaluator: Mapping[str, Sequence[ClassificationItem]],
+    results_by_evaluator: Mapping[str, Sequence[ClassificationItem] | ClassificationTally],
     evaluator_configs: Mapping[str, Sequence[AggregatorSpec | Mapping[str, Any]]],
 ) -> dict[str, Evaluation]:
     """Run every aggregator declared on every evaluator over that evaluator's results.
@@ -648,7 +690,8 @@ def compute_dataset_evaluator_results(
     short key.
 
     Args:
-        results_by_evaluator: The per-entry results of each source evaluator, by its name.
+        results_by_evaluator: The per-entry results of each source evaluator, by its name
+            (a list, or a :class:`ClassificationTally` of them).
         evaluator_configs: The aggregators declared on each source evaluator, by its name.
 
     Returns:
@@ -710,3 +753,52 @@ def compute_dataset_evaluator_results(
             continue
         results[key] = evaluator.evaluate(items).model_copy(update={"evaluator": key})
     return results
+
+
+class DatasetResultsTally:
+    """The dataset-level results of a run, computed as its entries finish.
+
+    Each entry's evaluations are given to :meth:`add` as it finishes; only the evaluation by
+    each source evaluator (the first of that display name) is counted, in a
+    :class:`ClassificationTally`, so memory does not grow with the entries. :meth:`results`
+    gives what :func:`compute_dataset_evaluator_results` gives over every entry's evaluation,
+    in whatever order and from however many runs (shards) the entries came.
+
+    Args:
+        aggregators: The aggregators declared on each source evaluator, by its display name.
+
+    Raises:
+        ValueError: Two aggregators of one source would be reported under one key.
+        pydantic.ValidationError: A spec given as a mapping is invalid.
+
+    Example:
+        >>> tally = DatasetResultsTally({"intent": [{"type": "recall", "classes": ["a", "b"]}]})
+        >>> tally.add([Evaluation(score=1.0, evaluator="intent",
+        ...                       details={"expected": "a", "actual": "a"})])
+        >>> tally.results()["intent::recall"].score
+        0.5
+    """
+
+    __slots__ = ("_configs", "_tallies")
+
+    def __init__(self, aggregators: Mapping[str, Sequence[AggregatorSpec | Mapping[str, Any]]]):
+        self._configs = _CONFIGS_ADAPTER.validate_python(aggregators)
+        compute_dataset_evaluator_results({name: [] for name in self._configs}, self._configs)
+        self._tallies = {name: ClassificationTally() for name in self._configs}
+
+    def add(self, evaluations: Iterable[Evaluation]) -> None:
+        """Count one entry's evaluations (those of its source evaluators)."""
+        if not self._tallies:
+            return
+        seen: set[str] = set()
+        for evaluation in evaluations:
+            name = evaluation.evaluator
+            if name is not None and name not in seen and name in self._tallies:
+                seen.add(name)
+                self._tallies[name].add(evaluation)
+
+    def results(self) -> dict[str, Evaluation]:
+        """Every aggregator over the entries added so far, keyed ``"{source}::{type}"``."""
+        if not self._configs:
+            return {}
+        return compute_dataset_evaluator_results(self._tallies, self._configs)

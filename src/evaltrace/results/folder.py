@@ -1,25 +1,34 @@
 """The results folder of a run, ``evaltrace_results/<run-id>/``: writing it and reading it back.
 
-A run writes two files into a folder of its own, named by its run id (sortable, unique to the
+A run writes its files into a folder of its own, named by its run id (sortable, unique to the
 microsecond, such as ``20261123T104107.123456Z``):
 
+* ``run.json``: the run as it starts (a :class:`~evaltrace.evals.RunResult` without entries:
+  its name, source, settings, selection and aggregators), written before the first entry
+  runs, so that an interrupted run can be resumed (``evaltrace test --resume``) on the same
+  entries.
 * ``traces.jsonl``: every entry's spans in the JSON-lines format of
   :func:`evaltrace.save_traces` (one span per line, as exporters put them on the wire: values
-  past the size limit truncated, content left out when content capture is off). Each entry's
-  spans are appended, in one write, as the entry finishes, so that the run never holds every
-  trace in memory, the file never ends part-way through a line, and an interrupted run keeps
-  the traces of the entries that finished.
+  past the size limit truncated, content left out when content capture is off).
+* ``entries.jsonl``: one :class:`~evaltrace.evals.EntryResult` per line, in the order the
+  entries finished.
 * ``result.json``: the :class:`~evaltrace.evals.RunResult`, written once at the end to a
   temporary file that then replaces ``result.json``: a reader never sees half of it, and an
   interrupted run still writes it, with the entries that finished.
 
-:class:`ResultsFolder` writes the folder as the run goes; :func:`load_result` reads a
-``result.json`` (or the folder holding one) back. Whatever else a run streams as its entries
-finish (a file of finished entries, from which an interrupted run could resume) belongs in
-:meth:`ResultsFolder.add_entry`, which receives each entry with its spans.
+As each entry finishes, its spans are appended to ``traces.jsonl``, then the entry to
+``entries.jsonl``, each in one write, so that the run holds no finished entry in memory, a
+file never ends part-way through a line unless the process was killed in that write, and a
+crash keeps every entry that finished. ``result.json`` is assembled from ``entries.jsonl`` by
+streaming: its entries, in entry order, are the lines of that file, so writing it needs about
+30 bytes of memory per entry (where each line is), not the entries.
+
+:class:`ResultsFolder` writes the folder as the run goes (:meth:`ResultsFolder.reopen` takes an
+interrupted one up again); :func:`load_result` reads a ``result.json`` (or the folder holding
+one) back, :func:`read_run_header` a ``run.json``, :func:`iter_entries` an ``entries.jsonl``.
 
 Example:
-    >>> folder = ResultsFolder.create(tmp_path)  # doctest: +SKIP
+    >>> folder = ResultsFolder.create(tmp_path, header=started)  # doctest: +SKIP
     >>> folder.add_entry(entry, handler.raw_spans)  # doctest: +SKIP
     >>> folder.finish(run_result)  # doctest: +SKIP
     PosixPath('.../evaltrace_results/20261123T104107.123456Z/result.json')
@@ -28,11 +37,15 @@ Example:
 from __future__ import annotations
 
 import io
+import json
 import os
+import re
 import secrets
 import tempfile
 import threading
-from collections.abc import Iterable
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -49,16 +62,24 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
 __all__ = [
+    "ENTRIES_FILE",
     "RESULTS_DIR",
     "RESULT_FILE",
+    "RUN_FILE",
     "TRACES_FILE",
+    "DuplicateEntryError",
+    "EntryLines",
     "ResultFileError",
     "ResultsFolder",
     "ResultsFolderError",
     "check_writable",
+    "iter_entries",
     "load_result",
     "new_run_id",
+    "read_run_header",
+    "scan_entries",
     "write_atomically",
+    "write_result",
 ]
 
 RESULTS_DIR: Final = "evaltrace_results"
@@ -67,6 +88,18 @@ RESULT_FILE: Final = "result.json"
 """The run's :class:`~evaltrace.evals.RunResult`, in a run's folder."""
 TRACES_FILE: Final = "traces.jsonl"
 """Every entry's spans, in a run's folder."""
+ENTRIES_FILE: Final = "entries.jsonl"
+"""Every finished entry (one :class:`~evaltrace.evals.EntryResult` per line), in a run's folder."""
+RUN_FILE: Final = "run.json"
+"""The run as it started (a :class:`~evaltrace.evals.RunResult` without entries)."""
+
+_INDEX_PREFIX: Final = re.compile(rb'\{"index":(\d+),')
+"""The start of an entry's line (``index`` is the first field an EntryResult writes)."""
+_TRACE_ID_PREFIX: Final = re.compile(rb'\{"trace_id":"([0-9a-f]{32})"')
+"""The start of a span's line in ``traces.jsonl``."""
+_ENTRIES_KEY: Final = '\n  "entries": []'
+"""The entries of a RunResult written with ``indent=2`` and none: the one top-level key at
+that indentation (nested keys are indented further; text in strings has no raw newline)."""
 
 _RUN_ID_FORMAT: Final = "%Y%m%dT%H%M%S.%fZ"
 _last_run_id: datetime | None = None
@@ -79,6 +112,17 @@ class ResultsFolderError(EvaltraceError, OSError):
 
 class ResultFileError(EvaltraceError, ValueError):
     """A ``result.json`` cannot be read: missing, not JSON, or not a saved run result."""
+
+
+class DuplicateEntryError(EvaltraceError, ValueError):
+    """Two lines of the entries being assembled into one result hold the same entry."""
+
+    def __init__(self, message: str, *, index: int, files: tuple[Path, Path]) -> None:
+        super().__init__(message)
+        self.index = index
+        """The entry's index."""
+        self.files = files
+        """The files holding the first and the second line of it."""
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -145,29 +189,37 @@ def _unwritable(where: Path, exc: OSError) -> ResultsFolderError:
 
 
 class ResultsFolder:
-    """Writes one run's folder: spans as each entry finishes, ``result.json`` at the end.
+    """Writes one run's folder: ``run.json`` first, each entry as it finishes, ``result.json``.
 
-    Use :meth:`create`. The folder is also a context manager that closes its files; an
-    entry's spans, once given to :meth:`add_entry`, are on disk and may be dropped.
+    Use :meth:`create` (or :meth:`reopen` to go on with an interrupted run). The folder is also
+    a context manager that closes its files; an entry, once given to :meth:`add_entry`, is on
+    disk with its spans and may be dropped.
     """
 
-    def __init__(self, path: Path, run_id: str, traces: io.FileIO) -> None:
+    def __init__(self, path: Path, run_id: str, traces: io.FileIO, entries: io.FileIO) -> None:
         self.path = path
         """The run's folder."""
         self.run_id = run_id
         """The run id: the folder's name."""
         self._traces: io.FileIO | None = traces
+        self._entries: io.FileIO | None = entries
 
     @classmethod
     def create(
-        cls, parent: str | os.PathLike[str] = RESULTS_DIR, run_id: str | None = None
+        cls,
+        parent: str | os.PathLike[str] = RESULTS_DIR,
+        run_id: str | None = None,
+        *,
+        header: RunResult | None = None,
     ) -> ResultsFolder:
-        """Create ``parent/<run-id>/`` with an empty ``traces.jsonl``.
+        """Create ``parent/<run-id>/`` with its ``run.json`` and two empty ``.jsonl`` files.
 
         Args:
             parent: The folder holding the runs' folders (created if needed).
             run_id: The id, and the folder's name; :func:`new_run_id` by default. When a
                 folder of that name exists, the next free id is taken.
+            header: The run as it starts, written to ``run.json`` (with the id taken and no
+                entries); no ``run.json`` without it.
 
         Raises:
             ResultsFolderError: The folder cannot be created or written.
@@ -184,11 +236,48 @@ class ResultsFolder:
             except OSError as exc:
                 raise _unwritable(folder, exc) from None
             break
+        if header is not None:
+            started = header.model_copy(update={"run_id": chosen, "entries": []})
+            write_atomically(folder / RUN_FILE, started.model_dump_json(indent=2) + "\n")
         try:
             traces = io.FileIO(folder / TRACES_FILE, "x")
+            entries = io.FileIO(folder / ENTRIES_FILE, "x")
         except OSError as exc:
             raise _unwritable(folder, exc) from None
-        return cls(folder, chosen, traces)
+        return cls(folder, chosen, traces, entries)
+
+    @classmethod
+    def reopen(cls, path: str | os.PathLike[str]) -> ResultsFolder:
+        """Open the folder of an interrupted run to append the entries it did not finish.
+
+        What a killed process may have left half-done is cut off first: a last line of
+        ``entries.jsonl`` or ``traces.jsonl`` without its end, and the spans written for an
+        entry whose own line never followed (spans are written before their entry), so that
+        the entries run again leave no trace twice.
+
+        Raises:
+            ResultFileError: ``path`` is not a run's folder (no ``run.json``, no
+                ``entries.jsonl``).
+            ResultsFolderError: Its files cannot be read or written.
+        """
+        folder = Path(path)
+        header = read_run_header(folder)
+        entries_path = folder / ENTRIES_FILE
+        traces_path = folder / TRACES_FILE
+        if not entries_path.is_file():
+            raise ResultFileError(
+                f"{folder}: no {ENTRIES_FILE}; only a run's folder written by evaltrace "
+                "(with run.json and entries.jsonl) can be resumed"
+            )
+        try:
+            last_traces = _complete_lines(entries_path)
+            _complete_lines(traces_path)
+            _drop_orphan_spans(traces_path, last_traces)
+            traces = io.FileIO(traces_path, "a")
+            entries = io.FileIO(entries_path, "a")
+        except OSError as exc:
+            raise _unwritable(folder, exc) from None
+        return cls(folder, header.run_id or folder.name, traces, entries)
 
     @property
     def result_path(self) -> Path:
@@ -200,34 +289,58 @@ class ResultsFolder:
         """Where the spans are written."""
         return self.path / TRACES_FILE
 
-    def add_entry(self, entry: EntryResult, spans: Iterable[ReadableSpan | SpanRecord]) -> None:
-        """Append a finished entry's spans to ``traces.jsonl``, in one write.
+    @property
+    def entries_path(self) -> Path:
+        """Where the finished entries are written."""
+        return self.path / ENTRIES_FILE
 
-        This is where each entry reaches disk as it finishes (the entry itself is written with
-        the run's ``result.json``, by :meth:`finish`). The entry's lines go out in one system
-        call, so that the file never ends part-way through a line.
+    def add_entry(
+        self, entry: EntryResult, spans: Iterable[ReadableSpan | SpanRecord | str] = ()
+    ) -> None:
+        """Append an entry's spans to ``traces.jsonl``, then the entry to ``entries.jsonl``.
+
+        Each file gets one write, so that neither ends part-way through a line.
+
+        Args:
+            entry: The finished entry.
+            spans: Its spans: live or recorded spans, or lines already encoded by
+                :func:`~evaltrace.trace.span_to_json`.
 
         Raises:
-            ResultsFolderError: The file cannot be written (the disk is full, ...).
+            ResultsFolderError: A file cannot be written (the disk is full, ...).
         """
-        if self._traces is None:
+        if self._traces is None or self._entries is None:
             return
-        data = "".join(span_to_json(span) + "\n" for span in spans).encode("utf-8")
+        lines = "".join(
+            (span if isinstance(span, str) else span_to_json(span)) + "\n" for span in spans
+        )
+        if lines:
+            self._write(self._traces, lines.encode("utf-8"), self.traces_path, entry)
+        self._write(
+            self._entries,
+            (entry.model_dump_json() + "\n").encode("utf-8"),
+            self.entries_path,
+            entry,
+        )
+
+    @staticmethod
+    def _write(file: io.FileIO, data: bytes, path: Path, entry: EntryResult) -> None:
         view = memoryview(data)
         try:
             while view:
-                written = self._traces.write(view)
+                written = file.write(view)
                 view = view[written or 0 :]
         except OSError as exc:
             raise ResultsFolderError(
-                f"cannot write {self.traces_path} (entry {entry.name!r}): "
+                f"cannot write {path} (entry {entry.name!r}): "
                 f"{exc.strerror or exception_message(exc)}"
             ) from None
 
     def finish(self, result: RunResult) -> Path:
-        """Close ``traces.jsonl`` and write ``result.json`` atomically.
+        """Close the files and write ``result.json`` atomically.
 
-        ``result.json`` is written even when ``traces.jsonl`` cannot be closed.
+        ``result``'s own entries are not used: those of ``result.json`` are the lines of
+        ``entries.jsonl``, in entry order. It is written even when a file cannot be closed.
 
         Returns:
             The path of ``result.json``.
@@ -235,18 +348,24 @@ class ResultsFolder:
         Raises:
             ResultsFolderError: A file cannot be written; no half-written ``result.json`` is
                 left behind.
+            DuplicateEntryError: ``entries.jsonl`` holds an entry twice.
         """
         try:
             self.close()
         finally:
-            write_atomically(self.result_path, result.model_dump_json(indent=2) + "\n")
+            write_result(self.result_path, result, scan_entries([self.entries_path]))
         return self.result_path
 
     def close(self) -> None:
-        """Close ``traces.jsonl`` (idempotent)."""
+        """Close the files (idempotent)."""
         traces, self._traces = self._traces, None
-        if traces is not None:
-            traces.close()
+        entries, self._entries = self._entries, None
+        try:
+            if traces is not None:
+                traces.close()
+        finally:
+            if entries is not None:
+                entries.close()
 
     def __enter__(self) -> Self:
         return self
@@ -263,6 +382,178 @@ class ResultsFolder:
         return f"ResultsFolder({str(self.path)!r})"
 
 
+def _complete_lines(path: Path) -> bytes | None:
+    """Cut a last line left without its end; return the last line holding trace ids, if any.
+
+    The file is read forwards in blocks, so that a large one costs no memory.
+    """
+    if not path.exists():
+        path.touch()
+        return None
+    last_with_traces: bytes | None = None
+    end = 0
+    with open(path, "rb") as stream:
+        for line in stream:
+            if not line.endswith(b"\n"):
+                break
+            end += len(line)
+            if b'"trace_ids":["' in line:
+                last_with_traces = line
+    if end != path.stat().st_size:
+        os.truncate(path, end)
+    return last_with_traces
+
+
+def _drop_orphan_spans(traces: Path, last_entry: bytes | None) -> None:
+    """Cut the spans after those of the last entry that has spans (written, its line not)."""
+    keep: set[bytes] = set()
+    if last_entry is not None:
+        keep = {trace_id.encode() for trace_id in json.loads(last_entry).get("trace_ids", [])}
+    end = 0
+    position = 0
+    with open(traces, "rb") as stream:
+        for line in stream:
+            position += len(line)
+            match = _TRACE_ID_PREFIX.match(line)
+            if match is not None and match.group(1) in keep:
+                end = position
+    if end != traces.stat().st_size:
+        os.truncate(traces, end)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntryLines:
+    """Where each entry's line is, in one or more ``entries.jsonl`` files, by entry index.
+
+    Built by :func:`scan_entries`; about 30 bytes per entry, whatever the entries hold.
+    """
+
+    files: list[Path]
+    """The files scanned."""
+    file_of: array[int]
+    """For each line, in the order read: the position of its file in :attr:`files`."""
+    offset_of: array[int]
+    """For each line: where it starts in its file."""
+    by_index: array[int]
+    """For each entry index: its line (a position in the arrays above), or -1."""
+
+    def __len__(self) -> int:
+        return len(self.offset_of)
+
+    def has(self, index: int) -> bool:
+        """Whether an entry of this index was read."""
+        return 0 <= index < len(self.by_index) and self.by_index[index] >= 0
+
+    def lines(self) -> Iterator[bytes]:
+        """Each entry's line (without its end), in index order."""
+        streams = [open(path, "rb") for path in self.files]
+        try:
+            for line in self.by_index:
+                if line < 0:
+                    continue
+                stream = streams[self.file_of[line]]
+                stream.seek(self.offset_of[line])
+                yield stream.readline().rstrip(b"\n")
+        finally:
+            for stream in streams:
+                stream.close()
+
+
+def scan_entries(
+    files: Sequence[str | os.PathLike[str]], visit: Callable[[bytes], object] | None = None
+) -> EntryLines:
+    """Find every entry's line in ``entries.jsonl`` files, reading them once, by streaming.
+
+    A last line without its end (a write cut short when the process was killed) is left out.
+
+    Args:
+        files: The files, read in order.
+        visit: Called with each entry's line as it is read (to tally it without keeping it).
+
+    Raises:
+        DuplicateEntryError: Two lines hold the same entry index.
+        ResultFileError: A line is not an entry.
+    """
+    paths = [Path(file) for file in files]
+    file_of: array[int] = array("H")
+    offset_of: array[int] = array("q")
+    indexes: array[int] = array("q")
+    for number, path in enumerate(paths):
+        offset = 0
+        try:
+            stream = open(path, "rb")
+        except FileNotFoundError:
+            raise ResultFileError(f"{path}: no such file") from None
+        with stream:
+            for line_number, line in enumerate(stream, start=1):
+                if not line.endswith(b"\n"):
+                    break
+                indexes.append(_entry_index(line, path, line_number))
+                file_of.append(number)
+                offset_of.append(offset)
+                offset += len(line)
+                if visit is not None:
+                    visit(line)
+    by_index: array[int] = array("q", [-1]) * (max(indexes, default=-1) + 1)
+    for position, index in enumerate(indexes):
+        first = by_index[index]
+        if first >= 0:
+            files = (paths[file_of[first]], paths[file_of[position]])
+            raise DuplicateEntryError(
+                f"entry #{index} is in {files[0]} and again in {files[1]}",
+                index=index,
+                files=files,
+            )
+        by_index[index] = position
+    return EntryLines(files=paths, file_of=file_of, offset_of=offset_of, by_index=by_index)
+
+
+def _entry_index(line: bytes, path: Path, line_number: int) -> int:
+    match = _INDEX_PREFIX.match(line)
+    if match is not None:
+        return int(match.group(1))
+    try:
+        index = json.loads(line).get("index")
+    except (ValueError, AttributeError):
+        index = None
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise ResultFileError(
+            f"{path}, line {line_number}: not an entry (an EntryResult with its index); "
+            f"{ENTRIES_FILE} holds one entry per line, as a run writes it"
+        )
+    return index
+
+
+def write_result(path: Path, result: RunResult, entries: EntryLines) -> None:
+    """Write ``result`` as ``result.json`` with the entries of ``entries``, atomically.
+
+    The file is written as it is read: ``result`` without its entries, and each entry's line
+    copied in index order, so that memory does not grow with the entries.
+
+    Raises:
+        ResultsFolderError: The file cannot be written; the temporary file is removed.
+    """
+    text = result.model_copy(update={"entries": []}).model_dump_json(indent=2)
+    before, after = text.split(_ENTRIES_KEY, 1)
+
+    def write(stream: io.BufferedWriter) -> None:
+        stream.write(before.encode("utf-8"))
+        if not len(entries):
+            stream.write(_ENTRIES_KEY.encode("utf-8"))
+        else:
+            stream.write(b'\n  "entries": [')
+            separator = b"\n    "
+            for line in entries.lines():
+                stream.write(separator)
+                stream.write(line)
+                separator = b",\n    "
+            stream.write(b"\n  ]")
+        stream.write(after.encode("utf-8"))
+        stream.write(b"\n")
+
+    _write_atomically_with(path, write)
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, then move it onto ``path``.
 
@@ -272,11 +563,15 @@ def write_atomically(path: Path, text: str) -> None:
     Raises:
         ResultsFolderError: The file cannot be written; the temporary file is removed.
     """
+    _write_atomically_with(path, lambda stream: stream.write(text.encode("utf-8")))
+
+
+def _write_atomically_with(path: Path, write: Callable[[io.BufferedWriter], object]) -> None:
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     written = False
     try:
-        with open(temporary, "x", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
+        with open(temporary, "xb") as stream:
+            write(stream)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
@@ -331,3 +626,51 @@ def load_result(path: str | os.PathLike[str]) -> RunResult:
             f"{file}: not a saved evaltrace run result: {shown}{more}; it is read as the "
             f"{RESULT_FILE} that `evaltrace test` writes"
         ) from None
+
+
+def read_run_header(folder: str | os.PathLike[str]) -> RunResult:
+    """Read a run folder's ``run.json``: the run as it started, without entries.
+
+    Raises:
+        ResultFileError: The folder has no ``run.json`` (it was not written by a run that
+            records it), or it is not a saved run result.
+    """
+    given = Path(folder)
+    file = given / RUN_FILE if given.is_dir() or not given.exists() else given
+    if not file.is_file():
+        raise ResultFileError(
+            f"{given}: no {RUN_FILE}; give the folder of a run (such as "
+            f"{RESULTS_DIR}/<run-id>), as `evaltrace test` writes it"
+        )
+    return load_result(file)
+
+
+def iter_entries(path: str | os.PathLike[str]) -> Iterator[EntryResult]:
+    """The entries of an ``entries.jsonl`` (or a run's folder holding one), as they finished.
+
+    Read line by line: a run's entries can be gone through without holding them all. A last
+    line without its end (the run was killed while writing it) is left out.
+
+    Raises:
+        ResultFileError: The file is missing, or a line is not an entry.
+
+    Example:
+        >>> failed = [e.name for e in iter_entries(folder) if not e.status.passed]  # doctest: +SKIP
+    """
+    given = Path(path)
+    file = given / ENTRIES_FILE if given.is_dir() else given
+    try:
+        stream = open(file, "rb")
+    except FileNotFoundError:
+        raise ResultFileError(f"{file}: no such file") from None
+    with stream:
+        for number, line in enumerate(stream, start=1):
+            if not line.endswith(b"\n"):
+                return
+            try:
+                yield EntryResult.model_validate_json(line)
+            except ValidationError as exc:
+                raise ResultFileError(
+                    f"{file}, line {number}: not an entry ({exc.error_count()} problems, "
+                    f"first: {exc.errors(include_url=False)[0]['msg']})"
+                ) from None

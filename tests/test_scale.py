@@ -1,0 +1,343 @@
+"""Past one process: shards and their merge, streaming results, resuming a killed run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evaltrace import load_traces, split_traces
+from evaltrace.datasets import ResumeError, Shard, ShardSpecError, run_dataset, shard_positions
+from evaltrace.evals import RunResult
+from evaltrace.results import (
+    ENTRIES_FILE,
+    RESULT_FILE,
+    TRACES_FILE,
+    MergeError,
+    ResultsFolder,
+    iter_entries,
+    load_result,
+    merge_results,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+APP = """\
+import os
+from pathlib import Path
+
+import anyio
+from evaltrace import wrap
+
+
+async def run(question: str, number: int) -> str:
+    gate = os.environ.get("EVALTRACE_TEST_GATE")
+    if gate and number >= 5:
+        while not Path(gate).exists():  # the test opens the gate only for the resumed run
+            await anyio.sleep(0.01)
+    return wrap(f"{question.upper()} {number * 2}", purpose="output", name="answer")
+"""
+
+CHECKS = """\
+from evaltrace import Evaluation
+
+
+def exact(evaluable):
+    return evaluable.output_value("answer") == evaluable.expectation
+
+
+def parity(evaluable):
+    number = int(evaluable.output_value("answer").split()[-1]) // 2
+    actual = "even" if number % 2 == 0 else "odd"
+    expected = evaluable.eval_metadata["parity"]
+    return Evaluation(score=float(actual == expected),
+                      details={"expected": expected, "actual": actual})
+"""
+
+AGGREGATORS = [
+    {"type": "fscore", "classes": ["even", "odd"]},
+    {"type": "precision", "classes": ["even", "odd"], "averaging": "micro"},
+    {"type": "confusion_matrix", "classes": ["even", "odd"]},
+]
+
+
+def write_project(folder: Path, count: int, name: str = "numbers") -> Path:
+    (folder / "app.py").write_text(APP)
+    (folder / "checks.py").write_text(CHECKS)
+    entries = [
+        {
+            "name": f"n{i:03d}",
+            "entry_kwargs": {"question": f"number {i}", "number": i},
+            "expectation": f"NUMBER {i} {2 * i}" if i % 4 else "wrong",
+            # every fifth label is wrong, so that precision and recall are not all 1
+            "eval_metadata": {"parity": ("even" if i % 2 == 0 else "odd") if i % 5 else "odd"},
+        }
+        for i in range(count)
+    ]
+    document = {
+        "name": name,
+        "runnable": "app.py:run",
+        "evaluators": ["checks.py:exact", {"name": "checks.py:parity", "aggregators": AGGREGATORS}],
+        "entries": entries,
+    }
+    path = folder / f"{name}.evaltrace.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def comparable(result: RunResult) -> dict[str, Any]:
+    """What must be equal between two runs of the same entries (not timing nor trace ids)."""
+    return {
+        "name": result.name,
+        "evaluators": result.evaluators,
+        "entries": [
+            (
+                entry.index,
+                entry.name,
+                entry.status,
+                entry.output,
+                [(e.evaluator, e.score, e.details) for e in entry.evaluations],
+            )
+            for entry in result.entries
+        ],
+        "dataset_results": {key: (e.score, e.details) for key, e in result.dataset_results.items()},
+    }
+
+
+def test_a_shard_is_written_k_of_n() -> None:
+    assert Shard.parse(" 2 / 3 ") == Shard(2, 3)
+    for bad in ("0/3", "4/3", "2", "a/b", "1/0"):
+        with pytest.raises(ShardSpecError, match="K/N"):
+            Shard.parse(bad)
+
+
+def test_a_shards_entries_depend_on_their_names_only_never_on_their_order() -> None:
+    names = [f"entry-{i}" for i in range(30)]
+
+    forwards = {names[p] for p in shard_positions("faq", names, Shard(2, 3))}
+    backwards = list(reversed(names))
+
+    assert {backwards[p] for p in shard_positions("faq", backwards, Shard(2, 3))} == forwards
+    # Fixed by SHA-256, so the same on every machine and Python (never the salted hash()).
+    assert sorted(forwards)[:4] == ["entry-12", "entry-14", "entry-17", "entry-20"]
+
+
+@pytest.mark.anyio
+async def test_shards_1_2_3_of_3_cover_every_entry_exactly_once(tmp_path: Path) -> None:
+    dataset = write_project(tmp_path, 31)
+
+    shards = [await run_dataset(dataset, shard=f"{k}/3") for k in (1, 2, 3)]
+
+    names = [entry.name for shard in shards for entry in shard.entries]
+    assert sorted(names) == [f"n{i:03d}" for i in range(31)]
+    assert sorted(len(shard.entries) for shard in shards) == [10, 10, 11]
+    assert [
+        shard.selection and (shard.selection.shard, shard.selection.shards) for shard in shards
+    ] == [
+        (1, 3),
+        (2, 3),
+        (3, 3),
+    ]
+
+
+@pytest.mark.anyio
+async def test_merged_shards_equal_an_unsharded_run(tmp_path: Path) -> None:
+    dataset = write_project(tmp_path, 40)
+    whole = await run_dataset(dataset, output_dir=tmp_path / "whole")
+    folders = []
+    for k in (3, 1, 2):
+        shard = await run_dataset(dataset, output_dir=tmp_path / "shards", shard=Shard(k, 3))
+        folders.append(tmp_path / "shards" / shard.run_id)
+
+    merged_folder = merge_results(folders, tmp_path / "merged")
+
+    merged = load_result(merged_folder)
+    assert comparable(merged) == comparable(whole)
+    assert whole.dataset_results["parity::fscore"].score not in (0.0, 1.0)
+    assert [entry.index for entry in merged.entries] == list(range(40))
+    traces = split_traces(load_traces(merged_folder / TRACES_FILE))
+    assert sorted(f"{one[0].span.trace_id:032x}" for one in traces) == sorted(
+        trace_id for entry in merged.entries for trace_id in entry.trace_ids
+    )
+
+
+@pytest.mark.anyio
+async def test_merge_refuses_a_missing_shard_a_shard_twice_and_another_dataset(
+    tmp_path: Path,
+) -> None:
+    dataset = write_project(tmp_path, 12)
+    other = write_project(tmp_path, 12, name="other")
+    out = tmp_path / "runs"
+    one, two = [
+        out / (await run_dataset(dataset, output_dir=out, shard=f"{k}/3")).run_id for k in (1, 2)
+    ]
+    stranger = out / (await run_dataset(other, output_dir=out, shard="3/3")).run_id
+
+    with pytest.raises(MergeError, match=r"shard 3/3 of 'numbers' is missing"):
+        merge_results([one, two], tmp_path / "merged")
+    with pytest.raises(MergeError, match=r"shard 1/3 is given twice"):
+        merge_results([one, two, one], tmp_path / "merged")
+    with pytest.raises(MergeError, match=r"only the shards of one dataset"):
+        merge_results([one, two, stranger], tmp_path / "merged")
+
+
+@pytest.mark.anyio
+async def test_merge_refuses_entries_found_in_two_shards(tmp_path: Path) -> None:
+    dataset = write_project(tmp_path, 9)
+    out = tmp_path / "runs"
+    folders = [
+        out / (await run_dataset(dataset, output_dir=out, shard=f"{k}/3")).run_id for k in (1, 2, 3)
+    ]
+    stolen = (folders[0] / ENTRIES_FILE).read_text().splitlines(keepends=True)[0]
+    with open(folders[1] / ENTRIES_FILE, "a") as stream:
+        stream.write(stolen)
+
+    with pytest.raises(MergeError, match=r"is in two shards"):
+        merge_results(folders, tmp_path / "merged")
+
+
+def evaltrace(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "evaltrace", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1", **(env or {})},
+        timeout=120,
+    )
+
+
+def test_evaltrace_merge_of_incomplete_shards_exits_2_naming_the_missing_one(
+    tmp_path: Path,
+) -> None:
+    write_project(tmp_path, 6)
+    done = evaltrace(tmp_path, "test", "--shard", "1/2", "--output-dir", "shards", "--no-scorecard")
+    assert done.returncode == 1, done.stderr  # one entry in four fails on purpose
+    (folder,) = (tmp_path / "shards").iterdir()
+
+    merged = evaltrace(tmp_path, "merge", str(folder), "--output-dir", "merged")
+
+    assert merged.returncode == 2
+    assert "shard 2/2 of 'numbers' is missing" in merged.stderr
+
+
+def test_evaltrace_merge_writes_one_run_with_its_scorecard(tmp_path: Path) -> None:
+    write_project(tmp_path, 6)
+    for k in (1, 2):
+        evaltrace(tmp_path, "test", "--shard", f"{k}/2", "--output-dir", "shards", "--no-scorecard")
+    folders = sorted(str(path) for path in (tmp_path / "shards").iterdir())
+
+    merged = evaltrace(tmp_path, "merge", *folders, "--output-dir", "merged")
+
+    assert merged.returncode == 0, merged.stderr
+    (folder,) = (tmp_path / "merged").iterdir()
+    assert {"result.json", "entries.jsonl", "traces.jsonl", "scorecard.html"} <= {
+        path.name for path in folder.iterdir()
+    }
+    assert len(load_result(folder).entries) == 6
+
+
+@pytest.mark.anyio
+async def test_a_run_that_keeps_no_entries_still_writes_them_all(tmp_path: Path) -> None:
+    dataset = write_project(tmp_path, 20)
+
+    result = await run_dataset(dataset, output_dir=tmp_path / "out", keep_entries=False)
+
+    assert result.entries == []
+    saved = load_result(tmp_path / "out" / result.run_id)
+    assert [entry.name for entry in saved.entries] == [f"n{i:03d}" for i in range(20)]
+    assert saved.dataset_results == result.dataset_results
+    assert [e.name for e in iter_entries(tmp_path / "out" / result.run_id)] != []
+
+
+def wait_for_lines(path: Path, count: int, process: subprocess.Popen[str]) -> None:
+    """Until ``path`` has ``count`` complete lines (an event polled in the file, not a sleep)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= count:
+            return
+        if process.poll() is not None:
+            raise AssertionError(f"the run ended early: {process.stderr and process.stderr.read()}")
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never reached {count} lines")
+
+
+def test_resume_after_sigkill_runs_only_the_missing_entries(tmp_path: Path) -> None:
+    write_project(tmp_path, 10)
+    gate = tmp_path / "gate"
+    env = {"EVALTRACE_TEST_GATE": str(gate)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "evaltrace", "test", "--concurrency", "2", "--no-scorecard"],
+        cwd=tmp_path,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        results = tmp_path / "evaltrace_results"
+        while not results.exists() or not any(results.iterdir()):
+            assert process.poll() is None, process.stderr and process.stderr.read()
+            time.sleep(0.02)
+        (folder,) = results.iterdir()
+        wait_for_lines(folder / ENTRIES_FILE, 5, process)  # entries 0-4; 5-9 wait at the gate
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait(timeout=60)
+        if process.stderr is not None:
+            process.stderr.close()
+    assert not (folder / RESULT_FILE).exists()
+    gate.touch()
+
+    resumed = evaltrace(tmp_path, "test", "--resume", str(folder), "--no-scorecard", env=env)
+
+    assert resumed.returncode == 1, resumed.stderr  # entries n000, n004, n008 fail on purpose
+    result = load_result(folder)
+    assert [entry.name for entry in result.entries] == [f"n{i:03d}" for i in range(10)]
+    lines = (folder / ENTRIES_FILE).read_text().splitlines()
+    assert sorted(json.loads(line)["name"] for line in lines) == [f"n{i:03d}" for i in range(10)]
+    traces = split_traces(load_traces(folder / TRACES_FILE))
+    assert sorted(f"{one[0].span.trace_id:032x}" for one in traces) == sorted(
+        trace_id for entry in result.entries for trace_id in entry.trace_ids
+    )
+    assert not result.interrupted
+
+
+@pytest.mark.anyio
+async def test_reopening_cuts_a_torn_line_and_the_spans_of_an_unwritten_entry(
+    tmp_path: Path,
+) -> None:
+    dataset = write_project(tmp_path, 4)
+    result = await run_dataset(dataset, output_dir=tmp_path / "out")
+    folder = tmp_path / "out" / result.run_id
+    traces_before = (folder / TRACES_FILE).read_bytes()
+    orphan = traces_before.splitlines(keepends=True)[0].replace(
+        result.entries[0].trace_ids[0].encode(), b"f" * 32
+    )
+    with open(folder / TRACES_FILE, "ab") as stream:
+        stream.write(orphan + b'{"trace_id":"ab')  # spans of an entry never written, torn
+    with open(folder / ENTRIES_FILE, "ab") as stream:
+        stream.write(b'{"index":3,"name":"n0')  # a line cut short by SIGKILL
+
+    ResultsFolder.reopen(folder).close()
+
+    assert (folder / TRACES_FILE).read_bytes() == traces_before
+    assert len((folder / ENTRIES_FILE).read_text().splitlines()) == 4
+
+
+@pytest.mark.anyio
+async def test_resume_refuses_a_run_of_another_shard(tmp_path: Path) -> None:
+    dataset = write_project(tmp_path, 6)
+    result = await run_dataset(dataset, output_dir=tmp_path / "out", shard="1/2")
+
+    with pytest.raises(ResumeError, match=r"shard 1/2 of 6 entries .* this run selects shard 2/2"):
+        await run_dataset(dataset, resume=tmp_path / "out" / result.run_id, shard="2/2")
