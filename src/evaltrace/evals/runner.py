@@ -22,7 +22,7 @@ from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.capture import conventions as conv
 from evaltrace.capture.context import eval_inputs as _eval_inputs_scope
 from evaltrace.capture.wrap import start_span_call
-from evaltrace.checks import check_count, check_timeout
+from evaltrace.checks import check_count, check_threshold, check_timeout
 from evaltrace.errors import EvaluatorTimeoutError
 from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
 from evaltrace.evals.context import EvaluatorContext
@@ -37,6 +37,7 @@ from evaltrace.evals.evaluator import (
 )
 from evaltrace.evals.result import EntryResult, entry_status
 from evaltrace.evals.selectors import TraceSelector, root
+from evaltrace.evals.telemetry import export_evaluations
 from evaltrace.evals.worker_threads import run_in_worker_thread
 from evaltrace.trace import MemoryTraceHandler, ObservationNode, capture_traces
 
@@ -359,9 +360,59 @@ def _missing(name: str | None) -> Evaluation:
 
 def _complete(outcome: InputResult, names: Sequence[str]) -> None:
     """Make the row hold one evaluation per evaluator, whatever happened to its task."""
-    have = outcome.evaluations
+    outcome.evaluations = _completed(outcome.evaluations, names)
+
+
+def _completed(have: list[Evaluation], names: Sequence[str]) -> list[Evaluation]:
     if len(have) < len(names):
-        outcome.evaluations = [*have, *(_missing(name) for name in names[len(have) :])]
+        return [*have, *(_missing(name) for name in names[len(have) :])]
+    return have
+
+
+def _errored_row(error: BaseException, names: Sequence[str]) -> list[Evaluation]:
+    """One errored evaluation per evaluator, for a failure outside any evaluator."""
+    errored = Evaluation.errored(error, where="runner")
+    return [errored.model_copy(update={"evaluator": name}) for name in names]
+
+
+def _stray(exc: BaseException, what: str) -> StrayCancellationError:
+    stray = StrayCancellationError(what)
+    stray.__cause__ = exc
+    return stray
+
+
+async def score_entry(
+    evaluators: Sequence[PreparedEvaluator],
+    ctx: EvaluatorContext,
+    timeout: float | None,
+    *,
+    label: str,
+) -> list[Evaluation]:
+    """Score one entry with each evaluator, as :func:`evaluate_inputs` scores each input.
+
+    The evaluators run concurrently; the row never ends short: a failure outside any
+    evaluator (or a cancellation that is not one of the caller) errors the evaluations that
+    did not come back, and only a cancellation of the caller is raised.
+
+    Args:
+        evaluators: The prepared evaluators (:func:`~evaltrace.evals.evaluator.prepare_evaluator`).
+        ctx: What they are given.
+        timeout: Seconds allowed for each evaluation.
+        label: How a stray cancellation names the entry (``"scoring trace 5b8e..."``).
+
+    Returns:
+        One evaluation per evaluator, in their order.
+    """
+    names = [prepared.name for prepared in evaluators]
+    try:
+        evaluations = await _evaluate_entry(evaluators, ctx, timeout)
+    except Exception as exc:  # a failure outside any evaluator still errors only its row
+        return _errored_row(exc, names)
+    except BaseException as exc:
+        if not is_stray_cancellation(exc):
+            raise
+        return _errored_row(_stray(exc, label), names)
+    return _completed(evaluations, names)
 
 
 def _injected_inputs(evaluable: Evaluable | None) -> dict[str, Any] | None:
@@ -466,7 +517,10 @@ async def run_and_evaluate(
         assert failure is not None
         return failure.model_copy(update={"evaluator": prepared.name})
     ctx = _context(built, run, entry_name=built.description, entry_index=None, run_id=None)
-    return await evaluate_prepared(prepared, ctx, timeout)
+    evaluation = await evaluate_prepared(prepared, ctx, timeout)
+    if run is not None:
+        export_evaluations([evaluation], run.trace)
+    return evaluation
 
 
 def _context(
@@ -503,6 +557,7 @@ async def evaluate_inputs(
     entry_names: Sequence[str | None] | None = None,
     run_id: str | None = None,
     attributes: Mapping[str, Any] | None = None,
+    threshold: float = 0.5,
 ) -> list[InputResult]:
     """Run each input once and score it with every evaluator; never raises for failures.
 
@@ -529,6 +584,8 @@ async def evaluate_inputs(
             random one by default.
         attributes: Attributes of the whole run (e.g. ``{"dataset": "qa"}``), given to
             evaluators as :attr:`EvaluatorContext.attributes`.
+        threshold: The score that passes, for the ``pass``/``fail`` label of the evaluations
+            emitted as telemetry (``init(export_evaluations=True)``).
 
     Raises:
         TypeError: ``eval_inputs`` is a string or not a sequence, or ``runnable``, an
@@ -538,6 +595,7 @@ async def evaluate_inputs(
     items, cases, checks = _checked_arguments(runnable, eval_inputs, evaluators, evaluables)
     check_count(concurrency, "concurrency")
     check_timeout(timeout)
+    check_threshold(threshold)
     plans = _evaluator_plans(checks, per_input_evaluators, len(items))
     names = _entry_names(entry_names, cases, len(items))
     run_attributes = _run_attributes(attributes)
@@ -582,15 +640,13 @@ async def evaluate_inputs(
         try:
             await score(outcome)
         except Exception as exc:  # a failure outside any evaluator still errors only its row
-            error = Evaluation.errored(exc, where="runner")
-            outcome.evaluations = [error.model_copy(update={"evaluator": n}) for n in names]
+            outcome.evaluations = _errored_row(exc, names)
         except BaseException as exc:
             if not is_stray_cancellation(exc):
                 raise
-            stray = StrayCancellationError(f"scoring input #{outcome.index}")
-            stray.__cause__ = exc
-            error = Evaluation.errored(stray, where="runner")
-            outcome.evaluations = [error.model_copy(update={"evaluator": n}) for n in names]
+            outcome.evaluations = _errored_row(
+                _stray(exc, f"scoring input #{outcome.index}"), names
+            )
 
     pending = iter(results)
     done = 0
@@ -599,6 +655,8 @@ async def evaluate_inputs(
         nonlocal done
         for outcome in pending:  # workers share one iterator: each input is taken once
             await score_never_losing_the_row(outcome)
+            if outcome.run is not None:
+                export_evaluations(outcome.evaluations, outcome.run.trace, threshold=threshold)
             done += 1
             if on_progress is not None:
                 _report_progress(on_progress, outcome, done, len(results))
