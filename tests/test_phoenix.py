@@ -191,7 +191,7 @@ def test_evaluation_results_arrive_in_phoenix_in_the_trace_they_scored(
     assert evaluation["parent_id"] == run["context"]["span_id"]
     assert evaluation["span_kind"] == "EVALUATOR"
     (node,) = evaluation_nodes(spans, tmp_path)
-    ((event),) = node.span.record.events
+    (event,) = node.span.record.events
     assert event.name == "gen_ai.evaluation.result"
     assert event.attributes == {
         "gen_ai.evaluation.name": "says_paris",

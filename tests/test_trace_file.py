@@ -167,3 +167,15 @@ def test_a_damaged_pretty_printed_document_is_one_problem_naming_its_line(
     assert len(traces) == 0
     (problem,) = traces.problems
     assert problem.line == 3 and "not valid JSON" in problem.message
+
+
+def test_one_trace_is_read_by_its_id(tmp_path: Path) -> None:
+    path = two_runs(tmp_path)
+    traces = read_traces(path)
+    second = traces.trace_ids[1]
+
+    stored = traces.get(second.upper())
+
+    assert stored is not None and stored.trace_id == second
+    assert stored.roots[0].span.name == "run1"
+    assert traces.get("0" * 32) is None

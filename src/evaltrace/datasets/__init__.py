@@ -38,6 +38,7 @@ from evaltrace.datasets.resolution import (
     ResolvedEvaluator,
     build_evaluator,
     resolve_dataset,
+    resolve_evaluator_names,
 )
 from evaltrace.datasets.run import (
     DEFAULT_DATASET_TIMEOUT,
@@ -55,6 +56,7 @@ from evaltrace.datasets.runnable import (
     RunnableLifecycleError,
 )
 from evaltrace.datasets.schema import dataset_json_schema
+from evaltrace.datasets.stored import run_traces
 
 __all__ = [
     "BUILTIN_EVALUATORS",
@@ -93,5 +95,7 @@ __all__ = [
     "register_evaluator",
     "registered_evaluators",
     "resolve_dataset",
+    "resolve_evaluator_names",
     "run_dataset",
+    "run_traces",
 ]

@@ -36,17 +36,24 @@ from evaltrace.datasets.problems import DatasetError, DatasetProblem, format_loc
 from evaltrace.datasets.references import ReferenceLoader
 from evaltrace.datasets.resolution import ResolvedDataset, resolve_dataset
 from evaltrace.datasets.runnable import RunnableAdapter
+from evaltrace.datasets.stored import entry_traces
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluable import json_value
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
-from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
+from evaltrace.evals.evaluator import (
+    EvaluatorFunction,
+    PreparedEvaluator,
+    evaluator_name,
+    prepare_evaluator,
+)
 from evaltrace.evals.result import EntryResult, RunResult
 from evaltrace.evals.runner import InputResult, evaluate_inputs
 from evaltrace.evals.selectors import TraceSelector
+from evaltrace.evals.stored import StoredCase, StoredScoring
 from evaltrace.metrics.classification import AggregatorSpec, compute_dataset_evaluator_results
 from evaltrace.results.folder import ResultsFolder, ResultsFolderError, new_run_id
 from evaltrace.results.progress import RunProgress
-from evaltrace.trace import walk_trace
+from evaltrace.trace import StoredTrace, walk_trace
 
 __all__ = [
     "DEFAULT_DATASET_TIMEOUT",
@@ -397,6 +404,8 @@ class _Run:
         data = self.prepared.dataset
         adapter = self.prepared.runnable
         entries = [data.entries[i] for i in self.selected]
+        if data.stored:
+            return await self._score_stored(entries, concurrency, timeout, from_trace)
 
         async def run_entry(entry_kwargs: dict[str, Any]) -> Any:
             return await adapter.run(entry_kwargs)
@@ -435,6 +444,64 @@ class _Run:
             if self.entries[item.index] is None:  # its on_progress call failed part-way
                 self.entries[item.index] = self._entry(item)
         results.clear()  # the runner's rows: what the result needs is in the entries now
+        result = self._result(interrupted=False)
+        self._write(result, raising=True)
+        return result
+
+    async def _score_stored(
+        self,
+        entries: list[DatasetEntry],
+        concurrency: int,
+        timeout: float | None,
+        from_trace: TraceSelector | None,
+    ) -> RunResult:
+        """Score entries that point at stored traces: nothing runs, no setup or teardown."""
+        prepared: dict[int, PreparedEvaluator] = {}
+
+        def evaluators_of(position: int) -> list[PreparedEvaluator]:
+            checks = self._evaluators_of(position)
+            for check in checks:  # each evaluator prepared once
+                if id(check) not in prepared:
+                    prepared[id(check)] = prepare_evaluator(check)
+            return [prepared[id(check)] for check in checks]
+
+        data = self.prepared.dataset
+        base_dir = data.path.parent if data.path is not None else None
+        traces = entry_traces(entries, base_dir)
+        cases = (
+            StoredCase(
+                trace=stored,
+                index=position,
+                evaluators=evaluators_of(position),
+                name=entry.name,
+                case=entry.to_evaluable(),
+            )
+            for position, (entry, stored) in enumerate(zip(entries, traces, strict=True))
+        )
+        done = 0
+
+        def finished(entry: EntryResult, stored: StoredTrace) -> None:
+            nonlocal done
+            done += 1
+            self.entries[entry.index] = entry
+            if self.folder is not None and self.write_error is None:
+                try:
+                    self.folder.add_entry(entry, (n.span.record for n in walk_trace(stored.roots)))
+                except ResultsFolderError as exc:
+                    self.write_error = exc
+            if self.display is not None:
+                self.display.advance(entry)
+            if self.on_entry is not None:
+                self.on_entry(entry, done, len(entries))
+
+        scoring = StoredScoring(
+            from_trace=from_trace, timeout=timeout, threshold=self.threshold, run_id=self.run_id
+        )
+        try:
+            await scoring.score(cases, concurrency=concurrency, on_entry=finished)
+        except BaseException:  # interrupted (Ctrl-C, cancelled): keep what finished
+            self._write(self._result(interrupted=True), raising=False)
+            raise
         result = self._result(interrupted=False)
         self._write(result, raising=True)
         return result

@@ -47,6 +47,8 @@ __all__ = [
     "evaluate_inputs",
     "run_and_evaluate",
     "run_captured",
+    "score_entry",
+    "with_case",
 ]
 
 logger = logging.getLogger("evaltrace")
@@ -427,7 +429,20 @@ def _evaluable_from_run(
     base: Evaluable | None,
     expected_output: Any,
 ) -> Evaluable:
-    selected = (from_trace or root)(run.trace)
+    return with_case((from_trace or root)(run.trace), base, expected_output)
+
+
+def with_case(
+    selected: Evaluable, base: Evaluable | None, expected_output: Any = UNSET
+) -> Evaluable:
+    """What a selector picked, with the test case's inputs, expectation and metadata.
+
+    Args:
+        selected: The evaluable a selector built from the trace.
+        base: The test case (a dataset entry's), whose named inputs, expectation, metadata and
+            description are kept; ``None`` for none.
+        expected_output: An expectation that replaces the case's.
+    """
     updates: dict[str, Any] = {}
     if base is not None:
         if base.eval_input:

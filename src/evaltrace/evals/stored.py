@@ -19,7 +19,8 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, TypeAlias
@@ -39,7 +40,7 @@ from evaltrace.evals.evaluator import (
     prepare_evaluator,
 )
 from evaltrace.evals.result import EntryResult, RunResult, entry_status
-from evaltrace.evals.runner import score_entry
+from evaltrace.evals.runner import score_entry, with_case
 from evaltrace.evals.selectors import TraceSelector, root
 from evaltrace.evals.telemetry import export_evaluations
 from evaltrace.trace import (
@@ -51,7 +52,7 @@ from evaltrace.trace import (
     split_traces,
 )
 
-__all__ = ["TraceSource", "evaluate_traces", "stored_traces"]
+__all__ = ["StoredCase", "StoredScoring", "TraceSource", "evaluate_traces", "stored_traces"]
 
 TraceSource: TypeAlias = (
     str
@@ -179,33 +180,47 @@ def _trace_file_error(problems: Sequence[TraceFileProblem]) -> EvaluationError:
     return EvaluationError(type="TraceFormatError", message=shown, where="trace_file")
 
 
-class _Scorer:
-    """Scores stored traces one by one into entries, as the runner scores a live run."""
+@dataclass(frozen=True, kw_only=True)
+class StoredCase:
+    """One stored trace to score, with what to score it by: a dataset entry's, or a trace's."""
+
+    trace: StoredTrace
+    """The trace."""
+    index: int
+    """The entry's position in the run."""
+    evaluators: Sequence[PreparedEvaluator]
+    """Its evaluators, prepared (:func:`~evaltrace.evals.evaluator.prepare_evaluator`)."""
+    name: str | None = None
+    """The entry's name; the trace id by default."""
+    case: Evaluable | None = None
+    """The test case whose named inputs, expectation, metadata and description are kept."""
+
+
+class StoredScoring:
+    """How stored traces are scored: the selector, limits and what every entry shares."""
 
     def __init__(
         self,
-        evaluators: list[PreparedEvaluator],
         *,
-        from_trace: TraceSelector,
-        expectations: _Expectations,
-        timeout: float | None,
-        threshold: float,
-        run_id: str,
-        attributes: Mapping[str, Any],
+        from_trace: TraceSelector | None = None,
+        timeout: float | None = None,
+        threshold: float = 0.5,
+        run_id: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
-        self.evaluators = evaluators
-        self.names = [prepared.name for prepared in evaluators]
-        self.from_trace = from_trace
-        self.expectations = expectations
+        check_timeout(timeout)
+        check_threshold(threshold)
+        self.from_trace = from_trace or root
         self.timeout = timeout
         self.threshold = threshold
-        self.run_id = run_id
-        self.attributes = attributes
+        self.run_id = run_id if run_id is not None else uuid.uuid4().hex
+        self.attributes: Mapping[str, Any] = dict(attributes) if attributes is not None else {}
 
-    async def entry(self, stored: StoredTrace, index: int) -> EntryResult:
-        roots = stored.roots
-        name = stored.trace_id or f"#{index}"
-        expectation = self.expectations.of(stored.trace_id, index)
+    async def entry(self, item: StoredCase) -> EntryResult:
+        """Score one stored trace into its entry; never raises but for a cancellation."""
+        stored, roots, index = item.trace, item.trace.roots, item.index
+        names = [prepared.name for prepared in item.evaluators]
+        name = item.name or stored.trace_id or f"#{index}"
         fields: dict[str, Any] = {"index": index, "name": name}
         if roots:
             top = roots[0].span
@@ -219,20 +234,25 @@ class _Scorer:
             )
         elif stored.trace_id:
             fields["trace_ids"] = [stored.trace_id]
+        if item.case is not None:
+            fields.update(
+                description=item.case.description or fields.get("description"),
+                eval_input=item.case.eval_input,
+                expectation=item.case.expectation,
+                eval_metadata=item.case.eval_metadata,
+            )
         error: EvaluationError | None = None
         evaluable: Evaluable | None = None
         if not stored.complete:
             error = _trace_file_error(stored.problems)
         else:
             try:
-                evaluable = self.from_trace(roots)
-                if expectation is not UNSET:
-                    evaluable = evaluable.model_copy(update={"expectation": expectation})
+                evaluable = with_case(self.from_trace(roots), item.case)
             except Exception as exc:  # a selector that finds nothing is reported per trace
                 error = EvaluationError.from_exception(exc, where="from_trace")
         if error is not None or evaluable is None:
             assert error is not None
-            evaluations = [Evaluation.errored(error, evaluator=n) for n in self.names]
+            evaluations = [Evaluation.errored(error, evaluator=n) for n in names]
         else:
             ctx = EvaluatorContext(
                 evaluable=evaluable,
@@ -244,7 +264,7 @@ class _Scorer:
                 duration_s=fields.get("duration_s"),
             )
             label = f"scoring trace {name}"
-            evaluations = await score_entry(self.evaluators, ctx, self.timeout, label=label)
+            evaluations = await score_entry(item.evaluators, ctx, self.timeout, label=label)
             fields.update(
                 eval_input=evaluable.eval_input,
                 eval_output=evaluable.eval_output,
@@ -258,6 +278,49 @@ class _Scorer:
             error=error,
             status=entry_status(evaluations, error, threshold=self.threshold),
         )
+
+    async def score(
+        self,
+        items: Iterable[StoredCase],
+        *,
+        concurrency: int = 8,
+        on_entry: Callable[[EntryResult, StoredTrace], object] | None = None,
+    ) -> list[EntryResult]:
+        """Score every item, ``concurrency`` at a time, taking each from ``items`` when due.
+
+        Returns:
+            The entries, in the order of their ``index``.
+
+        Raises:
+            Exception: What taking an item from ``items`` raised (a bad item, a trace file
+                that went away), after the entries under way finished.
+        """
+        check_count(concurrency, "concurrency")
+        entries: list[EntryResult] = []
+        pending = iter(items)
+        failures: list[Exception] = []
+
+        async def worker() -> None:
+            while not failures:
+                try:  # workers share one iterator: each trace is taken once
+                    item = next(pending)
+                except StopIteration:
+                    return
+                except Exception as exc:  # a bad item, or the file went away: raised below
+                    failures.append(exc)
+                    return
+                entry = await self.entry(item)
+                entries.append(entry)
+                if on_entry is not None:
+                    _report(on_entry, entry, item.trace)
+
+        async with anyio.create_task_group() as group:
+            for _ in range(concurrency):
+                group.start_soon(worker)
+        if failures:
+            raise failures[0]
+        entries.sort(key=lambda entry: entry.index)
+        return entries
 
 
 async def evaluate_traces(
@@ -329,55 +392,35 @@ async def evaluate_traces(
         <CompletionStatus.SUCCESS: 'SUCCESS'>
     """
     check_count(concurrency, "concurrency")
-    check_timeout(timeout)
-    check_threshold(threshold)
-    checks = _evaluators(evaluators)
-    given = _Expectations(expectations)
-    run_attributes = dict(attributes) if attributes is not None else {}
-    started_at = datetime.now(UTC)
-    started = time.perf_counter()
-    items, source = stored_traces(traces)
-    run_id = run_id if run_id is not None else uuid.uuid4().hex
-    scorer = _Scorer(
-        [prepare_evaluator(check) for check in checks],
-        from_trace=from_trace or root,
-        expectations=given,
+    scoring = StoredScoring(
+        from_trace=from_trace,
         timeout=timeout,
         threshold=threshold,
         run_id=run_id,
-        attributes=run_attributes,
+        attributes=attributes,
     )
-    entries: list[EntryResult] = []
-    pending: Iterator[tuple[int, StoredTrace]] = enumerate(items)
-    failures: list[Exception] = []
-
-    async def worker() -> None:
-        while not failures:
-            try:  # workers share one iterator: each trace is taken once
-                index, stored = next(pending)
-            except StopIteration:
-                return
-            except Exception as exc:  # a bad item, or the file went away: raised below
-                failures.append(exc)
-                return
-            entry = await scorer.entry(stored, index)
-            entries.append(entry)
-            if on_entry is not None:
-                _report(on_entry, entry, stored)
-
-    async with anyio.create_task_group() as group:
-        for _ in range(concurrency):
-            group.start_soon(worker)
-    if failures:
-        raise failures[0]
-    entries.sort(key=lambda entry: entry.index)
+    prepared = [prepare_evaluator(check) for check in _evaluators(evaluators)]
+    given = _Expectations(expectations)
+    started_at = datetime.now(UTC)
+    started = time.perf_counter()
+    items, source = stored_traces(traces)
+    cases = (
+        StoredCase(
+            trace=stored,
+            index=index,
+            evaluators=prepared,
+            case=_expecting(given.of(stored.trace_id, index)),
+        )
+        for index, stored in enumerate(items)
+    )
+    entries = await scoring.score(cases, concurrency=concurrency, on_entry=on_entry)
     errors = [_trace_file_error([problem]) for problem in source.problems] if source else []
     path = Path(source.path) if source is not None else None
     return RunResult(
-        run_id=run_id,
+        run_id=scoring.run_id,
         name=name or (path.stem if path is not None else "stored traces"),
         source=str(path) if path is not None else None,
-        evaluators=scorer.names,
+        evaluators=[one.name for one in prepared],
         entries=entries,
         started_at=started_at,
         finished_at=datetime.now(UTC),
@@ -392,6 +435,10 @@ async def evaluate_traces(
         },
         errors=[*errors, *given.unmatched()],
     )
+
+
+def _expecting(expectation: Any) -> Evaluable | None:
+    return None if expectation is UNSET else Evaluable(expectation=expectation)
 
 
 def _report(

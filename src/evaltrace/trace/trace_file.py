@@ -127,6 +127,18 @@ class TraceFile:
             for key in self._order:
                 yield self._trace(file, key)
 
+    def get(self, trace_id: str) -> StoredTrace | None:
+        """The trace ``trace_id`` (32 hex digits, any case), read now; ``None`` if absent.
+
+        Example:
+            >>> read_traces("runs.jsonl").get("5b8efff798038103d269b633813fc60c")  # doctest: +SKIP
+        """
+        key = trace_id.strip().lower().encode("ascii", "replace")
+        if key not in self._order:
+            return None
+        with open(self.path, "rb") as file:
+            return self._trace(file, key)
+
     def __repr__(self) -> str:
         return f"TraceFile({self.path!r}, traces={len(self)}, problems={len(self.problems)})"
 
