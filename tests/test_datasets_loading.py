@@ -293,6 +293,8 @@ def test_the_schema_describes_every_field_of_the_models() -> None:
     assert set(entry["properties"]) == {
         "name",
         "entry_kwargs",
+        "trace",
+        "trace_id",
         "eval_input",
         "description",
         "expectation",

@@ -16,7 +16,7 @@ VARIABLE = re.compile(r"^(EVALTRACE|OTEL|OPENAI)_[A-Z_]+$")
 def test_the_export_guide_python_examples_run_in_order(tmp_path: Path) -> None:
     text = (ROOT / "docs" / "export.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) == 3
+    assert len(blocks) == 5
     result = subprocess.run(
         [sys.executable, "-c", "\n".join(blocks)],
         capture_output=True,
@@ -27,6 +27,9 @@ def test_the_export_guide_python_examples_run_in_order(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "ExportStats(exported=0, failed=1, dropped=0, queued=0, exporting=0)" in result.stdout
     assert 'greet {"name":"Ada"} evaltrace-app' in result.stdout
+    assert "['SUCCESS', 'SUCCESS', 'FAILED_SCORE_ZERO']" in result.stdout
+    assert "production.jsonl, line 4" in result.stdout
+    assert "gen_ai.evaluation.result pass" in result.stdout
 
 
 def variables_read_by_the_package() -> set[str]:

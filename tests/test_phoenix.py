@@ -139,3 +139,77 @@ def test_spans_exported_to_phoenix_read_back_as_the_apps(
     assert [value.name for value in root.span.named_values] == ["question", "answer"]
     (llm_node,) = root.find("ChatCompletion")
     assert isinstance(llm_node.span, LLMSpan)
+
+
+EVALUATED_APP = """
+import sys
+import evaltrace
+from evaltrace import Evaluation
+
+@evaltrace.wrap(kind="agent")
+def answer(question):
+    return "Paris"
+
+def says_paris(evaluable):
+    paris = evaluable.output_value() == "Paris"
+    return Evaluation(score=1.0 if paris else 0.0, reasoning="compared with Paris")
+
+if len(sys.argv) > 1:  # score the traces stored in that file, running nothing
+    result = evaltrace.run(evaltrace.evaluate_traces(sys.argv[1], [says_paris]))
+else:
+    result = evaltrace.run(
+        evaltrace.evaluate_inputs(answer, ["What is the capital of France?"], [says_paris])
+    )
+"""
+
+
+def evaluation_nodes(spans: list[dict[str, Any]], tmp_path: Path) -> list[Any]:
+    page = tmp_path / "phoenix.json"
+    page.write_text(json.dumps({"data": spans, "next_cursor": None}))
+    (root,) = load_traces(page)
+    return [node for node in root.walk() if node.span.name.startswith("evaluation ")]
+
+
+def test_evaluation_results_arrive_in_phoenix_in_the_trace_they_scored(
+    phoenix: PhoenixServer, tmp_path: Path
+) -> None:
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": phoenix.otlp_http_endpoint,
+        "EVALTRACE_PROJECT_NAME": "evaltrace-evaluations",
+        "EVALTRACE_EXPORT_EVALUATIONS": "1",
+    }
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("EVALTRACE_", "OTEL_"))}
+    script = tmp_path / "evaluated_app.py"
+    script.write_text(textwrap.dedent(EVALUATED_APP))
+    subprocess.run([sys.executable, str(script)], env={**clean, **env}, check=True, timeout=120)
+
+    spans = phoenix.spans("evaltrace-evaluations", count=3)
+
+    assert len({span["context"]["trace_id"] for span in spans}) == 1
+    (run,) = [span for span in spans if span["parent_id"] is None]
+    (evaluation,) = [span for span in spans if span["name"] == "evaluation says_paris"]
+    assert evaluation["parent_id"] == run["context"]["span_id"]
+    assert evaluation["span_kind"] == "EVALUATOR"
+    (node,) = evaluation_nodes(spans, tmp_path)
+    (event,) = node.span.record.events
+    assert event.name == "gen_ai.evaluation.result"
+    assert event.attributes == {
+        "gen_ai.evaluation.name": "says_paris",
+        "gen_ai.evaluation.score.value": 1.0,
+        "gen_ai.evaluation.score.label": "pass",
+        "gen_ai.evaluation.explanation": "compared with Paris",
+    }
+
+    # The traces Phoenix holds, scored later without running the app, get their results
+    # in the same trace too.
+    stored = tmp_path / "stored.json"
+    stored.write_text(json.dumps({"data": [s for s in spans if s is not evaluation]}))
+    subprocess.run(
+        [sys.executable, str(script), str(stored)],
+        env={**clean, **env},
+        check=True,
+        timeout=120,
+    )
+    spans = phoenix.spans("evaltrace-evaluations", count=4)
+    assert len(evaluation_nodes(spans, tmp_path)) == 2
+    assert len({span["context"]["trace_id"] for span in spans}) == 1

@@ -240,6 +240,22 @@ def test_run_returns_the_result_of_a_coroutine() -> None:
     assert run(double(2)) == 4
 
 
+def test_run_never_formats_what_the_call_returned() -> None:
+    formatted: list[str] = []
+
+    class Huge:  # a run of 10,000 entries takes seconds to repr
+        def __repr__(self) -> str:
+            formatted.append("repr")
+            return "Huge()"
+
+    async def returns_huge() -> Huge:
+        return Huge()
+
+    assert isinstance(run(returns_huge()), Huge)
+    assert isinstance(run(returns_huge), Huge)
+    assert formatted == []
+
+
 def test_run_calls_an_async_function_with_its_arguments() -> None:
     assert run(double, 3) == 6
 

@@ -1,4 +1,4 @@
-"""Argument checks shared by every floor: timeouts and counts.
+"""Argument checks shared by every floor: timeouts, counts and thresholds.
 
 Each check returns the value it accepted and raises ``ValueError`` naming the argument and
 the value it got, so callers validate in one line.
@@ -16,7 +16,7 @@ import math
 
 from evaltrace._safe_text import safe_repr
 
-__all__ = ["check_count", "check_timeout"]
+__all__ = ["check_count", "check_threshold", "check_timeout"]
 
 
 def check_timeout(timeout: object, what: str = "timeout") -> float | None:
@@ -46,3 +46,19 @@ def check_count(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{what} must be a whole number >= 1, got {safe_repr(value)}")
     return value
+
+
+def check_threshold(value: object, what: str = "threshold") -> float:
+    """Validate a score threshold: a number in [0, 1].
+
+    Raises:
+        ValueError: Naming ``what`` and the value given.
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 <= value <= 1
+    ):
+        raise ValueError(f"{what} must be a number in [0, 1], got {safe_repr(value)}")
+    return float(value)

@@ -29,6 +29,10 @@ Environment variables are read once, when this module is imported:
     ``1``/``true``: export over OTLP per the ``OTEL_*`` variables even when the app set
     up its own tracer provider (which, being configured by the same variables, usually
     exports already).
+``EVALTRACE_EXPORT_EVALUATIONS``
+    ``1``/``true``: each evaluation the runner makes is emitted as a
+    ``gen_ai.evaluation.result`` event on a short span in the trace of the run it scored
+    (see :mod:`evaltrace.evals.telemetry`).
 ``OTEL_SDK_DISABLED``
     ``true`` turns OpenTelemetry off, and evaltrace with it (as ``EVALTRACE_DISABLED``).
 ``OTEL_EXPORTER_OTLP_*``, ``OTEL_RESOURCE_ATTRIBUTES``
@@ -109,6 +113,9 @@ class Settings:
     """A JSONL file every finished span is appended to."""
     export_on_app_provider: bool = False
     """Whether the OTLP export of :attr:`otlp` is added to a provider the app set up too."""
+    export_evaluations: bool = False
+    """Whether each evaluation is emitted as a ``gen_ai.evaluation.result`` event in the trace
+    of the run it scored."""
 
     def codec(self) -> Codec:
         """The value codec for these settings."""
@@ -169,6 +176,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         otlp=otlp_settings_from_env(env),
         trace_file=env.get(EVALTRACE_TRACE_FILE, "").strip() or None,
         export_on_app_provider=_env_bool(env, "EVALTRACE_EXPORT_ON_APP_PROVIDER", False),
+        export_evaluations=_env_bool(env, "EVALTRACE_EXPORT_EVALUATIONS", False),
     )
 
 
@@ -265,6 +273,7 @@ def init(
     project_name: str | None = None,
     export_on_app_provider: bool | None = None,
     instrument: Sequence[str] = (),
+    export_evaluations: bool | None = None,
 ) -> Runtime:
     """Configure evaltrace. Optional: the API initialises itself with defaults on first use.
 
@@ -297,6 +306,11 @@ def init(
         instrument: Libraries to instrument on evaltrace's provider with an installed
             third-party instrumentor, e.g. ``["openai"]`` (see
             :mod:`evaltrace.capture.instrumentors`).
+        export_evaluations: Emit each evaluation the runner (and
+            :func:`~evaltrace.evaluate_traces`) makes as a ``gen_ai.evaluation.result``
+            event, on a short span in the trace of the run it scored, so that a collector
+            shows the scores next to the run (``EVALTRACE_EXPORT_EVALUATIONS``; off by
+            default).
 
     Returns:
         The runtime in effect. Calling ``init`` again replaces the settings and adds the
@@ -321,6 +335,7 @@ def init(
         shutdown_timeout_millis=shutdown_timeout_millis,
         project_name=project_name,
         export_on_app_provider=export_on_app_provider,
+        export_evaluations=export_evaluations,
     )
     instrumentors = find_instrumentors(check_instrument(instrument))
     with _LOCK:
@@ -334,6 +349,7 @@ def init(
             "shutdown_timeout_millis": shutdown_timeout_millis,
             "project_name": project_name,
             "export_on_app_provider": export_on_app_provider,
+            "export_evaluations": export_evaluations,
         }
         updates = {name: value for name, value in options.items() if value is not None}
         new_settings = replace(base, **updates)  # type: ignore[arg-type]
@@ -420,6 +436,7 @@ def _check_options(
     shutdown_timeout_millis: object,
     project_name: object,
     export_on_app_provider: object,
+    export_evaluations: object,
 ) -> frozenset[str] | None:
     """Check every option of :func:`init` before anything changes.
 
@@ -439,6 +456,7 @@ def _check_options(
     _check_flag("capture_content", capture_content)
     _check_flag("disabled", disabled)
     _check_flag("export_on_app_provider", export_on_app_provider)
+    _check_flag("export_evaluations", export_evaluations)
     if max_value_bytes is not None:
         if type(max_value_bytes) is not int:
             raise ConfigurationError(

@@ -12,6 +12,7 @@ import click
 
 from evaltrace.cli._discovery import dataset_files
 from evaltrace.cli._options import output_format, verbose
+from evaltrace.cli._selectors import SELECTOR_HELP, SelectorType, selector
 from evaltrace.cli._terminal import INTERRUPTED, CommandError, err, out, printable
 from evaltrace.errors import EvaltraceError
 
@@ -106,6 +107,26 @@ __all__ = ["test"]
     metavar="ADDR",
     help="With --executor ray: the Ray cluster to connect to (default: start a local one).",
 )
+@click.option(
+    "--traces",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Score the traces stored in FILE (JSONL, OTLP-JSON, Phoenix span JSON) with the "
+    "--evaluator(s), instead of running dataset files; nothing runs.",
+)
+@click.option(
+    "--evaluator",
+    "evaluator_names",
+    multiple=True,
+    metavar="NAME",
+    help="With --traces: an evaluator for every trace (a built-in or registered name, or a "
+    "reference such as checks.py:polite); repeat for several.",
+)
+@click.option(
+    "--select",
+    type=SelectorType(),
+    help=f"With --traces: what to score in each trace: {SELECTOR_HELP} (default root).",
+)
 @output_format(text="the report", json="each run's result.json content, one per line")
 def test(
     paths: Sequence[str],
@@ -123,6 +144,9 @@ def test(
     resume: str | None,
     executor: str,
     address: str | None,
+    traces: str | None,
+    evaluator_names: Sequence[str],
+    select: str | None,
     output_format: str,
 ) -> int:
     """Run the dataset files in PATHS (files, or folders searched for *.evaltrace.json|yaml|yml).
@@ -133,11 +157,32 @@ def test(
     Each run writes OUTPUT_DIR/<run-id>/: result.json, traces.jsonl and scorecard.html (a
     self-contained page of the run to open in a browser; compared with --baseline if given).
 
+    With --traces FILE, the traces stored in FILE are scored instead, one entry per trace,
+    by the --evaluator(s), into a results folder of the same kind; a line of FILE that cannot
+    be read fails its trace (LOG_FILE_ERROR) and the others are scored.
+
     Exit codes: 0 every entry passed (or --exit-zero), 1 some entry failed or errored (or, with
     --fail-on-regression, something got worse than the baseline), 2 bad usage or an invalid
     dataset, 130 interrupted (the entries that finished are written).
     """
     from evaltrace.datasets import DatasetError, ReferenceLoader, matches_filter, prepare_dataset
+
+    if traces is not None or evaluator_names or select is not None:
+        return _test_traces(
+            paths,
+            traces,
+            evaluator_names,
+            select,
+            entry_filter=entry_filter,
+            verbose=verbose,
+            concurrency=concurrency,
+            timeout=timeout,
+            threshold=threshold,
+            output_dir=output_dir,
+            exit_zero=exit_zero,
+            no_scorecard=no_scorecard,
+            output_format=output_format,
+        )
     from evaltrace.results import (
         ResultFileError,
         ResultsFolderError,
@@ -205,6 +250,76 @@ def test(
         raise CommandError(str(runs.write_error))
     failed = not all(result.passed for result in runs.results)
     return 0 if exit_zero else int(failed or (fail_on_regression and regressions))
+
+
+def _test_traces(
+    paths: Sequence[str],
+    traces: str | None,
+    evaluator_names: Sequence[str],
+    select: str | None,
+    *,
+    entry_filter: str | None,
+    verbose: bool,
+    concurrency: int,
+    timeout: float,
+    threshold: float,
+    output_dir: str,
+    exit_zero: bool,
+    no_scorecard: bool,
+    output_format: str,
+) -> int:
+    """``evaltrace test --traces FILE --evaluator NAME``: score a stored trace file."""
+    import anyio
+
+    from evaltrace.datasets import DatasetError, resolve_evaluator_names, run_traces
+    from evaltrace.results import ResultsFolderError, check_writable, new_run_id
+
+    if traces is None:
+        raise CommandError("--evaluator and --select go with --traces FILE (a stored trace file)")
+    if paths:
+        raise CommandError("give dataset PATHS or --traces FILE, not both")
+    if entry_filter is not None:
+        raise CommandError("-k selects dataset entries; it does not go with --traces")
+    if not evaluator_names:
+        raise CommandError("--traces needs an --evaluator (e.g. --evaluator ExactMatch)")
+    if not Path(traces).is_file():
+        raise CommandError(f"--traces: {traces}: no such file")
+    try:
+        evaluators = resolve_evaluator_names(evaluator_names)
+    except DatasetError as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        parent = check_writable(output_dir)
+    except ResultsFolderError as exc:
+        raise CommandError(f"--output-dir: {exc}") from None
+    run_id = new_run_id()
+    try:
+        result = anyio.run(
+            lambda: run_traces(
+                traces,
+                evaluators,
+                from_trace=selector(select) if select is not None else None,
+                concurrency=concurrency,
+                timeout=timeout or None,
+                threshold=threshold,
+                output_dir=parent,
+                progress=True,
+                run_id=run_id,
+            )
+        )
+    except KeyboardInterrupt:
+        err(f"evaltrace test: interrupted; what finished is in {parent / run_id}")
+        return INTERRUPTED
+    except (OSError, EvaltraceError) as exc:
+        raise CommandError(f"--traces: {printable(str(exc))}") from None
+    _print_results([result], output_format=output_format, verbose=verbose)
+    folder = parent / result.run_id
+    page = None if no_scorecard else _scorecard(folder, None)
+    if output_format == "text":
+        out(f"results: {folder}")
+        if page is not None:
+            out(f"scorecard: {page}")
+    return 0 if exit_zero or result.passed else 1
 
 
 class _Runs:

@@ -40,6 +40,7 @@ from evaltrace.datasets.resolution import (
     ResolvedEvaluator,
     build_evaluator,
     resolve_dataset,
+    resolve_evaluator_names,
 )
 from evaltrace.datasets.run import (
     DEFAULT_DATASET_TIMEOUT,
@@ -59,6 +60,7 @@ from evaltrace.datasets.runnable import (
 )
 from evaltrace.datasets.schema import dataset_json_schema
 from evaltrace.datasets.sharding import Shard, ShardSpecError, selection_digest, shard_positions
+from evaltrace.datasets.stored import run_traces
 
 __all__ = [
     "BUILTIN_EVALUATORS",
@@ -107,7 +109,9 @@ __all__ = [
     "register_evaluator",
     "registered_evaluators",
     "resolve_dataset",
+    "resolve_evaluator_names",
     "run_dataset",
     "selection_digest",
     "shard_positions",
+    "run_traces",
 ]

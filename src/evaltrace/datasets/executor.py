@@ -194,6 +194,7 @@ async def run_entries(plan: RunPlan, finished: EntrySink) -> None:
         concurrency=plan.concurrency,
         timeout=plan.timeout,
         run_id=plan.run_id,
+        threshold=plan.threshold,
     )
 
 

@@ -182,16 +182,33 @@ class DatasetEntry(BaseModel):
 
     Two fields the pixie-qa format requires are optional here, because a sensible default
     exists: ``description`` (the entry's name) and ``eval_input`` (no served inputs).
+
+    An entry may instead point at a run that was stored (``trace``, and ``trace_id`` when the
+    file holds several): it is scored from that trace, without calling the runnable, and
+    gives no ``entry_kwargs``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        use_attribute_docstrings=True,
+        json_schema_extra={"oneOf": [{"required": ["entry_kwargs"]}, {"required": ["trace"]}]},
+    )
 
     name: str | None = Field(default=None, min_length=1)
     """A unique name (used to select entries, compare runs and shard); its position in
     ``entries`` as a string when omitted."""
-    entry_kwargs: dict[str, JsonValue]
+    entry_kwargs: dict[str, JsonValue] = Field(
+        default_factory=dict, json_schema_extra=_no_default_in_schema
+    )
     """The arguments of the runnable: keyword arguments, or the fields of the pydantic model
-    its ``run`` takes."""
+    its ``run`` takes. Required, unless the entry gives ``trace``."""
+    trace: str | None = Field(default=None, min_length=1)
+    """A trace file holding this entry's run, stored earlier (``EVALTRACE_TRACE_FILE``, a
+    results folder's ``traces.jsonl``, an OTLP-JSON or Phoenix export; relative to the dataset
+    file): the entry is scored from it, and the runnable is not called."""
+    trace_id: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{32}$")
+    """Which trace of ``trace`` (32 hex digits); may be left out when the file holds one."""
     eval_input: list[NamedInput] = Field(default_factory=list)
     """Values that ``wrap(purpose="input", name=...)`` returns during the run, by name."""
     description: str | None = None
@@ -224,6 +241,11 @@ class DatasetEntry(BaseModel):
             description=self.description,
         )
 
+    @property
+    def stored(self) -> bool:
+        """Whether the entry is scored from a stored trace (it gives ``trace``)."""
+        return self.trace is not None
+
     @model_serializer(mode="wrap")
     def _drop_unset(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
@@ -253,7 +275,8 @@ class Dataset(BaseModel):
     """The dataset's name, shown in reports; the file name without its suffix when omitted."""
     runnable: str | None = Field(default=None, min_length=1)
     """The app's entry point: ``"path/to/file.py:Name"`` (relative to this file) or
-    ``"package.module:Name"``; a Runnable class or object, or a plain function."""
+    ``"package.module:Name"``; a Runnable class or object, or a plain function. Not needed
+    when every entry points at a stored trace."""
     evaluators: list[EvaluatorSpec] = Field(default_factory=list)
     """The evaluators of every entry that does not list its own."""
     entries: list[DatasetEntry] = Field(min_length=1)
@@ -274,6 +297,11 @@ class Dataset(BaseModel):
     def source(self) -> str:
         """How problems name the dataset: its path as given, or ``"<dataset>"``."""
         return self._source
+
+    @property
+    def stored(self) -> bool:
+        """Whether the entries point at stored traces (then nothing runs)."""
+        return self.entries[0].stored
 
     def evaluators_for(self, entry: DatasetEntry) -> list[EvaluatorSpec]:
         """The evaluators of ``entry``, with ``"..."`` expanded to the dataset's.
@@ -406,6 +434,16 @@ def dataset_problems(
             first_with_name[name] = (index, implicit)
     for index, entry in entries:
         _check_entry(problem, index, entry, evaluators)
+    if entries:
+        first = entries[0][1].stored
+        mixed = next((index for index, entry in entries if entry.stored != first), None)
+        if mixed is not None:
+            problem(
+                ("entries", mixed),
+                "entries scored from stored traces ('trace') and entries that run the "
+                "runnable ('entry_kwargs') are mixed in one dataset",
+                hint="put the entries with 'trace' in a dataset file of their own",
+            )
     return problems
 
 
@@ -460,6 +498,26 @@ def _check_entry(
             else:
                 expanded.append((position, spec, False))
         _duplicate_specs(problem, (*where, "evaluators"), expanded)
+
+    if entry.trace is None:
+        if entry.trace_id is not None:
+            problem(
+                (*where, "trace_id"),
+                "trace_id without trace",
+                hint="give 'trace', the file holding the trace, or remove 'trace_id'",
+            )
+        elif "entry_kwargs" not in entry.model_fields_set:
+            problem(
+                (*where, "entry_kwargs"),
+                "missing required key 'entry_kwargs'",
+                hint="give the runnable's arguments, or 'trace' to score a stored trace",
+            )
+    elif entry.entry_kwargs:
+        problem(
+            (*where, "entry_kwargs"),
+            "an entry scored from a stored trace runs nothing, so it takes no entry_kwargs",
+            hint="remove 'entry_kwargs', or 'trace' to run the runnable",
+        )
 
     seen_inputs: dict[str, int] = {}
     for position, item in enumerate(entry.eval_input):

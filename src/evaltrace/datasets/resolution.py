@@ -21,7 +21,7 @@ Each distinct spec is built once and shared by the entries that use it.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -40,11 +40,13 @@ from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
 
 __all__ = [
+    "STORED_TRACES_RUNNABLE",
     "EvaluatorBuildError",
     "ResolvedDataset",
     "ResolvedEvaluator",
     "build_evaluator",
     "resolve_dataset",
+    "resolve_evaluator_names",
 ]
 
 
@@ -234,6 +236,8 @@ def resolve_dataset(
     adapter = _resolve_runnable(dataset, runnable, loader, file, base_dir, problems)
     if adapter is not None:
         for index, entry in enumerate(dataset.entries):
+            if entry.stored:
+                continue
             problems += adapter.check_arguments(
                 entry.entry_kwargs,
                 file=file,
@@ -286,6 +290,8 @@ def _resolve_runnable(
 ) -> RunnableAdapter | None:
     target = runnable
     if target is None:
+        if dataset.runnable is None and dataset.stored:
+            return RunnableAdapter(_stored_traces_only, name=STORED_TRACES_RUNNABLE)
         if dataset.runnable is None:
             problems.append(
                 DatasetProblem(
@@ -316,6 +322,51 @@ def _resolve_runnable(
             )
         )
         return None
+
+
+def resolve_evaluator_names(
+    names: Sequence[str], *, source: str = "--evaluator", loader: ReferenceLoader | None = None
+) -> list[EvaluatorFunction]:
+    """Build the evaluators named as a dataset names them, e.g. on the command line.
+
+    Each name is a built-in or registered evaluator (``"ExactMatch"``), or a reference to one
+    (``"checks.py:polite"``, relative to the current folder, or ``"my_pkg.checks:polite"``).
+
+    Args:
+        names: The names.
+        source: How problems name where the names come from.
+        loader: The module loader; a new one by default.
+
+    Raises:
+        DatasetError: Every name that does not resolve (with the closest known name) or
+            whose evaluator cannot be built.
+
+    Example:
+        >>> [type(e).__name__ for e in resolve_evaluator_names(["ExactMatch"])]
+        ['AutoevalsAdapter']
+    """
+    loader = loader or ReferenceLoader()
+    problems: list[DatasetProblem] = []
+    built = [
+        _resolve_evaluator(
+            EvaluatorSpec(name=name), loader, source, f"[{index}]", Path.cwd(), problems
+        )
+        for index, name in enumerate(names)
+    ]
+    if problems:
+        raise DatasetError(problems)
+    return [item.evaluator for item in built if item is not None]
+
+
+STORED_TRACES_RUNNABLE = "stored traces"
+"""The name of the runnable of a dataset whose entries are scored from stored traces."""
+
+
+def _stored_traces_only(**entry_kwargs: Any) -> None:
+    """Stands for the runnable of a dataset scored from stored traces; never called."""
+    raise EvaltraceError(
+        "the entries of this dataset are scored from stored traces: there is no runnable to call"
+    )
 
 
 def _resolve_evaluator(

@@ -36,6 +36,7 @@ from evaltrace.datasets.problems import DatasetError, DatasetProblem, format_loc
 from evaltrace.datasets.references import ReferenceLoader
 from evaltrace.datasets.resolution import ResolvedDataset, resolve_dataset
 from evaltrace.datasets.sharding import Shard, selection_digest, shard_positions
+from evaltrace.datasets.stored import StoredTraceExecutor
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluation import EvaluationError
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
@@ -429,10 +430,22 @@ async def run_dataset(
             concurrency=concurrency,
             from_trace=from_trace,
         )
-        result = await run.execute(executor or LocalExecutor(), plan)
+        result = await run.execute(_executor_for(data, executor), plan)
     if resume is not None and keep_entries and folder is not None:
         return load_result(folder.result_path)
     return result
+
+
+def _executor_for(data: Dataset, executor: Executor | None) -> Executor:
+    """The executor given, or the one the dataset needs: stored traces are only scored here."""
+    if not data.stored:
+        return executor or LocalExecutor()
+    if executor is not None and not isinstance(executor, LocalExecutor):
+        raise ValueError(
+            f"dataset {data.name or data.source!r} points at stored traces, which are scored "
+            f"in this process; run it without executor={_executor_name(executor)}"
+        )
+    return StoredTraceExecutor()
 
 
 def _evaluator_names(prepared: PreparedDataset, selected: Sequence[int]) -> list[str]:

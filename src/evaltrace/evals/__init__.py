@@ -45,6 +45,7 @@ from evaltrace.evals.selectors import (
     root,
     select,
 )
+from evaltrace.evals.stored import evaluate_traces
 from evaltrace.evals.sync import RunningLoopError, run
 
 __all__ = [
@@ -82,6 +83,7 @@ __all__ = [
     "collapse_named_data",
     "evaluate",
     "evaluate_inputs",
+    "evaluate_traces",
     "evaluator_name",
     "get_named",
     "json_value",

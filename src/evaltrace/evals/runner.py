@@ -30,7 +30,7 @@ from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.capture import conventions as conv
 from evaltrace.capture.context import eval_inputs as _eval_inputs_scope
 from evaltrace.capture.wrap import start_span_call
-from evaltrace.checks import check_count, check_timeout
+from evaltrace.checks import check_count, check_threshold, check_timeout
 from evaltrace.errors import EvaluatorTimeoutError
 from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
 from evaltrace.evals.context import EvaluatorContext
@@ -45,6 +45,7 @@ from evaltrace.evals.evaluator import (
 )
 from evaltrace.evals.result import EntryResult, entry_status
 from evaltrace.evals.selectors import TraceSelector, root
+from evaltrace.evals.telemetry import export_evaluations
 from evaltrace.evals.worker_threads import run_in_worker_thread
 from evaltrace.trace import MemoryTraceHandler, ObservationNode, capture_traces
 
@@ -56,6 +57,8 @@ __all__ = [
     "evaluate_inputs",
     "run_and_evaluate",
     "run_captured",
+    "score_entry",
+    "with_case",
 ]
 
 logger = logging.getLogger("evaltrace")
@@ -387,9 +390,59 @@ def _missing(name: str | None) -> Evaluation:
 
 def _complete(outcome: InputResult, names: Sequence[str]) -> None:
     """Make the row hold one evaluation per evaluator, whatever happened to its task."""
-    have = outcome.evaluations
+    outcome.evaluations = _completed(outcome.evaluations, names)
+
+
+def _completed(have: list[Evaluation], names: Sequence[str]) -> list[Evaluation]:
     if len(have) < len(names):
-        outcome.evaluations = [*have, *(_missing(name) for name in names[len(have) :])]
+        return [*have, *(_missing(name) for name in names[len(have) :])]
+    return have
+
+
+def _errored_row(error: BaseException, names: Sequence[str]) -> list[Evaluation]:
+    """One errored evaluation per evaluator, for a failure outside any evaluator."""
+    errored = Evaluation.errored(error, where="runner")
+    return [errored.model_copy(update={"evaluator": name}) for name in names]
+
+
+def _stray(exc: BaseException, what: str) -> StrayCancellationError:
+    stray = StrayCancellationError(what)
+    stray.__cause__ = exc
+    return stray
+
+
+async def score_entry(
+    evaluators: Sequence[PreparedEvaluator],
+    ctx: EvaluatorContext,
+    timeout: float | None,
+    *,
+    label: str,
+) -> list[Evaluation]:
+    """Score one entry with each evaluator, as :func:`evaluate_inputs` scores each input.
+
+    The evaluators run concurrently; the row never ends short: a failure outside any
+    evaluator (or a cancellation that is not one of the caller) errors the evaluations that
+    did not come back, and only a cancellation of the caller is raised.
+
+    Args:
+        evaluators: The prepared evaluators (:func:`~evaltrace.evals.evaluator.prepare_evaluator`).
+        ctx: What they are given.
+        timeout: Seconds allowed for each evaluation.
+        label: How a stray cancellation names the entry (``"scoring trace 5b8e..."``).
+
+    Returns:
+        One evaluation per evaluator, in their order.
+    """
+    names = [prepared.name for prepared in evaluators]
+    try:
+        evaluations = await _evaluate_entry(evaluators, ctx, timeout)
+    except Exception as exc:  # a failure outside any evaluator still errors only its row
+        return _errored_row(exc, names)
+    except BaseException as exc:
+        if not is_stray_cancellation(exc):
+            raise
+        return _errored_row(_stray(exc, label), names)
+    return _completed(evaluations, names)
 
 
 def _injected_inputs(evaluable: Evaluable | None) -> dict[str, Any] | None:
@@ -404,7 +457,20 @@ def _evaluable_from_run(
     base: Evaluable | None,
     expected_output: Any,
 ) -> Evaluable:
-    selected = (from_trace or root)(run.trace)
+    return with_case((from_trace or root)(run.trace), base, expected_output)
+
+
+def with_case(
+    selected: Evaluable, base: Evaluable | None, expected_output: Any = UNSET
+) -> Evaluable:
+    """What a selector picked, with the test case's inputs, expectation and metadata.
+
+    Args:
+        selected: The evaluable a selector built from the trace.
+        base: The test case (a dataset entry's), whose named inputs, expectation, metadata and
+            description are kept; ``None`` for none.
+        expected_output: An expectation that replaces the case's.
+    """
     updates: dict[str, Any] = {}
     if base is not None:
         if base.eval_input:
@@ -494,7 +560,10 @@ async def run_and_evaluate(
         assert failure is not None
         return failure.model_copy(update={"evaluator": prepared.name})
     ctx = _context(built, run, entry_name=built.description, entry_index=None, run_id=None)
-    return await evaluate_prepared(prepared, ctx, timeout)
+    evaluation = await evaluate_prepared(prepared, ctx, timeout)
+    if run is not None:
+        export_evaluations([evaluation], run.trace)
+    return evaluation
 
 
 def _context(
@@ -531,6 +600,7 @@ async def evaluate_inputs(
     entry_names: Sequence[str | None] | None = None,
     run_id: str | None = None,
     attributes: Mapping[str, Any] | None = None,
+    threshold: float = 0.5,
 ) -> list[InputResult]:
     """Run each input once and score it with every evaluator; never raises for failures.
 
@@ -557,6 +627,8 @@ async def evaluate_inputs(
             random one by default.
         attributes: Attributes of the whole run (e.g. ``{"dataset": "qa"}``), given to
             evaluators as :attr:`EvaluatorContext.attributes`.
+        threshold: The score that passes, for the ``pass``/``fail`` label of the evaluations
+            emitted as telemetry (``init(export_evaluations=True)``).
 
     Raises:
         TypeError: ``eval_inputs`` is a string or not a sequence, or ``runnable``, an
@@ -566,6 +638,7 @@ async def evaluate_inputs(
     items, cases, checks = _checked_arguments(runnable, eval_inputs, evaluators, evaluables)
     check_count(concurrency, "concurrency")
     check_timeout(timeout)
+    check_threshold(threshold)
     plans = _evaluator_plans(checks, per_input_evaluators, len(items))
     names = _entry_names(entry_names, cases, len(items))
     run_attributes = _run_attributes(attributes)
@@ -592,6 +665,7 @@ async def evaluate_inputs(
         timeout=timeout,
         run_id=run_id if run_id is not None else uuid.uuid4().hex,
         attributes=run_attributes,
+        threshold=threshold,
     )
     for outcome in results:  # whatever ended a worker early, no row is left short
         _complete(outcome, plans[outcome.index][1])
@@ -608,6 +682,7 @@ async def evaluate_each(
     timeout: float | None = None,
     run_id: str | None = None,
     attributes: Mapping[str, Any] | None = None,
+    threshold: float = 0.5,
 ) -> None:
     """Run and score each input as :func:`evaluate_inputs` does, handing each result on.
 
@@ -628,6 +703,7 @@ async def evaluate_each(
         timeout: Seconds allowed for each run and for each evaluation.
         run_id: The run's id, given to evaluators; a new random one by default.
         attributes: Attributes of the whole run, given to evaluators.
+        threshold: The score that passes, for the evaluations emitted as telemetry.
 
     Raises:
         TypeError: ``runnable`` is not callable, an input is not a :class:`RunInput`, or an
@@ -652,6 +728,7 @@ async def evaluate_each(
         )
     check_count(concurrency, "concurrency")
     check_timeout(timeout)
+    check_threshold(threshold)
     run_attributes = _run_attributes(attributes)
     plans: dict[int, tuple[Sequence[EvaluatorFunction], _Plan]] = {}
     prepared: dict[int, PreparedEvaluator] = {}
@@ -695,6 +772,7 @@ async def evaluate_each(
         timeout=timeout,
         run_id=run_id if run_id is not None else uuid.uuid4().hex,
         attributes=run_attributes,
+        threshold=threshold,
     )
 
 
@@ -718,6 +796,7 @@ async def _evaluate_all(
     timeout: float | None,
     run_id: str,
     attributes: Mapping[str, Any],
+    threshold: float,
 ) -> None:
     """Workers share ``items`` (each input is taken once), score each, hand each row on."""
 
@@ -755,21 +834,22 @@ async def _evaluate_all(
         try:
             await score(item)
         except Exception as exc:  # a failure outside any evaluator still errors only its row
-            error = Evaluation.errored(exc, where="runner")
-            outcome.evaluations = [error.model_copy(update={"evaluator": n}) for n in names]
+            outcome.evaluations = _errored_row(exc, names)
         except BaseException as exc:
             if not is_stray_cancellation(exc):
                 raise
-            stray = StrayCancellationError(f"scoring input #{outcome.index}")
-            stray.__cause__ = exc
-            error = Evaluation.errored(stray, where="runner")
-            outcome.evaluations = [error.model_copy(update={"evaluator": n}) for n in names]
+            outcome.evaluations = _errored_row(
+                _stray(exc, f"scoring input #{outcome.index}"), names
+            )
         _complete(outcome, names)
 
     async def worker() -> None:
         for item in items:  # workers share one iterator: each input is taken once
             await score_never_losing_the_row(item)
-            on_result(item.outcome)
+            outcome = item.outcome
+            if outcome.run is not None:
+                export_evaluations(outcome.evaluations, outcome.run.trace, threshold=threshold)
+            on_result(outcome)
 
     try:
         async with anyio.create_task_group() as group:

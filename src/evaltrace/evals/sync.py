@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar, cast, overload
+from typing import Any, Generic, TypeVar, cast, overload
 
 import anyio
 
@@ -87,15 +87,36 @@ def run(coro_or_fn: Coroutine[Any, Any, T] | Callable[..., Awaitable[T]], /, *ar
         if library is not None:
             coro.close()
             raise RunningLoopError(f"{_name_of(coro)}(...)", library)
-        return anyio.run(_await, coro)
+        return anyio.run(_boxed, coro).value
     fn = cast("Callable[..., Awaitable[T]]", coro_or_fn)
     if library is not None:
         raise RunningLoopError(f"{_name_of(fn)}(...)", library)
-    return anyio.run(fn, *args)
+    return anyio.run(_call_boxed, fn, *args).value
 
 
-async def _await(awaitable: Awaitable[T]) -> T:
-    return await awaitable
+class _Box(Generic[T]):
+    """The result of the main task, out of sight of ``repr``.
+
+    On Python 3.11, asyncio's runner, restoring its SIGINT handler at the end, formats the
+    handler (which holds the main task, and so the task's result) into a message it then
+    drops: a result as large as a run of 10,000 entries took seconds to ``repr``.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: T) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<result>"
+
+
+async def _boxed(awaitable: Awaitable[T]) -> _Box[T]:
+    return _Box(await awaitable)
+
+
+async def _call_boxed(fn: Callable[..., Awaitable[T]], *args: Any) -> _Box[T]:
+    return _Box(await fn(*args))
 
 
 def _running_loop_library() -> str | None:

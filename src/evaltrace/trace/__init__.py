@@ -4,7 +4,8 @@
 as :class:`LLMSpan` (model calls) or :class:`ObserveSpan`; :func:`capture_traces` yields a
 :class:`MemoryTraceHandler` holding the runs started in its block; handlers added with
 :func:`add_handler` receive every span as a view; :func:`save_traces` / :func:`load_traces`
-keep traces in files; :func:`recorded_values` and :func:`span_documents` read what a run recorded.
+keep traces in files, and :func:`read_traces` reads a file trace by trace, reporting the lines it
+cannot read; :func:`recorded_values` and :func:`span_documents` read what a run recorded.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from evaltrace.trace.spans import (
     parse_named_values,
     span_view,
 )
+from evaltrace.trace.trace_file import StoredTrace, TraceFile, TraceFileProblem, read_traces
 from evaltrace.trace.tree import (
     ObservationNode,
     SpanPredicate,
@@ -60,11 +62,15 @@ __all__ = [
     "SpanStatus",
     "SpanView",
     "StatusCode",
+    "StoredTrace",
     "TokenUsage",
     "ToolCall",
+    "TraceFile",
+    "TraceFileProblem",
     "build_trace",
     "load_traces",
     "parse_named_values",
+    "read_traces",
     "recorded_value",
     "recorded_values",
     "save_traces",

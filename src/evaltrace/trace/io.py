@@ -21,42 +21,27 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
-from evaltrace.capture.values import Purpose, WrapRecord
+from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import TraceFormatError
-from evaltrace.trace._fields import (
-    Invalid,
-    attributes_field,
-    hex_id,
-    int_field,
-    json_type,
-    list_field,
-    optional_str,
-    str_field,
+from evaltrace.trace._fields import Invalid
+from evaltrace.trace._span_json import (
+    JSONL_HINT,
+    TOO_DEEP,
+    ReadSpan,
+    add_span,
+    read_span_object,
+    span_objects,
+    unreadable,
 )
-from evaltrace.trace._otlp_json import is_otlp_document, is_otlp_span, otlp_records, otlp_span
-from evaltrace.trace._phoenix_json import is_phoenix_page, is_phoenix_span, phoenix_span
-from evaltrace.trace.spans import SpanEventRecord, SpanRecord, parse_named_values
-from evaltrace.trace.spans.records import STATUS_CODES
+from evaltrace.trace.spans import SpanRecord, parse_named_values
 from evaltrace.trace.tree import ObservationNode, build_trace
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
 __all__ = ["load_traces", "save_traces", "span_to_json"]
-
-_PURPOSES: Mapping[str, Purpose] = {"input": "input", "output": "output", "state": "state"}
-_JSONL_HINT = (
-    "Each line must be one JSON object describing a span (as save_traces writes), "
-    'an OTLP-JSON object with "resourceSpans", or a page of Phoenix spans ({"data": [...]}).'
-)
-_TOO_DEEP = (
-    "nested too deeply to read (deeper than Python's recursion limit); a trace file holds "
-    "spans, whose values are nested a few levels"
-)
-
-_Span: TypeAlias = tuple[SpanRecord, tuple[WrapRecord, ...]]
 
 
 def save_traces(
@@ -147,34 +132,22 @@ def load_traces(path: str | os.PathLike[str]) -> list[ObservationNode]:
             f"{name}: not UTF-8 text (invalid byte at offset {exc.start}). Trace files are "
             "UTF-8 JSON lines, OTLP-JSON or Phoenix span JSON."
         ) from None
-    spans: dict[tuple[int, int], tuple[_Span, str]] = {}
+    spans: dict[tuple[int, int], tuple[ReadSpan, str]] = {}
     for where, document in _documents(name, text):
-        for place, item in _span_objects(document, where):
+        for place, item in span_objects(document, where):
             try:
-                read = _read(item, place)
+                read = read_span_object(item, place)
             except Invalid as exc:
                 raise TraceFormatError(f"{place}: {exc}") from None
             except RecursionError:
-                raise TraceFormatError(f"{place}: the span is {_TOO_DEEP}.") from None
+                raise TraceFormatError(f"{place}: the span is {TOO_DEEP}.") from None
             for span, span_place in read:
-                _add(spans, span, span_place)
+                conflict = add_span(spans, span, span_place)
+                if conflict:
+                    raise TraceFormatError(conflict)
     records = [record for (record, _), _ in spans.values()]
     values = [value for (_, named), _ in spans.values() for value in named]
     return build_trace(records, sorted(values, key=lambda value: value.timestamp_ns))
-
-
-def _add(spans: dict[tuple[int, int], tuple[_Span, str]], span: _Span, place: str) -> None:
-    record = span[0]
-    key = (record.trace_id, record.span_id)
-    first = spans.get(key)
-    if first is None:
-        spans[key] = (span, place)
-    elif first[0] != span and repr(first[0]) != repr(span):  # repr: NaN equals itself
-        raise TraceFormatError(
-            f"{place}: span {record.span_id:016x} of trace {record.trace_id:032x} is also at "
-            f"{first[1]}, with other content. A trace file holds each span once: remove one "
-            "of the two, or load files whose span ids collide one by one."
-        )
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -253,11 +226,11 @@ def _documents(name: str, text: str) -> Iterator[tuple[str, Any]]:
         if exc.msg != "Extra data" and first_line in ("{", "["):
             raise TraceFormatError(
                 f"{name}, line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}). "
-                + _JSONL_HINT
+                + JSONL_HINT
             ) from None
     except (RecursionError, ValueError) as exc:
         # Only the first JSON value is parsed before "Extra data": the problem is in it.
-        raise TraceFormatError(f"{name}, line {first}: {_unreadable(exc)}") from None
+        raise TraceFormatError(f"{name}, line {first}: {unreadable(exc)}") from None
     else:
         yield f"{name}, line {first}", document
         return
@@ -269,17 +242,10 @@ def _documents(name: str, text: str) -> Iterator[tuple[str, Any]]:
         except json.JSONDecodeError as exc:
             raise TraceFormatError(
                 f"{name}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}). "
-                + _JSONL_HINT
+                + JSONL_HINT
             ) from None
         except (RecursionError, ValueError) as exc:
-            raise TraceFormatError(f"{name}, line {number}: {_unreadable(exc)}") from None
-
-
-def _unreadable(exc: RecursionError | ValueError) -> str:
-    if isinstance(exc, RecursionError):
-        return f"the JSON is {_TOO_DEEP}."
-    # Python refuses to convert integers of more than sys.get_int_max_str_digits() digits.
-    return f"the JSON holds a number too long to read ({exc})."
+            raise TraceFormatError(f"{name}, line {number}: {unreadable(exc)}") from None
 
 
 def _first_content_line(text: str) -> int:
@@ -287,107 +253,3 @@ def _first_content_line(text: str) -> int:
         if line.strip():
             return number
     return 1
-
-
-def _span_objects(document: Any, where: str) -> Iterator[tuple[str, Any]]:
-    """The span objects (or OTLP documents) of a document.
-
-    The items of a list or of a Phoenix page, else the document itself.
-    """
-    if is_phoenix_page(document):
-        items, label = document["data"], "data"
-    elif isinstance(document, list):
-        items, label = document, ""
-    else:
-        yield where, document
-        return
-    for index, item in enumerate(items):
-        yield f"{where}, {label}[{index}]", item
-
-
-def _read(item: Any, place: str) -> list[tuple[_Span, str]]:
-    """The spans of one span object or OTLP document, each with its place in the file."""
-    if is_otlp_document(item):
-        return [((record, ()), f"{place}, {inner}") for inner, record in otlp_records(item)]
-    if not isinstance(item, dict):
-        raise Invalid(
-            f"expected a JSON object describing a span, found {json_type(item)}. " + _JSONL_HINT
-        )
-    if is_phoenix_span(item):
-        return [((phoenix_span(item), ()), place)]
-    if is_otlp_span(item):
-        return [((otlp_span(item, "", {}), ()), place)]
-    record, named = _record_from_json(item)
-    return [((record, tuple(named)), place)]
-
-
-# --- reading: our JSONL span objects ------------------------------------------------------------
-
-
-def _record_from_json(data: dict[str, Any]) -> tuple[SpanRecord, list[WrapRecord]]:
-    trace_id = hex_id(data.get("trace_id"), 32, "trace_id")
-    span_id = hex_id(data.get("span_id"), 16, "span_id")
-    parent = data.get("parent_span_id")
-    start = int_field(data, "start_time_ns")
-    status = data.get("status") or {}
-    if not isinstance(status, dict):
-        raise Invalid(f'field "status" must be an object, found {json_type(status)}')
-    code = STATUS_CODES.get(str(status.get("code", "UNSET")).upper())
-    if code is None:
-        raise Invalid(
-            f'field "status.code" must be "UNSET", "OK" or "ERROR", found {status.get("code")!r}'
-        )
-    events = list_field(data, "events")
-    record = SpanRecord(
-        trace_id=trace_id,
-        span_id=span_id,
-        parent_span_id=hex_id(parent, 16, "parent_span_id") if parent else None,
-        name=str_field(data, "name"),
-        start_time_ns=start,
-        end_time_ns=int_field(data, "end_time_ns", default=start),
-        attributes=attributes_field(data, "attributes"),
-        events=tuple(_event_from_json(event, index) for index, event in enumerate(events)),
-        status_code=code,
-        status_description=optional_str(status.get("description"), "status.description"),
-        kind=str_field(data, "kind", default="INTERNAL"),
-        resource_attributes=attributes_field(data, "resource"),
-    )
-    named = [
-        _named_value_from_json(item, index)
-        for index, item in enumerate(list_field(data, "named_values"))
-    ]
-    return record, named
-
-
-def _event_from_json(data: Any, index: int) -> SpanEventRecord:
-    where = f"events[{index}]"
-    if not isinstance(data, dict):
-        raise Invalid(f'field "{where}" must be an object, found {json_type(data)}')
-    return SpanEventRecord(
-        name=str_field(data, "name", where=where),
-        timestamp_ns=int_field(data, "timestamp_ns", where=where, default=0),
-        attributes=attributes_field(data, "attributes", where=where),
-    )
-
-
-def _named_value_from_json(data: Any, index: int) -> WrapRecord:
-    where = f"named_values[{index}]"
-    if not isinstance(data, dict):
-        raise Invalid(f'field "{where}" must be an object, found {json_type(data)}')
-    purpose = _PURPOSES.get(str(data.get("purpose")))
-    if purpose is None:
-        raise Invalid(
-            f'field "{where}.purpose" must be "input", "output" or "state", '
-            f"found {data.get('purpose')!r}"
-        )
-    span_id, trace_id = data.get("span_id"), data.get("trace_id")
-    return WrapRecord(
-        name=str_field(data, "name", where=where),
-        purpose=purpose,
-        value=data.get("value"),
-        description=optional_str(data.get("description"), f"{where}.description"),
-        many=data.get("many") is True,
-        span_id=hex_id(span_id, 16, f"{where}.span_id") if span_id else None,
-        trace_id=hex_id(trace_id, 32, f"{where}.trace_id") if trace_id else None,
-        timestamp_ns=int_field(data, "timestamp_ns", where=where, default=0),
-    )

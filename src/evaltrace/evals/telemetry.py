@@ -1,0 +1,135 @@
+"""Evaluation results as telemetry: ``gen_ai.evaluation.result`` in the trace of the run.
+
+With ``init(export_evaluations=True)`` (or ``EVALTRACE_EXPORT_EVALUATIONS=1``) each
+evaluation the runner or :func:`~evaltrace.evaluate_traces` makes is emitted following the
+OpenTelemetry GenAI semantic conventions' ``gen_ai.evaluation.result`` event:
+
+* ``gen_ai.evaluation.name``: the evaluator's name;
+* ``gen_ai.evaluation.score.value``: the score in [0, 1], when it scored;
+* ``gen_ai.evaluation.score.label``: ``pass`` or ``fail`` (against the run's threshold),
+  ``skipped`` when the evaluator declined to score;
+* ``gen_ai.evaluation.explanation``: the evaluator's reasoning, when it gave one;
+* ``error.type``: the error's type, when the evaluation errored.
+
+The conventions ask for the event to be parented to the span it evaluates. That span has
+ended (and may have been exported by another process, for a stored trace), and a span event
+can only be added to a live span; a log-based event would reach only collectors that take
+logs (Phoenix takes traces only). So each evaluation is a short span of its own, named
+``evaluation <name>``, a child of the evaluated run's root span (same trace id, its parent
+span id the root's), carrying the event and the same attributes, with the OpenInference kind
+``EVALUATOR``: any trace exporter delivers it, and a collector shows it inside the run.
+
+These spans belong to no capture, and the judge calls made by evaluators stay out of the
+app's trace (unless ``configure_judge(trace_judge_calls=True)``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Final
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
+
+from evaltrace._safe_text import exception_text
+from evaltrace.capture import conventions as conv
+from evaltrace.capture.config import runtime, settings
+from evaltrace.capture.context import outside_captures
+from evaltrace.evals.evaluation import Evaluation
+from evaltrace.trace.tree import ObservationNode
+
+__all__ = ["EVALUATION_SPAN_KIND", "evaluation_attributes", "export_evaluations"]
+
+logger = logging.getLogger("evaltrace")
+
+EVALUATION_SPAN_KIND: Final = "EVALUATOR"
+"""The OpenInference span kind of an evaluation's span."""
+
+_SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
+_warned = False
+
+
+def evaluation_attributes(evaluation: Evaluation, *, threshold: float = 0.5) -> dict[str, Any]:
+    """The attributes of the ``gen_ai.evaluation.result`` event of ``evaluation``.
+
+    Example:
+        >>> evaluation_attributes(Evaluation(score=0.8, reasoning="close", evaluator="F1"))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'gen_ai.evaluation.name': 'F1', 'gen_ai.evaluation.score.value': 0.8,
+         'gen_ai.evaluation.score.label': 'pass', 'gen_ai.evaluation.explanation': 'close'}
+    """
+    attributes: dict[str, Any] = {conv.GEN_AI_EVALUATION_NAME: evaluation.evaluator or "evaluator"}
+    if evaluation.score is not None:
+        attributes[conv.GEN_AI_EVALUATION_SCORE_VALUE] = evaluation.score
+        label = "pass" if evaluation.passed(threshold) else "fail"
+        attributes[conv.GEN_AI_EVALUATION_SCORE_LABEL] = label
+    elif evaluation.skipped:
+        attributes[conv.GEN_AI_EVALUATION_SCORE_LABEL] = "skipped"
+    if evaluation.reasoning:
+        attributes[conv.GEN_AI_EVALUATION_EXPLANATION] = evaluation.reasoning
+    if evaluation.error is not None:
+        attributes[conv.ERROR_TYPE] = evaluation.error.type
+    return attributes
+
+
+def export_evaluations(
+    evaluations: Sequence[Evaluation],
+    trace: Sequence[ObservationNode],
+    *,
+    threshold: float = 0.5,
+) -> None:
+    """Emit ``evaluations`` in the trace they scored, when evaluations are exported.
+
+    Does nothing unless ``init(export_evaluations=True)`` (or ``EVALTRACE_EXPORT_EVALUATIONS``)
+    is in effect, or when ``trace`` is empty. Never raises: a failure is logged once.
+
+    Args:
+        evaluations: One entry's evaluations.
+        trace: The entry's trace (its roots); the spans are children of the first root.
+        threshold: The score that passes, for the ``pass``/``fail`` label.
+    """
+    global _warned
+    current = settings()
+    if not current.export_evaluations or current.disabled or not trace or not evaluations:
+        return
+    try:
+        _emit(evaluations, trace[0], threshold)
+    except Exception as exc:  # telemetry never breaks an evaluation run
+        if not _warned:
+            _warned = True
+            logger.warning(
+                "evaltrace: evaluation results could not be exported: %s", exception_text(exc)
+            )
+
+
+def _emit(evaluations: Sequence[Evaluation], root: ObservationNode, threshold: float) -> None:
+    evaluated = root.span
+    parent = NonRecordingSpan(
+        SpanContext(
+            trace_id=evaluated.trace_id,
+            span_id=evaluated.span_id,
+            is_remote=True,
+            trace_flags=_SAMPLED,
+        )
+    )
+    context = otel_trace.set_span_in_context(parent)
+    tracer = runtime().tracer
+    with outside_captures():
+        for evaluation in evaluations:
+            attributes = evaluation_attributes(evaluation, threshold=threshold)
+            span = tracer.start_span(
+                f"evaluation {attributes[conv.GEN_AI_EVALUATION_NAME]}",
+                context=context,
+                kind=SpanKind.INTERNAL,
+                attributes={conv.SPAN_KIND: EVALUATION_SPAN_KIND, **attributes},
+            )
+            span.add_event(conv.GEN_AI_EVALUATION_RESULT_EVENT, attributes)
+            if evaluation.error is not None:
+                span.set_status(
+                    otel_trace.Status(
+                        otel_trace.StatusCode.ERROR,
+                        f"{evaluation.error.type}: {evaluation.error.message}",
+                    )
+                )
+            span.end()

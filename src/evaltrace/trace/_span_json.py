@@ -1,0 +1,190 @@
+"""Reading span objects of trace files: evaltrace's JSONL objects, OTLP-JSON and Phoenix spans.
+
+Shared by :func:`evaltrace.load_traces`, which reads a whole file, and
+:func:`evaltrace.trace.read_traces`, which reads one trace at a time. Each reader raises
+:class:`~evaltrace.trace._fields.Invalid` naming the field; the caller adds the file and line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, TypeAlias
+
+from evaltrace.capture.values import Purpose, WrapRecord
+from evaltrace.trace._fields import (
+    Invalid,
+    attributes_field,
+    hex_id,
+    int_field,
+    json_type,
+    list_field,
+    optional_str,
+    str_field,
+)
+from evaltrace.trace._otlp_json import is_otlp_document, is_otlp_span, otlp_records, otlp_span
+from evaltrace.trace._phoenix_json import is_phoenix_page, is_phoenix_span, phoenix_span
+from evaltrace.trace.spans import SpanEventRecord, SpanRecord
+from evaltrace.trace.spans.records import STATUS_CODES
+
+__all__ = [
+    "JSONL_HINT",
+    "TOO_DEEP",
+    "ReadSpan",
+    "add_span",
+    "read_span_object",
+    "record_from_json",
+    "span_objects",
+    "unreadable",
+]
+
+ReadSpan: TypeAlias = tuple[SpanRecord, tuple[WrapRecord, ...]]
+"""A span read from a file, with the ``wrap`` values the file stored beside it."""
+
+JSONL_HINT: Final = (
+    "Each line must be one JSON object describing a span (as save_traces writes), "
+    'an OTLP-JSON object with "resourceSpans", or a page of Phoenix spans ({"data": [...]}).'
+)
+"""What a trace file's lines may hold, quoted by errors about a line."""
+
+TOO_DEEP: Final = (
+    "nested too deeply to read (deeper than Python's recursion limit); a trace file holds "
+    "spans, whose values are nested a few levels"
+)
+"""Why JSON nested past the recursion limit is refused."""
+
+_PURPOSES: Mapping[str, Purpose] = {"input": "input", "output": "output", "state": "state"}
+
+
+def unreadable(exc: RecursionError | ValueError) -> str:
+    """Why ``json.loads`` refused JSON that is valid but cannot be held (too deep, too long)."""
+    if isinstance(exc, RecursionError):
+        return f"the JSON is {TOO_DEEP}."
+    # Python refuses to convert integers of more than sys.get_int_max_str_digits() digits.
+    return f"the JSON holds a number too long to read ({exc})."
+
+
+def span_objects(document: Any, where: str) -> Iterator[tuple[str, Any]]:
+    """The span objects (or OTLP documents) of a document, each with its place.
+
+    The items of a list or of a Phoenix page, else the document itself.
+    """
+    if is_phoenix_page(document):
+        items, label = document["data"], "data"
+    elif isinstance(document, list):
+        items, label = document, ""
+    else:
+        yield where, document
+        return
+    for index, item in enumerate(items):
+        yield f"{where}, {label}[{index}]", item
+
+
+def read_span_object(item: Any, place: str) -> list[tuple[ReadSpan, str]]:
+    """The spans of one span object or OTLP document, each with its place in the file.
+
+    Raises:
+        Invalid: A field is missing or has the wrong type (the message names it).
+    """
+    if is_otlp_document(item):
+        return [((record, ()), f"{place}, {inner}") for inner, record in otlp_records(item)]
+    if not isinstance(item, dict):
+        raise Invalid(
+            f"expected a JSON object describing a span, found {json_type(item)}. " + JSONL_HINT
+        )
+    if is_phoenix_span(item):
+        return [((phoenix_span(item), ()), place)]
+    if is_otlp_span(item):
+        return [((otlp_span(item, "", {}), ()), place)]
+    record, named = record_from_json(item)
+    return [((record, tuple(named)), place)]
+
+
+def add_span(spans: dict[tuple[int, int], tuple[ReadSpan, str]], span: ReadSpan, place: str) -> str:
+    """Add ``span`` unless its ids are taken; a copy found twice is kept once.
+
+    Returns:
+        An empty string when it was added or was the same as the span already there; else a
+        message saying where the other span under its ids is.
+    """
+    record = span[0]
+    key = (record.trace_id, record.span_id)
+    first = spans.get(key)
+    if first is None:
+        spans[key] = (span, place)
+    elif first[0] != span and repr(first[0]) != repr(span):  # repr: NaN equals itself
+        return (
+            f"{place}: span {record.span_id:016x} of trace {record.trace_id:032x} is also at "
+            f"{first[1]}, with other content. A trace file holds each span once: remove one "
+            "of the two, or load files whose span ids collide one by one."
+        )
+    return ""
+
+
+def record_from_json(data: dict[str, Any]) -> tuple[SpanRecord, list[WrapRecord]]:
+    """Read one span object of evaltrace's JSONL format, and the values stored beside it."""
+    trace_id = hex_id(data.get("trace_id"), 32, "trace_id")
+    span_id = hex_id(data.get("span_id"), 16, "span_id")
+    parent = data.get("parent_span_id")
+    start = int_field(data, "start_time_ns")
+    status = data.get("status") or {}
+    if not isinstance(status, dict):
+        raise Invalid(f'field "status" must be an object, found {json_type(status)}')
+    code = STATUS_CODES.get(str(status.get("code", "UNSET")).upper())
+    if code is None:
+        raise Invalid(
+            f'field "status.code" must be "UNSET", "OK" or "ERROR", found {status.get("code")!r}'
+        )
+    events = list_field(data, "events")
+    record = SpanRecord(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=hex_id(parent, 16, "parent_span_id") if parent else None,
+        name=str_field(data, "name"),
+        start_time_ns=start,
+        end_time_ns=int_field(data, "end_time_ns", default=start),
+        attributes=attributes_field(data, "attributes"),
+        events=tuple(_event_from_json(event, index) for index, event in enumerate(events)),
+        status_code=code,
+        status_description=optional_str(status.get("description"), "status.description"),
+        kind=str_field(data, "kind", default="INTERNAL"),
+        resource_attributes=attributes_field(data, "resource"),
+    )
+    named = [
+        _named_value_from_json(item, index)
+        for index, item in enumerate(list_field(data, "named_values"))
+    ]
+    return record, named
+
+
+def _event_from_json(data: Any, index: int) -> SpanEventRecord:
+    where = f"events[{index}]"
+    if not isinstance(data, dict):
+        raise Invalid(f'field "{where}" must be an object, found {json_type(data)}')
+    return SpanEventRecord(
+        name=str_field(data, "name", where=where),
+        timestamp_ns=int_field(data, "timestamp_ns", where=where, default=0),
+        attributes=attributes_field(data, "attributes", where=where),
+    )
+
+
+def _named_value_from_json(data: Any, index: int) -> WrapRecord:
+    where = f"named_values[{index}]"
+    if not isinstance(data, dict):
+        raise Invalid(f'field "{where}" must be an object, found {json_type(data)}')
+    purpose = _PURPOSES.get(str(data.get("purpose")))
+    if purpose is None:
+        raise Invalid(
+            f'field "{where}.purpose" must be "input", "output" or "state", '
+            f"found {data.get('purpose')!r}"
+        )
+    span_id, trace_id = data.get("span_id"), data.get("trace_id")
+    return WrapRecord(
+        name=str_field(data, "name", where=where),
+        purpose=purpose,
+        value=data.get("value"),
+        description=optional_str(data.get("description"), f"{where}.description"),
+        many=data.get("many") is True,
+        span_id=hex_id(span_id, 16, f"{where}.span_id") if span_id else None,
+        trace_id=hex_id(trace_id, 32, f"{where}.trace_id") if trace_id else None,
+        timestamp_ns=int_field(data, "timestamp_ns", where=where, default=0),
+    )

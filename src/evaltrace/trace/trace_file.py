@@ -1,0 +1,360 @@
+"""Reading a trace file one trace at a time, reporting the lines it cannot read.
+
+:func:`read_traces` reads a file of any shape :func:`~evaltrace.load_traces` reads, but
+instead of building one tree of every span and raising at the first bad line it gives a
+:class:`TraceFile`: the traces, one :class:`StoredTrace` per trace id in the order the file
+first mentions them, each with the lines of it that could not be read, and the lines that
+could be tied to no trace.
+
+A file of evaltrace's JSON lines (one span per line, as ``EVALTRACE_TRACE_FILE``,
+``save_traces`` and a results folder's ``traces.jsonl`` hold) is read in two passes, so that
+a file of millions of spans is never in memory: the first finds each line's trace id from its
+first bytes and keeps only where the line is; iterating then reads each trace's lines back,
+builds its tree, and lets it go. Lines of other shapes (an OTLP-JSON batch, a Phoenix page,
+a pretty-printed document) hold spans of several traces together; they are read into span
+records at once and kept until their traces are given out.
+
+Example:
+    >>> traces = read_traces("spans.jsonl")  # doctest: +SKIP
+    >>> for stored in traces:  # doctest: +SKIP
+    ...     print(stored.trace_id, len(stored.roots), stored.problems)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any, Final
+
+from evaltrace.capture.values import WrapRecord
+from evaltrace.trace._fields import Invalid
+from evaltrace.trace._span_json import (
+    JSONL_HINT,
+    TOO_DEEP,
+    ReadSpan,
+    add_span,
+    read_span_object,
+    record_from_json,
+    span_objects,
+    unreadable,
+)
+from evaltrace.trace.spans import SpanRecord
+from evaltrace.trace.tree import ObservationNode, build_trace
+
+__all__ = ["StoredTrace", "TraceFile", "TraceFileProblem", "read_traces"]
+
+# A line as save_traces and the JSONL exporter write it opens with its trace id.
+_OWN_LINE: Final = re.compile(rb'\s*\{"trace_id":\s*"([0-9a-fA-F]{32})"')
+# Any trace id a line mentions, to tie a line that is not valid JSON to its trace.
+_ANY_TRACE_ID: Final = re.compile(rb'"(?:trace_id|traceId)"\s*:\s*"([0-9a-fA-F]{32})"')
+_BOM: Final = b"\xef\xbb\xbf"
+_LINE_FIELDS: Final = 3  # offset, length, line number
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TraceFileProblem:
+    """A line of a trace file (or a part of it) that could not be read.
+
+    Example:
+        >>> print(TraceFileProblem(place="runs.jsonl, line 3", line=3, message="not JSON"))
+        runs.jsonl, line 3: not JSON
+    """
+
+    place: str
+    """Where: the file and line, and the span's place within the line when it holds many."""
+    line: int
+    """The line number, from 1."""
+    message: str
+    """What is wrong, and what was expected."""
+    trace_id: str | None = None
+    """The trace (32 hex digits) the line belongs to, when that could be told."""
+
+    def __str__(self) -> str:
+        return f"{self.place}: {self.message}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredTrace:
+    """One trace read from a file: its roots and the lines of it that could not be read."""
+
+    trace_id: str
+    """The trace id, 32 hex digits."""
+    roots: list[ObservationNode]
+    """The trace tree, as :func:`~evaltrace.trace.build_trace` builds it (empty when none of
+    its spans could be read)."""
+    problems: tuple[TraceFileProblem, ...] = ()
+    """Lines holding spans of this trace that could not be read; the trace is then incomplete."""
+
+    @property
+    def complete(self) -> bool:
+        """Whether every line of this trace was read."""
+        return not self.problems
+
+
+class TraceFile:
+    """A trace file, read trace by trace; made by :func:`read_traces`.
+
+    Iterating reads the file again each time (it must still be there, unchanged).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        """The file."""
+        self.problems: list[TraceFileProblem] = []
+        """Lines that could be tied to no trace (not JSON, and naming no trace id)."""
+        self._lines: dict[bytes, array[int]] = {}
+        self._read: dict[bytes, list[tuple[ReadSpan, str, int]]] = {}
+        self._trace_problems: dict[bytes, list[TraceFileProblem]] = {}
+        self._order: dict[bytes, None] = {}
+        self._index()
+
+    def __len__(self) -> int:
+        """The number of traces."""
+        return len(self._order)
+
+    @property
+    def trace_ids(self) -> list[str]:
+        """The trace ids, in the order the file first mentions them."""
+        return [key.decode("ascii") for key in self._order]
+
+    def __iter__(self) -> Iterator[StoredTrace]:
+        """Yield each trace, in the order the file first mentions them."""
+        with open(self.path, "rb") as file:
+            for key in self._order:
+                yield self._trace(file, key)
+
+    def get(self, trace_id: str) -> StoredTrace | None:
+        """The trace ``trace_id`` (32 hex digits, any case), read now; ``None`` if absent.
+
+        Example:
+            >>> read_traces("runs.jsonl").get("5b8efff798038103d269b633813fc60c")  # doctest: +SKIP
+        """
+        key = trace_id.strip().lower().encode("ascii", "replace")
+        if key not in self._order:
+            return None
+        with open(self.path, "rb") as file:
+            return self._trace(file, key)
+
+    def __repr__(self) -> str:
+        return f"TraceFile({self.path!r}, traces={len(self)}, problems={len(self.problems)})"
+
+    # --- the first pass: where each trace's lines are --------------------------------------
+
+    def _index(self) -> None:
+        with open(self.path, "rb") as file:
+            offset = 0
+            number = 0
+            for line in file:
+                number += 1
+                length = len(line)
+                start = offset
+                offset += length
+                if number == 1 and line.startswith(_BOM):
+                    line = line[len(_BOM) :]
+                    start += len(_BOM)
+                    length -= len(_BOM)
+                own = _OWN_LINE.match(line)
+                if own is not None:
+                    key = own.group(1).lower()
+                    lines = self._lines.get(key)
+                    if lines is None:
+                        lines = self._lines[key] = array("q")
+                        self._order[key] = None
+                    lines.extend((start, length, number))
+                    continue
+                stripped = line.strip()
+                if not stripped:
+                    continue
+                if stripped in (b"{", b"[") and not self._order and not self.problems:
+                    # A lone bracket opens a pretty-printed document (an OTLP-JSON export,
+                    # a page of spans), which is read whole.
+                    file.seek(0)
+                    self._read_whole(file.read(), number)
+                    return
+                self._read_line(line, number)
+
+    def _read_whole(self, data: bytes, first: int) -> None:
+        """Read a file holding one pretty-printed document."""
+        place = f"{self.path}, line {first}"
+        try:
+            document = json.loads(data.decode("utf-8-sig"))
+        except UnicodeDecodeError as exc:
+            self._problem(first, place, f"not UTF-8 text (invalid byte at offset {exc.start})")
+            return
+        except json.JSONDecodeError as exc:
+            self._problem(
+                exc.lineno,
+                f"{self.path}, line {exc.lineno}",
+                f"not valid JSON ({exc.msg} at column {exc.colno}). " + JSONL_HINT,
+            )
+            return
+        except (RecursionError, ValueError) as exc:
+            self._problem(first, place, unreadable(exc))
+            return
+        self._read_document(document, place, first, b"")
+
+    def _read_line(self, line: bytes, number: int) -> None:
+        """Read a line of another shape at once; or note why it cannot be read."""
+        place = f"{self.path}, line {number}"
+        try:
+            document = json.loads(line)
+        except json.JSONDecodeError as exc:
+            message = f"not valid JSON ({exc.msg} at column {exc.colno}). " + JSONL_HINT
+            self._problem(number, place, message, line)
+            return
+        except UnicodeDecodeError as exc:
+            self._problem(number, place, f"not UTF-8 text (invalid byte at {exc.start})", line)
+            return
+        except (RecursionError, ValueError) as exc:
+            self._problem(number, place, unreadable(exc), line)
+            return
+        self._read_document(document, place, number, line)
+
+    def _read_document(self, document: Any, where: str, number: int, line: bytes) -> None:
+        for place, item in span_objects(document, where):
+            try:
+                read = read_span_object(item, place)
+            except Invalid as exc:
+                self._problem(number, place, str(exc), line)
+                continue
+            except RecursionError:
+                self._problem(number, place, f"the span is {TOO_DEEP}.", line)
+                continue
+            for span, span_place in read:
+                key = f"{span[0].trace_id:032x}".encode("ascii")
+                self._order.setdefault(key, None)
+                self._read.setdefault(key, []).append((span, span_place, number))
+
+    def _problem(self, number: int, place: str, message: str, line: bytes = b"") -> None:
+        """Note a problem, under each trace the line names (or the file's when none)."""
+        keys = dict.fromkeys(match.lower() for match in _ANY_TRACE_ID.findall(line))
+        if not keys:
+            self.problems.append(TraceFileProblem(place=place, line=number, message=message))
+            return
+        for key in keys:
+            self._order.setdefault(key, None)
+            self._trace_problems.setdefault(key, []).append(
+                TraceFileProblem(
+                    place=place, line=number, message=message, trace_id=key.decode("ascii")
+                )
+            )
+
+    # --- the second pass: one trace -----------------------------------------------------------
+
+    def _trace(self, file: IO[bytes], key: bytes) -> StoredTrace:
+        trace_id = key.decode("ascii")
+        problems = list(self._trace_problems.get(key, ()))
+        spans: dict[tuple[int, int], tuple[ReadSpan, str]] = {}
+        for span, place, number in self._read.get(key, ()):
+            conflict = add_span(spans, span, place)
+            if conflict:
+                problems.append(_conflict(place, number, conflict, trace_id))
+        lines = self._lines.get(key)
+        if lines is not None:
+            for number, text in _lines_of(file, lines):
+                place = f"{self.path}, line {number}"
+                read = self._own_line(text, place, number, trace_id, problems)
+                if read is not None:
+                    conflict = add_span(spans, read, place)
+                    if conflict:
+                        problems.append(_conflict(place, number, conflict, trace_id))
+        records: list[SpanRecord] = []
+        values: list[WrapRecord] = []
+        for (record, named), _ in spans.values():
+            records.append(record)
+            values.extend(named)
+        values.sort(key=lambda value: value.timestamp_ns)
+        return StoredTrace(
+            trace_id=trace_id, roots=build_trace(records, values), problems=tuple(problems)
+        )
+
+    def _own_line(
+        self,
+        text: bytes,
+        place: str,
+        number: int,
+        trace_id: str,
+        problems: list[TraceFileProblem],
+    ) -> ReadSpan | None:
+        """Read one of evaltrace's own JSON lines; a problem is noted and gives ``None``."""
+        message: str
+        try:
+            data = json.loads(text)
+            record, named = record_from_json(data)
+        except json.JSONDecodeError as exc:
+            message = f"not valid JSON ({exc.msg} at column {exc.colno}). " + JSONL_HINT
+        except UnicodeDecodeError as exc:
+            message = f"not UTF-8 text (invalid byte at {exc.start})"
+        except Invalid as exc:
+            message = str(exc)
+        except RecursionError:
+            message = f"the span is {TOO_DEEP}."
+        except ValueError as exc:
+            message = unreadable(exc)
+        else:
+            return record, tuple(named)
+        problems.append(
+            TraceFileProblem(place=place, line=number, message=message, trace_id=trace_id)
+        )
+        return None
+
+
+def _conflict(place: str, number: int, conflict: str, trace_id: str) -> TraceFileProblem:
+    """A span found twice with other content, at ``place`` (the conflict names both)."""
+    message = conflict.removeprefix(f"{place}: ")
+    return TraceFileProblem(place=place, line=number, message=message, trace_id=trace_id)
+
+
+def _lines_of(file: IO[bytes], lines: array[int]) -> Iterator[tuple[int, bytes]]:
+    """Read back the lines at ``lines`` (offset, length, number triples), each run at once."""
+    position = 0
+    count = len(lines)
+    while position < count:
+        start = lines[position]
+        end = start + lines[position + 1]
+        last = position + _LINE_FIELDS
+        while last < count and lines[last] == end:  # the next line follows: read it too
+            end += lines[last + 1]
+            last += _LINE_FIELDS
+        file.seek(start)
+        block = file.read(end - start)
+        cut = 0
+        for item in range(position, last, _LINE_FIELDS):
+            length = lines[item + 1]
+            yield lines[item + 2], block[cut : cut + length]
+            cut += length
+        position = last
+
+
+def read_traces(path: str | os.PathLike[str]) -> TraceFile:
+    """Read a trace file trace by trace, reporting the lines that cannot be read.
+
+    Reads every shape :func:`~evaltrace.load_traces` reads (evaltrace's JSON lines, OTLP-JSON,
+    Phoenix span JSON). Where ``load_traces`` raises at the first line it cannot read, this
+    reads the rest: a bad line is a :class:`TraceFileProblem` with its line number, filed
+    under the trace it names (that trace is then incomplete: see :attr:`StoredTrace.problems`)
+    or, naming none, under :attr:`TraceFile.problems`. A span found twice with other content
+    is a problem of its trace too.
+
+    The file is read once here, to find where each trace is, and again by each iteration of
+    the :class:`TraceFile`, one trace at a time: memory holds one trace's spans (and where
+    the other traces' lines are), not the file.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The traces of the file.
+
+    Raises:
+        OSError: The file cannot be read.
+
+    Example:
+        >>> for stored in read_traces("spans.jsonl"):  # doctest: +SKIP
+        ...     print(stored.trace_id, stored.roots[0].span.name)
+    """
+    return TraceFile(path)

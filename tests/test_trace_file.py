@@ -1,0 +1,181 @@
+"""read_traces: a trace file read trace by trace, its bad lines reported, the rest read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from evaltrace.trace import (
+    load_traces,
+    read_traces,
+    save_traces,
+    split_traces,
+    trace_to_text,
+    walk_trace,
+)
+from span_factory import Spans
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def two_runs(tmp_path: Path) -> Path:
+    """A JSONL file of two runs of three spans each, children before their parents."""
+    spans = Spans(service_name="bot")
+    try:
+        for run in range(2):
+            top = spans.start(f"run{run}", run * 5, attributes={"input.value": f'"q{run}"'})
+            for child in range(2):
+                spans.end(spans.start(f"step{child}", run * 5 + child + 1, parent=top), 20)
+            spans.end(top, 30)
+        path = tmp_path / "runs.jsonl"
+        finished = spans.finished()
+    finally:
+        spans.provider.shutdown()
+    save_traces(finished, path)
+    return path
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def test_each_trace_of_a_file_reads_as_split_traces_gives_it(tmp_path: Path) -> None:
+    path = two_runs(tmp_path)
+
+    stored = list(read_traces(path))
+
+    expected = split_traces(load_traces(path))
+    assert [trace_to_text(one.roots) for one in stored] == [trace_to_text(t) for t in expected]
+    assert [one.trace_id for one in stored] == [f"{t[0].span.trace_id:032x}" for t in expected]
+    assert all(one.complete for one in stored)
+
+
+def test_traces_come_in_the_order_the_file_first_mentions_them(tmp_path: Path) -> None:
+    path = two_runs(tmp_path)
+    first_line_trace = json.loads(lines(path)[0])["trace_id"]
+
+    traces = read_traces(path)
+
+    assert len(traces) == 2
+    assert traces.trace_ids[0] == first_line_trace
+
+
+def test_a_corrupt_line_is_reported_with_its_line_and_the_rest_still_loads(
+    tmp_path: Path,
+) -> None:
+    path = two_runs(tmp_path)
+    text = lines(path)
+    broken_trace = json.loads(text[2])["trace_id"]
+    text[2] = text[2][:60]  # cut short, as by a process killed mid-write
+    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+
+    by_id = {one.trace_id: one for one in read_traces(path)}
+
+    broken = by_id.pop(broken_trace)
+    (problem,) = broken.problems
+    assert problem.line == 3 and problem.trace_id == broken_trace
+    assert str(problem).startswith(f"{path}, line 3: not valid JSON")
+    assert len(list(walk_trace(broken.roots))) == 2  # its root span is lost
+    (whole,) = by_id.values()
+    assert whole.complete and len(list(walk_trace(whole.roots))) == 3
+
+
+def test_a_line_naming_no_trace_is_a_problem_of_the_file(tmp_path: Path) -> None:
+    path = two_runs(tmp_path)
+    text = lines(path)
+    text.insert(1, "this is not JSON")
+    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+
+    traces = read_traces(path)
+
+    (problem,) = traces.problems
+    assert problem.line == 2 and problem.trace_id is None
+    assert [one.complete for one in traces] == [True, True]
+
+
+def test_a_wrong_field_is_a_problem_of_the_trace_naming_the_field(tmp_path: Path) -> None:
+    path = two_runs(tmp_path)
+    text = lines(path)
+    data = json.loads(text[0])
+    data["start_time_ns"] = "soon"
+    text[0] = json.dumps(data, separators=(",", ":"))
+    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+
+    stored = next(iter(read_traces(path)))
+
+    (problem,) = stored.problems
+    assert problem.message == "field \"start_time_ns\" must be an integer, found 'soon'"
+    assert problem.line == 1
+
+
+def test_a_span_repeated_with_other_content_is_a_problem_of_its_trace(tmp_path: Path) -> None:
+    path = two_runs(tmp_path)
+    text = lines(path)
+    data = json.loads(text[0])
+    data["name"] = "renamed"
+    text.append(json.dumps(data, separators=(",", ":")))
+    text.append(text[1])  # an identical copy is read once
+    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+
+    stored = {one.trace_id: one for one in read_traces(path)}[data["trace_id"]]
+
+    (problem,) = stored.problems
+    assert problem.line == 7
+    assert f"is also at {path}, line 1, with other content" in problem.message
+
+
+def test_a_byte_order_mark_before_the_first_line_is_skipped(tmp_path: Path) -> None:
+    path = two_runs(tmp_path)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+
+    assert [one.complete for one in read_traces(path)] == [True, True]
+
+
+def test_an_otlp_json_export_reads_as_load_traces_reads_it() -> None:
+    (stored,) = read_traces(FIXTURES / "otlp_export.json")
+
+    assert trace_to_text(stored.roots) == trace_to_text(load_traces(FIXTURES / "otlp_export.json"))
+    assert stored.trace_id == "5b8efff798038103d269b633813fc60c"
+
+
+def test_collector_file_exporter_lines_read_one_batch_per_line(tmp_path: Path) -> None:
+    document = json.loads((FIXTURES / "otlp_export.json").read_text(encoding="utf-8"))
+    path = tmp_path / "collector.jsonl"
+    path.write_text(json.dumps(document) + "\n" + json.dumps(document) + "\n", encoding="utf-8")
+
+    (stored,) = read_traces(path)
+
+    assert stored.complete and len(list(stored.roots[0].walk())) == 3
+
+
+def test_phoenix_span_json_reads_each_trace_it_was_sent() -> None:
+    for name in ("phoenix_spans.json", "phoenix_spans_otlp.json"):
+        stored = {one.trace_id: trace_to_text(one.roots) for one in read_traces(FIXTURES / name)}
+
+        expected = split_traces(load_traces(FIXTURES / name))
+        assert stored == {f"{t[0].span.trace_id:032x}": trace_to_text(t) for t in expected}
+
+
+def test_a_damaged_pretty_printed_document_is_one_problem_naming_its_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "export.json"
+    path.write_text('{\n  "resourceSpans": [\n    {,\n  ]\n}\n', encoding="utf-8")
+
+    traces = read_traces(path)
+
+    assert len(traces) == 0
+    (problem,) = traces.problems
+    assert problem.line == 3 and "not valid JSON" in problem.message
+
+
+def test_one_trace_is_read_by_its_id(tmp_path: Path) -> None:
+    path = two_runs(tmp_path)
+    traces = read_traces(path)
+    second = traces.trace_ids[1]
+
+    stored = traces.get(second.upper())
+
+    assert stored is not None and stored.trace_id == second
+    assert stored.roots[0].span.name == "run1"
+    assert traces.get("0" * 32) is None
