@@ -62,9 +62,10 @@ class IntentClassifier:
         """The message's intent, one of :data:`INTENTS`."""
         message = wrap(message, purpose="input", name="message")
         completion = await self.call_model(message)
-        intent = json.loads(completion.choices[0].message.content or "{}").get("intent")
-        if intent not in INTENTS:
-            raise ValueError(f"the model answered {intent!r}, not one of {INTENTS}")
+        answer = json.loads(completion.choices[0].message.content or "{}").get("intent")
+        if answer not in INTENTS:
+            raise ValueError(f"the model answered {answer!r}, not one of {INTENTS}")
+        intent = str(answer)
         return wrap(intent, purpose="output", name="intent")
 
     @wrap(kind="llm")

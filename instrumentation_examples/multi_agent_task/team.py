@@ -225,6 +225,8 @@ class Worker:
             for step in steps:
                 completion = await self.call_model(task, step)
                 for call in completion.choices[0].message.tool_calls or []:
+                    if call.type != "function":
+                        continue
                     arguments = json.loads(call.function.arguments)
                     if call.function.name == "collect":
                         world.collect(str(arguments["item"]), int(arguments["count"]))

@@ -82,7 +82,7 @@ class HandbookAssistant:
     def retrieve(self, query: str) -> list[dict[str, Any]]:
         """The ``top_k`` sections sharing the most informative words with the query (BM25)."""
         wanted = set(_terms(query))
-        scored = []
+        scored: list[tuple[float, dict[str, str]]] = []
         for doc, terms in zip(HANDBOOK, self._documents, strict=True):
             counts = Counter(terms)
             score = sum(
@@ -91,9 +91,12 @@ class HandbookAssistant:
                 if term in counts
             )
             if score > 0:
-                scored.append({"id": doc["id"], "content": doc["content"], "score": score})
-        scored.sort(key=lambda doc: -doc["score"])
-        return [{**doc, "score": round(doc["score"], 3)} for doc in scored[: self.top_k]]
+                scored.append((score, doc))
+        scored.sort(key=lambda pair: -pair[0])
+        return [
+            {"id": doc["id"], "content": doc["content"], "score": round(score, 3)}
+            for score, doc in scored[: self.top_k]
+        ]
 
     @wrap(kind="llm")
     async def generate(self, question: str, documents: list[dict[str, Any]]) -> str:
@@ -167,7 +170,7 @@ def script_faithfulness_judge(server: FakeJudgeServer) -> None:
 
 
 async def evaluate_pipeline(
-    questions: list[str], expected: list[dict[str, Any]]
+    questions: list[Any], expected: list[dict[str, Any]]
 ) -> EvaluationResult:
     """Run the assistant once per question with ``evaluate_runnable`` (no evaluators).
 
@@ -183,7 +186,7 @@ async def evaluate_pipeline(
         await runnable.teardown()
 
 
-def dataset_cases() -> tuple[list[str], list[dict[str, Any]]]:
+def dataset_cases() -> tuple[list[Any], list[dict[str, Any]]]:
     """The questions and expectations of the dataset file, for :func:`evaluate_pipeline`."""
     dataset = load_dataset(HERE / "rag_pipeline.evaltrace.yaml")
     questions = [entry.entry_kwargs["question"] for entry in dataset.entries]

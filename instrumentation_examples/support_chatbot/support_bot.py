@@ -90,10 +90,26 @@ class SupportBot:
         ]
         answer = (await self.call_model(messages)).choices[0].message
         for _ in range(MAX_TOOL_ROUNDS):
-            if not answer.tool_calls:
+            calls = [call for call in answer.tool_calls or [] if call.type == "function"]
+            if not calls:
                 break
-            messages.append(answer.model_dump(exclude_none=True))
-            for call in answer.tool_calls:
+            messages.append(
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.function.name,
+                                "arguments": call.function.arguments,
+                            },
+                        }
+                        for call in calls
+                    ],
+                }
+            )
+            for call in calls:
                 result = await self.run_tool(call.function.name, call.function.arguments)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
             answer = (await self.call_model(messages)).choices[0].message
