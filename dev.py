@@ -4,6 +4,15 @@
 Both create (or refresh) the local virtual environment ``.venv`` first, so a fresh machine
 needs nothing but Python 3.11+. ``python3 dev.py bench`` runs the benchmarks in a separate
 environment, ``.venv-bench``, which also holds the baselines they compare against.
+
+The demo is ``evaltrace test instrumentation_examples --exit-zero``: every example app's
+dataset, offline (each app's model and LLM judge are scripted servers on 127.0.0.1, so no API
+key is needed), with the report printed and each run's folder (``result.json``,
+``traces.jsonl``, ``scorecard.html``) written under ``evaltrace_results/``. One entry fails on
+purpose (``refund-not-received`` of ``instrumentation_examples/intent_classifier``) to show
+what a failure looks like; ``--exit-zero`` makes ``evaltrace test`` exit 0 all the same
+(without it, a failed entry exits 1). Extra arguments go to ``evaltrace test``
+(``python3 dev.py demo -v``).
 """
 
 from __future__ import annotations
@@ -51,9 +60,20 @@ def ensure_venv(where: Path = VENV, *requirements: str) -> Path:
     return python
 
 
+DEMO_FAILURE = """
+One entry failed on purpose: refund-not-received of intent-classifier, a question about a
+refund that the model labels order_status (instrumentation_examples/intent_classifier/README.md).
+The demo passes --exit-zero, so evaltrace test exited 0 all the same; without it, a failed
+entry makes the exit code 1. Each run's folder above holds result.json, traces.jsonl and
+scorecard.html: open a scorecard in a browser."""
+
+
 def demo(args: list[str]) -> int:
-    """Run the demo on the bundled examples."""
-    return _run(PY, "-m", "evaltrace.demo", *args)
+    """Run every example's dataset with ``evaltrace test --exit-zero``; see the module doc."""
+    code = _run(BIN / "evaltrace", "test", "instrumentation_examples", "--exit-zero", *args)
+    if code == 0:
+        print(DEMO_FAILURE, flush=True)
+    return code
 
 
 def test(args: list[str]) -> int:
