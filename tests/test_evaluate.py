@@ -8,7 +8,15 @@ from typing import Any
 import anyio
 import pytest
 
-from evaltrace import Evaluable, Evaluation, Evaluator, EvaluatorContext, NamedData, evaluate
+from evaltrace import (
+    Evaluable,
+    Evaluation,
+    Evaluator,
+    EvaluatorContext,
+    NamedData,
+    evaluate,
+    evaluate_inputs,
+)
 from evaltrace.evals import evaluator_name
 
 CASE = Evaluable(
@@ -442,3 +450,15 @@ def test_the_context_is_exported_from_the_root_and_evals() -> None:
 
     assert evaltrace.EvaluatorContext is evaltrace.evals.EvaluatorContext is EvaluatorContext
     assert "EvaluatorContext" in evaltrace.__all__ and "EvaluatorContext" in evaltrace.evals.__all__
+
+
+@pytest.mark.anyio
+async def test_an_evaluator_that_returns_an_inner_evaluation_is_filed_under_its_own_name() -> None:
+    def inner(evaluable: Evaluable) -> float:
+        return 1.0
+
+    async def outer(evaluable: Evaluable) -> Evaluation:
+        return await evaluate(inner, evaluable)
+
+    (item,) = await evaluate_inputs(str.upper, ["a"], [outer])
+    assert [e.evaluator for e in item.evaluations] == ["outer"]

@@ -27,6 +27,4 @@ async def faithful_to_retrieved(ctx: EvaluatorContext) -> Evaluation:
         eval_output=[NamedData(name="answer", value=ctx.output("answer"))],
         eval_metadata={"context": [document["content"] for document in documents]},
     )
-    judged = await evaluate(_FAITHFULNESS, case)
-    # The judge names its result "Faithfulness"; results are filed under this evaluator's name.
-    return judged.model_copy(update={"evaluator": "faithful_to_retrieved"})
+    return await evaluate(_FAITHFULNESS, case)

@@ -20,7 +20,7 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from evaltrace.capture.codec import Codec
-from evaltrace.capture.config import Settings, current_runtime, settings
+from evaltrace.capture.config import current_runtime, settings
 
 __all__ = [
     "UNSET",
@@ -79,13 +79,16 @@ _JSON: Final = TypeAdapter[JsonValue](JsonValue)
 
 
 @functools.lru_cache(maxsize=4)
-def _codec_for(current: Settings) -> Codec:
-    return current.codec()
+def _codec_for(max_bytes: int, redact_keys: frozenset[str]) -> Codec:
+    return Codec(max_bytes=max_bytes, redact_keys=redact_keys)
 
 
 def _codec() -> Codec:
     active = current_runtime()
-    return active.codec if active is not None else _codec_for(settings())
+    if active is not None:
+        return active.codec
+    current = settings()
+    return _codec_for(current.max_value_bytes, current.redact_keys)
 
 
 def saved_value(value: object) -> JsonValue:

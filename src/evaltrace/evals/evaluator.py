@@ -250,7 +250,13 @@ def _is_pending(result: object) -> bool:
 def _coerce(result: object, name: str) -> Evaluation:
     if type(result) not in _BUILTIN_SCORES:  # subclasses too: np.float64 is a float
         if isinstance(result, Evaluation):
-            return result.with_evaluator(name)
+            # Filed under the evaluator that was called, even when it returns what an inner
+            # evaluator gave it: the report's column is the outer one.
+            return (
+                result
+                if result.evaluator == name
+                else result.model_copy(update={"evaluator": name})
+            )
         item = getattr(result, "item", None)
         if callable(item) and hasattr(result, "dtype"):  # a numpy scalar: np.bool_, np.float32...
             result = item()
