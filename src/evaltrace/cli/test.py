@@ -239,7 +239,7 @@ def test(
         folder = Path(resume) if resume is not None else Path(output_dir) / result.run_id
         page = None if no_scorecard else _scorecard(folder, old if old is not None else None)
         if output_format == "text":
-            out(f"results: {folder}")
+            out(f"results: {folder} ({result.name})")
             if page is not None:
                 out(f"scorecard: {page}")
     regressions = _compare(old, runs.results, output_format=output_format, verbose=verbose)

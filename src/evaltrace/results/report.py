@@ -267,6 +267,8 @@ def _failure(entry: EntryResult, threshold: float, look: _Look) -> RenderableTyp
     title.append("  ")
     title.append(_status(entry.status, look))
     lines.append(title)
+    if entry.description and entry.description != entry.name:
+        lines.append(_labelled("about", look.short(entry.description, _WHY_WIDTH), look))
     lines.append(_labelled("input", look.short(entry.input), look))
     if entry.eval_output is not None:
         lines.append(_labelled("output", look.short(collapse_named_data(entry.eval_output)), look))
@@ -325,11 +327,27 @@ def _dataset_results(result: RunResult, look: _Look) -> list[RenderableType]:
         )
         summary.add_row(look.text(key), look.text(score), look.text(items))
     parts.append(summary)
+    shown: set[tuple[str, str, float, tuple[str, ...]]] = set()
     for key, details in details_of.items():
-        if details.metric == "confusion_matrix":
-            parts.append(_confusion_matrix(key, details, look))
-        else:
-            parts.append(_per_class(key, details, look))
+        # Precision, recall and F of one source share their per-class table (only the F of a
+        # given beta differs); each table is shown once.
+        matrix = details.metric == "confusion_matrix"
+        kind = "matrix" if matrix else "per_class"
+        seen = (
+            key.split("::")[0],
+            kind,
+            0.0 if matrix else details.f_value,
+            tuple(details.classes),
+        )
+        if seen in shown:
+            continue
+        shown.add(seen)
+        source = key.split("::")[0]
+        parts.append(
+            _confusion_matrix(key, details, look)
+            if matrix
+            else _per_class(f"{source}: per class", details, look)
+        )
     return parts
 
 
