@@ -157,14 +157,18 @@ def parse_yaml(text: str, *, max_nodes: int) -> Any:
 def _problem(exc: yaml.MarkedYAMLError) -> YamlProblem:
     mark = exc.problem_mark or exc.context_mark
     text = " ".join(part for part in (exc.context, exc.problem) if part) or "invalid YAML"
+    message = f"not valid YAML: {text}"
     hint = None
     if isinstance(exc, yaml.constructor.ConstructorError) and "python/" in (exc.problem or ""):
-        text = "a YAML tag that would construct a Python object is not allowed"
+        message = "not valid YAML: a YAML tag that would construct a Python object is not allowed"
         hint = "a dataset holds plain data (strings, numbers, lists, mappings); remove the tag"
     elif isinstance(exc, yaml.constructor.ConstructorError) and "tag" in (exc.problem or ""):
         hint = "a dataset holds plain data; remove the tag"
+    elif "nesting depth" in text:  # PyYAML 6.0.3 and later stop at a depth limit of their own
+        message = "the data nests too deeply to be read"
+        hint = "flatten the nested values"
     return YamlProblem(
-        f"not valid YAML: {text}",
+        message,
         line=mark.line + 1 if mark else None,
         column=mark.column + 1 if mark else None,
         hint=hint,
