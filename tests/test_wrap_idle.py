@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import threading
@@ -132,6 +133,25 @@ def test_thread_without_the_context_is_counted_but_not_encoded_while_a_capture_i
     assert [span.input for span in handler.spans] == [{"value": "inside"}]
     assert idle_process.processor.unattributed_spans - counted_before == 1
     assert watched.conversions == 0
+
+
+def test_thread_without_the_context_is_counted_before_the_capture_records_any_span(
+    idle_process: Runtime, caplog: pytest.LogCaptureFixture
+) -> None:
+    # No span of the capture exists yet when the thread runs: it is still reported.
+    watched = Watched()
+    counted_before = idle_process.processor.unattributed_spans
+    with caplog.at_level(logging.WARNING, logger="evaltrace"):
+        with capture_traces() as handler:
+            thread = threading.Thread(target=echo, args=(watched,))
+            thread.start()
+            thread.join()
+
+    assert handler.spans == []
+    assert idle_process.processor.unattributed_spans - counted_before == 1
+    assert watched.conversions == 0
+    # The process warns once; either this test or an earlier one in the process did.
+    assert idle_process.processor.warned_unattributed
 
 
 @pytest.mark.usefixtures("idle_process")

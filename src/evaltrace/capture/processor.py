@@ -37,9 +37,11 @@ class ScopeSpanProcessor(SpanProcessor):
         self._by_span: dict[int, RunScope] = {}
         self._by_trace: dict[int, RunScope] = {}
         self._lock = threading.Lock()
+        self._open_captures = 0
         self.unattributed_spans = 0
         """Spans that started outside every capture while a capture was open."""
-        self._warned_unattributed = False
+        self.warned_unattributed = False
+        """Whether the one warning about :attr:`unattributed_spans` was logged."""
         self.detached = False
         """Set by :func:`~evaltrace.shutdown`: the processor ignores every span from then on."""
         self.exports: tuple[ExportQueue, ...] = ()
@@ -59,7 +61,7 @@ class ScopeSpanProcessor(SpanProcessor):
         current = current_scope()
         span_context = span.context
         if current is None:
-            if not self._by_trace:
+            if not self._open_captures:
                 return
             scope = self._by_trace.get(span_context.trace_id)
             if scope is None:
@@ -84,8 +86,8 @@ class ScopeSpanProcessor(SpanProcessor):
 
     def _report_unattributed(self, span: Span) -> None:
         self.unattributed_spans += 1
-        if not self._warned_unattributed:
-            self._warned_unattributed = True
+        if not self.warned_unattributed:
+            self.warned_unattributed = True
             logger.warning(
                 "evaltrace: span %r started outside any capture_traces() block while a "
                 "capture was open, so no capture receives it. If it runs in a thread you "
@@ -122,12 +124,18 @@ class ScopeSpanProcessor(SpanProcessor):
 
     @property
     def capturing(self) -> bool:
-        """Whether any trace started inside an open capture may still get spans."""
-        return bool(self._by_trace)
+        """Whether a capture block is open (a span of another thread is then counted)."""
+        return self._open_captures > 0
+
+    def hold_scope(self) -> None:
+        """Note that a capture block opened; :meth:`release_scope` undoes it as the block exits."""
+        with self._lock:
+            self._open_captures += 1
 
     def release_scope(self, scope: RunScope) -> None:
         """Forget the traces started in ``scope`` (called when its capture block exits)."""
         with self._lock:
+            self._open_captures = max(self._open_captures - 1, 0)
             for trace_id in scope.trace_ids:
                 if self._by_trace.get(trace_id) is scope:
                     self._by_trace.pop(trace_id, None)
