@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from opentelemetry import context as otel_context
 
-from evaltrace import run_and_evaluate, wrap
+from evaltrace import capture_traces, run_and_evaluate, wrap
 from evaltrace.capture import config
 from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import DuplicateWrapNameError, MultipleTracesError, NoTraceError
@@ -382,3 +382,22 @@ def test_select_error_uses_the_description(spans: Spans) -> None:
         select(lambda span: span.duration_ms > 5000, description="a span slower than 5 s")(
             build_trace(spans.finished())
         )
+
+
+def test_last_llm_call_on_a_kind_only_span_keeps_its_arguments() -> None:
+    @wrap(kind="llm")
+    def complete(prompt: str, temperature: float = 0.0) -> str:
+        return "hello " + prompt
+
+    with capture_traces() as handler:
+        complete("there")
+
+    evaluable = last_llm_call(handler.trace)
+    assert [(item.name, item.value) for item in evaluable.eval_input] == [
+        ("messages", []),
+        ("prompt", "there"),
+        ("temperature", 0.0),
+    ]
+    assert [(item.name, item.value) for item in evaluable.eval_output] == [
+        ("output", "hello there")
+    ]

@@ -106,8 +106,9 @@ def last_llm_call(trace: Sequence[ObservationNode]) -> Evaluable:
     span, which ends after it.
 
     ``eval_input`` is one item ``"messages"``: the input messages as dictionaries with ``role``,
-    ``content`` and ``tool_calls``. ``eval_output`` is ``"output"`` (the returned text) and, when
-    the model asked for tools, ``"tool_calls"``.
+    ``content`` and ``tool_calls``; a span that records no messages (``@wrap(kind="llm")`` alone)
+    adds its arguments, one item each. ``eval_output`` is ``"output"`` (the returned text) and,
+    when the model asked for tools, ``"tool_calls"``.
 
     Raises:
         NoTraceError: The trace holds no model call.
@@ -250,9 +251,10 @@ def _llm_evaluable(span: LLMSpan) -> Evaluable:
     if span.tool_calls:
         calls: list[JsonValue] = [call.as_dict() for call in span.tool_calls]
         outputs.append(NamedData.model_construct(name="tool_calls", value=calls))
-    return Evaluable.model_construct(
-        eval_input=[NamedData.model_construct(name="messages", value=messages)], eval_output=outputs
-    )
+    inputs = [NamedData.model_construct(name="messages", value=messages)]
+    if not messages:  # an LLM span by its kind alone: its arguments are what the model was asked
+        inputs += [item for item in _arguments(span.input) if item.name != "messages"]
+    return Evaluable.model_construct(eval_input=inputs, eval_output=outputs)
 
 
 def _check_names(traces: list[list[ObservationNode]]) -> None:
