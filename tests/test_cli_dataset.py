@@ -213,6 +213,41 @@ def test_dataset_save_creates_the_dataset_when_there_is_none(
     assert code == 0, capsys.readouterr().err
     created = load_dataset(tmp_path / "new.evaltrace.json")
     assert created.name == "new" and created.entries[0].expectation == "Hello Ada"
+    # The runnable that recorded the trace is the new dataset's, so it runs as it is.
+    assert created.runnable == "app.py:live"
+    assert main(["test", "new.evaltrace.json"]) == 0
+
+
+def test_dataset_save_names_the_runnable_given_or_says_it_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "app.py").write_text(APP)
+    (tmp_path / "kwargs.json").write_text('{"user": "ada"}')
+    assert main(["trace", "--runnable", "app.py:live", "--input", "kwargs.json"]) == 0
+    assert (
+        main(
+            [
+                "dataset",
+                "save",
+                "given",
+                "--from-trace",
+                "trace.jsonl",
+                "--runnable",
+                "app.py:greet",
+            ]
+        )
+        == 0
+    )
+    assert load_dataset(tmp_path / "given.evaltrace.json").runnable == "app.py:greet"
+
+    spans = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    for span in spans:
+        span["name"] = "live"  # as a production app's root span is named
+    (tmp_path / "prod.jsonl").write_text("".join(json.dumps(span) + "\n" for span in spans))
+    capsys.readouterr()
+    assert main(["dataset", "save", "bare", "--from-trace", "prod.jsonl"]) == 0
+    assert "names no runnable yet" in capsys.readouterr().err
+    assert load_dataset(tmp_path / "bare.evaltrace.json").runnable is None
 
 
 def test_dataset_save_of_a_missing_trace_file_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -38,14 +38,23 @@ __all__ = ["save"]
     help=f"The span whose output becomes the draft expectation: {SELECTOR_HELP}.",
 )
 @click.option("--trace-id", help="Only this trace of the file (32 hex digits).")
-def save(name: str, trace_file: str, select: str, trace_id: str | None) -> int:
+@click.option(
+    "--runnable",
+    metavar="REF",
+    help="The app's entry point, for a new dataset: 'path/to/app.py:name' or 'module:name' "
+    "(default: the traces' root span, when `evaltrace trace` or `evaltrace test` recorded it).",
+)
+def save(
+    name: str, trace_file: str, select: str, trace_id: str | None, runnable: str | None
+) -> int:
     """Append one entry per trace of TRACES.JSONL to the dataset NAME.
 
     NAME is a dataset file, or a name: NAME.evaltrace.json (or .yaml, .yml) in the current
     folder, created when there is none. Each entry takes the trace's root span input as its
     entry_kwargs, the values the app read with wrap(purpose="input") as its eval_input, and
     the selected span's output as a draft expectation to review. The file is checked before
-    it is replaced (a YAML file loses its comments).
+    it is replaced (a YAML file loses its comments). A new dataset is scored by ExactMatch and
+    runs --runnable, or the runnable that recorded the traces when their root spans name one.
     """
     from evaltrace import load_traces, split_traces
     from evaltrace.errors import TraceFormatError
@@ -65,6 +74,8 @@ def save(name: str, trace_file: str, select: str, trace_id: str | None) -> int:
             if trace_id
             else f"--from-trace: {trace_file} holds no spans"
         )
+    if "runnable" not in data:
+        _set_runnable(data, runnable, traces, path)
     entries = data.setdefault("entries", [])
     taken = {entry.get("name") for entry in entries if isinstance(entry, dict)}
     added = []
@@ -95,7 +106,13 @@ def _dataset(name: str) -> tuple[Path, dict[str, Any]]:
         candidates = [given.with_name(given.name + suffix) for suffix in DATASET_SUFFIXES]
     existing = [path for path in candidates if path.exists()]
     if not existing:
-        return candidates[0], {"$schema": f"./{SCHEMA_FILE}", "name": given.name, "entries": []}
+        # Scored like `dataset create`'s: each output against its draft expectation.
+        return candidates[0], {
+            "$schema": f"./{SCHEMA_FILE}",
+            "name": given.name,
+            "evaluators": ["ExactMatch"],
+            "entries": [],
+        }
     path = existing[0]
     try:
         loaded = load_dataset(path)
@@ -107,6 +124,24 @@ def _dataset(name: str) -> tuple[Path, dict[str, Any]]:
     # YAML is read by evaltrace's own rules (`no` is a string, ...): the loaded dataset, not a
     # second YAML parse, is what is written back.
     return path, loaded.model_dump(mode="json", exclude_unset=True)
+
+
+def _set_runnable(
+    data: dict[str, Any], given: str | None, traces: list[list[ObservationNode]], path: Path
+) -> None:
+    """Give a dataset without a runnable ``given``, or the one its traces' root spans name."""
+    if given is None:
+        roots = {trace[0].span.name for trace in traces}
+        named = roots.pop() if len(roots) == 1 else ""
+        # A run of `evaltrace trace` or `evaltrace test` names its root span by the reference.
+        if ":" not in named:
+            err(
+                f"evaltrace dataset save: {path} names no runnable yet; add one "
+                '("runnable": "app.py:run") or pass --runnable before running it'
+            )
+            return
+        given = named
+    data["runnable"] = given
 
 
 def _entry(
