@@ -113,7 +113,7 @@ def test_the_traces_option_scores_a_stored_file_as_the_live_run_scored_it(
     assert {k: v[1:] for k, v in scores(before).items()} == scores(after)
     assert (stored_run / "traces.jsonl").read_text().count("\n") == 3
     assert (stored_run / "scorecard.html").is_file()
-    assert f"results: {stored_run}" in result.stdout
+    assert f"results: {Path('stored') / stored_run.name} (" in result.stdout
 
 
 def test_a_corrupt_line_fails_its_trace_on_the_command_line(

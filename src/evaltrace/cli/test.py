@@ -313,10 +313,10 @@ def _test_traces(
     except (OSError, EvaltraceError) as exc:
         raise CommandError(f"--traces: {printable(str(exc))}") from None
     _print_results([result], output_format=output_format, verbose=verbose)
-    folder = parent / result.run_id
+    folder = Path(output_dir) / result.run_id  # as the user named it, like a dataset run's
     page = None if no_scorecard else _scorecard(folder, None)
     if output_format == "text":
-        out(f"results: {folder}")
+        out(f"results: {folder} ({result.name})")
         if page is not None:
             out(f"scorecard: {page}")
     return 0 if exit_zero or result.passed else 1
