@@ -86,6 +86,15 @@ NOT_RUN_HERE: dict[tuple[str, str], str] = {
         "docs/export.md",
         "PHOENIX_TELEMETRY_ENABLED=false ~/.cache/phoenix-venv/bin/phoenix serve",
     ): "a server that runs until stopped",
+    (
+        "docs/export.md",
+        "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:6006 EVALTRACE_PROJECT_NAME=my-app python app.py",
+    ): "exports to the Phoenix started above, which is not installed here",
+    (
+        "docs/export.md",
+        "OTEL_EXPORTER_OTLP_PROTOCOL=grpc OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 \\\n"
+        "EVALTRACE_PROJECT_NAME=my-app python app.py",
+    ): "exports to the Phoenix started above, which is not installed here",
 }
 """Commands shown in a ``bash`` block that this test does not run: (page, command) -> why."""
 
