@@ -88,7 +88,8 @@ NOT_RUN_HERE: dict[tuple[str, str], str] = {
     ): "a server that runs until stopped",
     (
         "docs/export.md",
-        "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:6006 EVALTRACE_PROJECT_NAME=my-app python app.py",
+        "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:6006 "
+        "EVALTRACE_PROJECT_NAME=my-app python app.py",
     ): "exports to the Phoenix started above, which is not installed here",
     (
         "docs/export.md",
@@ -258,7 +259,8 @@ def run_python(block: Block, folder: Path) -> None:
     tests = [
         node.name
         for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_")
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name.startswith("test_")
     ]
     if tests:
         (folder / "test_example.py").write_text(block.code, encoding="utf-8")
