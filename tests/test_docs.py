@@ -388,3 +388,11 @@ def test_the_readme_set_up_commands_are_the_ones_ci_runs() -> None:
         ["python3", "dev.py", "demo"],
         ["python3", "dev.py", "test"],
     ]
+
+
+def test_every_benchmark_script_has_a_row_in_the_bench_results_table() -> None:
+    text = (ROOT / "bench" / "README.md").read_text(encoding="utf-8")
+    results = text.split("## Results", 1)[1].split("\n## ", 1)[0]
+    in_table = set(re.findall(r"^\| `(bench_\w+\.py)` \|", results, re.M))
+    scripts = {path.name for path in (ROOT / "bench").glob("bench_*.py")}
+    assert sorted(scripts - in_table) == []
