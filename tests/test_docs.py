@@ -396,3 +396,38 @@ def test_every_benchmark_script_has_a_row_in_the_bench_results_table() -> None:
     in_table = set(re.findall(r"^\| `(bench_\w+\.py)` \|", results, re.M))
     scripts = {path.name for path in (ROOT / "bench").glob("bench_*.py")}
     assert sorted(scripts - in_table) == []
+
+
+def test_every_fence_of_every_page_is_read_as_a_block() -> None:
+    fences = sum(
+        1
+        for page in PAGES
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if FENCE.match(line)
+    )
+    assert fences == 2 * len(ALL_BLOCKS)
+
+
+def block_of(language: str, code: str, output: str | None = None) -> Block:
+    return Block(page="a.md", line=1, language=language, title=None, code=code, output=output)
+
+
+@pytest.mark.parametrize(
+    ("language", "code", "output"),
+    [
+        ("python", "raise SystemExit(3)\n", None),
+        ("python", "print('Lima')  # Paris\n", None),
+        ("python", "print('Lima')\n", "Paris\n"),
+        ("python", "def test_fails():\n    assert False\n", None),
+        ("bash", "false\necho still here\n", None),
+        ("console", "$ echo Lima\nParis\n", None),
+    ],
+    ids=["exit-code", "print-comment", "output-block", "pytest", "bash", "console"],
+)
+def test_a_block_that_does_not_do_what_its_page_says_fails(
+    language: str, code: str, output: str | None, tmp_path: Path
+) -> None:
+    block = block_of(language, code, output)
+    runner = {"python": run_python, "bash": run_bash, "console": run_console}[language]
+    with pytest.raises(AssertionError):
+        runner(block, tmp_path)
