@@ -217,6 +217,7 @@ def prepare(block: Block, folder: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     (folder / "instrumentation_examples").symlink_to(ROOT / "instrumentation_examples")
+    (folder.parent / "home").mkdir(exist_ok=True)
 
 
 def run(args: list[str], folder: Path, **options: object) -> subprocess.CompletedProcess[str]:
