@@ -432,3 +432,11 @@ def test_a_block_that_does_not_do_what_its_page_says_fails(
     runner = {"python": run_python, "bash": run_bash, "console": run_console}[language]
     with pytest.raises(AssertionError):
         runner(block, tmp_path)
+
+
+def test_the_readme_quickstart_is_at_most_fifteen_lines() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quickstart = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", quickstart, re.S)
+    assert code is not None
+    assert len(code[1].splitlines()) <= 15
