@@ -315,17 +315,3 @@ def test_importing_evaltrace_does_not_import_datasets_or_yaml() -> None:
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
-
-
-def test_the_datasets_guide_examples_print_what_it_shows(tmp_path: Path) -> None:
-    import re
-
-    guide = (Path(__file__).parent.parent / "docs" / "datasets.md").read_text(encoding="utf-8")
-    code = "\n".join(re.findall(r"```python\n(.*?)```", guide, re.S))
-    shown = "".join(re.findall(r"```text\n(.*?)```", guide, re.S))
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
-    )
-
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == shown

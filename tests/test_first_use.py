@@ -55,11 +55,12 @@ async def test_a_local_scorer_shortens_long_values_in_its_reasoning() -> None:
     assert len(result.reasoning) < 200 and result.reasoning.startswith("compared output 'xxx")
 
 
-def test_the_readme_names_the_real_llm_span_attributes() -> None:
-    readme = (ROOT / "README.md").read_text()
-    match = re.search(r"`LLMSpan` \(([^)]*)\)", readme)
-    assert match is not None, "README should list the attributes of LLMSpan"
-    names = re.findall(r"`(\w+)`", match.group(1))
-    assert {"input_messages", "output_messages", "usage"} <= set(names)
+def test_the_docs_name_the_real_llm_span_attributes() -> None:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    text = "\n".join(page.read_text(encoding="utf-8") for page in pages)
+    listings = re.findall(r"`LLMSpan` \(([^)]*)\)", text)
+    assert listings, "README.md or docs/ should list the attributes of LLMSpan"
+    names = {name for listing in listings for name in re.findall(r"`(\w+)`", listing)}
+    assert {"input_messages", "output_messages", "usage"} <= names
     for name in names:
         assert hasattr(LLMSpan, name) or name in LLMSpan.__dataclass_fields__, name
