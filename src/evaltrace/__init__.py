@@ -19,7 +19,6 @@ decorates stays light (no pydantic, no asyncio).
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from evaltrace.capture import (
@@ -51,12 +50,8 @@ from evaltrace.trace import (
     split_traces,
 )
 
-try:
-    __version__ = version("evaltrace")
-except PackageNotFoundError:  # run from a source tree that was never installed
-    __version__ = "0+unknown"
-
 if TYPE_CHECKING:
+    __version__: str
     from evaltrace.datasets import (
         Dataset,
         DatasetEntry,
@@ -306,7 +301,24 @@ _LAZY_FLOORS = (
 looking a name up floor by floor loads nothing the name's own floor would not."""
 
 
+def _version() -> str:
+    """The installed distribution's version, read on first use of ``__version__``.
+
+    ``importlib.metadata`` (with ``email``, ``zipfile``, ``csv``, ``pathlib``) costs more to
+    import than the capture floor itself, so ``import evaltrace`` does not read it.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("evaltrace")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value = globals()["__version__"] = _version()
+        return value
     if name in __all__:
         for floor in _LAZY_FLOORS:
             module = importlib.import_module(floor)
@@ -318,4 +330,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | {"__version__"})
