@@ -60,6 +60,7 @@ HEAVY_AT_IMPORT = [
     "openai", "autoevals", "numpy", "pandas", "pydantic", "pydantic_core", "asyncio", "anyio",
     "jinja2", "rich", "click", "httpx", "requests", "yaml", "ray", "grpc", "google.protobuf",
     "opentelemetry.exporter", "importlib.metadata", "pathlib", "evaltrace.evals",
+    "evaltrace.trace.io", "evaltrace.trace.trace_file",
 ]  # fmt: skip
 """Modules the capture and trace floors do without: each is loaded where it is used."""
 

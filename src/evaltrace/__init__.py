@@ -44,9 +44,7 @@ from evaltrace.trace import (
     add_handler,
     capture_traces,
     handler_stats,
-    load_traces,
     remove_handler,
-    save_traces,
     split_traces,
 )
 
@@ -159,6 +157,7 @@ if TYPE_CHECKING:
         generate_dataset_scorecard_html,
         save_dataset_scorecard,
     )
+    from evaltrace.trace import load_traces, save_traces
 
 __all__ = [
     "UNSET",
@@ -289,6 +288,7 @@ __all__ = [
 ]
 
 _LAZY_FLOORS = (
+    "evaltrace.trace",
     "evaltrace.evals",
     "evaltrace.llm",
     "evaltrace.judges",
@@ -297,8 +297,10 @@ _LAZY_FLOORS = (
     "evaltrace.datasets",
     "evaltrace.pipeline",
 )
-"""The floors loaded on first use, lowest first. Each imports the floors below it anyway, so
-looking a name up floor by floor loads nothing the name's own floor would not."""
+"""Where the names not imported above are found, lowest floor first: the trace floor (loaded,
+but its trace-file modules load on first use), then the floors loaded on first use. Each
+imports the floors below it anyway, so looking a name up floor by floor loads nothing the
+name's own floor would not."""
 
 
 def _version() -> str:
