@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import evaltrace
 
 
@@ -54,15 +56,35 @@ def test_design_names_are_public() -> None:
     assert callable(evaltrace.EvaluationResult.load)
 
 
-def test_import_does_not_load_heavy_optional_modules() -> None:
-    code = (
-        "import sys, evaltrace\n"
-        "heavy = ['openai', 'autoevals', 'numpy', 'pandas', 'pydantic.main', 'asyncio']\n"
-        "print([m for m in heavy if m in sys.modules])"
-    )
+HEAVY_AT_IMPORT = [
+    "openai", "autoevals", "numpy", "pandas", "pydantic", "pydantic_core", "asyncio", "anyio",
+    "jinja2", "rich", "click", "httpx", "requests", "yaml", "ray", "grpc", "google.protobuf",
+    "opentelemetry.exporter", "importlib.metadata", "pathlib", "evaltrace.evals",
+    "evaltrace.trace.io", "evaltrace.trace.trace_file",
+]  # fmt: skip
+"""Modules the capture and trace floors do without: each is loaded where it is used."""
+
+
+@pytest.mark.parametrize(
+    "statement", ["import evaltrace", "from evaltrace import wrap, capture_traces"]
+)
+def test_import_does_not_load_heavy_optional_modules(statement: str) -> None:
+    code = f"import sys\n{statement}\nprint([m for m in {HEAVY_AT_IMPORT!r} if m in sys.modules])"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_version_is_read_on_first_use() -> None:
+    assert "__version__" in dir(evaltrace)
+    assert isinstance(evaltrace.__version__, str)
+    assert evaltrace.__version__
+
+
+def test_star_import_binds_every_public_name() -> None:
+    names: dict[str, object] = {}
+    exec("from evaltrace import *", names)
+    assert sorted(set(evaltrace.__all__) - set(names)) == []
 
 
 def test_python_dash_m_evaltrace_runs_the_command_line() -> None:

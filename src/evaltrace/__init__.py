@@ -19,7 +19,6 @@ decorates stays light (no pydantic, no asyncio).
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from evaltrace.capture import (
@@ -45,18 +44,12 @@ from evaltrace.trace import (
     add_handler,
     capture_traces,
     handler_stats,
-    load_traces,
     remove_handler,
-    save_traces,
     split_traces,
 )
 
-try:
-    __version__ = version("evaltrace")
-except PackageNotFoundError:  # run from a source tree that was never installed
-    __version__ = "0+unknown"
-
 if TYPE_CHECKING:
+    __version__: str
     from evaltrace.datasets import (
         Dataset,
         DatasetEntry,
@@ -164,6 +157,7 @@ if TYPE_CHECKING:
         generate_dataset_scorecard_html,
         save_dataset_scorecard,
     )
+    from evaltrace.trace import load_traces, save_traces
 
 __all__ = [
     "UNSET",
@@ -294,6 +288,7 @@ __all__ = [
 ]
 
 _LAZY_FLOORS = (
+    "evaltrace.trace",
     "evaltrace.evals",
     "evaltrace.llm",
     "evaltrace.judges",
@@ -302,11 +297,30 @@ _LAZY_FLOORS = (
     "evaltrace.datasets",
     "evaltrace.pipeline",
 )
-"""The floors loaded on first use, lowest first. Each imports the floors below it anyway, so
-looking a name up floor by floor loads nothing the name's own floor would not."""
+"""Where the names not imported above are found, lowest floor first: the trace floor (loaded,
+but its trace-file modules load on first use), then the floors loaded on first use. Each
+imports the floors below it anyway, so looking a name up floor by floor loads nothing the
+name's own floor would not."""
+
+
+def _version() -> str:
+    """The installed distribution's version, read on first use of ``__version__``.
+
+    ``importlib.metadata`` (with ``email``, ``zipfile``, ``csv``, ``pathlib``) costs more to
+    import than the capture floor itself, so ``import evaltrace`` does not read it.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("evaltrace")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value = globals()["__version__"] = _version()
+        return value
     if name in __all__:
         for floor in _LAZY_FLOORS:
             module = importlib.import_module(floor)
@@ -318,4 +332,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | {"__version__"})

@@ -67,7 +67,6 @@ from dataclasses import dataclass, field, fields
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from enum import Enum
-from pathlib import PurePath
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 from uuid import UUID
@@ -931,7 +930,7 @@ class _Walk:
             return self.text(value.isoformat())
         if isinstance(value, timedelta):
             return self.convert(value.total_seconds(), depth)
-        if isinstance(value, (UUID, Decimal, PurePath)):
+        if isinstance(value, (UUID, Decimal)) or _is_path(value):
             return self.text(str(value))
         if isinstance(value, (bytes, bytearray, memoryview)):
             return _convert_bytes(self, value, depth)
@@ -1252,6 +1251,15 @@ def _text_of(walk: _Walk, value: Any, depth: int) -> JsonValue:
 
 def _seconds(walk: _Walk, value: Any, depth: int) -> JsonValue:
     return walk.convert(value.total_seconds(), depth)
+
+
+def _is_path(value: object) -> bool:
+    """Whether ``value`` is a ``pathlib`` path, without importing ``pathlib`` at import time.
+
+    No value can be a path before something has imported ``pathlib``.
+    """
+    pathlib = sys.modules.get("pathlib")
+    return pathlib is not None and isinstance(value, pathlib.PurePath)
 
 
 _EXACT_TYPES: dict[type, _Converter] = {

@@ -10,13 +10,15 @@ cannot read; :func:`recorded_values` and :func:`span_documents` read what a run 
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from evaltrace.trace.handlers import (
     InstrumentationHandler,
     add_handler,
     handler_stats,
     remove_handler,
 )
-from evaltrace.trace.io import load_traces, save_traces, span_to_json
 from evaltrace.trace.memory import MemoryTraceHandler, capture_traces
 from evaltrace.trace.spans import (
     LLMMessage,
@@ -33,7 +35,6 @@ from evaltrace.trace.spans import (
     parse_named_values,
     span_view,
 )
-from evaltrace.trace.trace_file import StoredTrace, TraceFile, TraceFileProblem, read_traces
 from evaltrace.trace.tree import (
     ObservationNode,
     SpanPredicate,
@@ -42,7 +43,11 @@ from evaltrace.trace.tree import (
     trace_to_text,
     walk_trace,
 )
-from evaltrace.trace.values import recorded_value, recorded_values, span_documents
+
+if TYPE_CHECKING:
+    from evaltrace.trace.io import load_traces, save_traces, span_to_json
+    from evaltrace.trace.trace_file import StoredTrace, TraceFile, TraceFileProblem, read_traces
+    from evaltrace.trace.values import recorded_value, recorded_values, span_documents
 
 __all__ = [
     "InstrumentationHandler",
@@ -81,3 +86,29 @@ __all__ = [
     "trace_to_text",
     "walk_trace",
 ]
+
+_ON_FIRST_USE = {
+    **dict.fromkeys(["load_traces", "save_traces", "span_to_json"], "evaltrace.trace.io"),
+    **dict.fromkeys(
+        ["StoredTrace", "TraceFile", "TraceFileProblem", "read_traces"],
+        "evaltrace.trace.trace_file",
+    ),
+    **dict.fromkeys(
+        ["recorded_value", "recorded_values", "span_documents"], "evaltrace.trace.values"
+    ),
+}
+"""Names whose module loads on first use: trace files (JSONL, OTLP-JSON, Phoenix) and reading
+recorded values, which capturing never needs, so ``import evaltrace`` does not load them."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evaltrace.trace' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
