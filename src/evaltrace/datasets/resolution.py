@@ -89,7 +89,8 @@ class ResolvedDataset:
     evaluators: list[ResolvedEvaluator]
     """The dataset-level evaluators (the ones carrying ``aggregators``)."""
     entry_evaluators: list[list[ResolvedEvaluator]]
-    """Each entry's evaluators, ``"..."`` expanded, in the order of ``dataset.entries``."""
+    """Each entry's evaluators, ``"..."`` expanded, in the order of ``dataset.entries``.
+    Entries with the same evaluators share one list (do not change it in place)."""
 
 
 def build_evaluator(target: object, args: Mapping[str, Any], *, label: str) -> EvaluatorFunction:
@@ -270,13 +271,26 @@ def resolve_dataset(
             by_identity[id(spec)] = evaluator
         return evaluator
 
+    # The entries without a list of their own share one list, and entries whose lists resolve
+    # to the same evaluators share one too: a run of 10**6 entries holds a reference for
+    # each, not a list.
+    shared: dict[tuple[int, ...], list[ResolvedEvaluator]] = {}
+    inherited: list[ResolvedEvaluator] | None = None
+    entry_evaluators: list[list[ResolvedEvaluator]] = []
+    for entry in dataset.entries:
+        if entry.evaluators is None and inherited is not None:
+            entry_evaluators.append(inherited)
+            continue
+        own = [resolved(spec) for spec in dataset.evaluators_for(entry)]
+        own = shared.setdefault(tuple(id(item) for item in own), own)
+        if entry.evaluators is None:
+            inherited = own
+        entry_evaluators.append(own)
     return ResolvedDataset(
         dataset=dataset,
         runnable=adapter,
         evaluators=[resolved(spec) for spec in dataset.evaluators],
-        entry_evaluators=[
-            [resolved(spec) for spec in dataset.evaluators_for(entry)] for entry in dataset.entries
-        ],
+        entry_evaluators=entry_evaluators,
     )
 
 

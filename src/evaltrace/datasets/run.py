@@ -147,7 +147,7 @@ def prepare_dataset(
         dataset=loaded,
         runnable=resolved.runnable,
         evaluators=[],
-        entry_evaluators=[[] for _ in loaded.entries],
+        entry_evaluators=[[]] * len(loaded.entries),
     )
     names = {evaluator_name(check): check for check in given}
     aggregators = {
@@ -182,13 +182,17 @@ def _prepared_from_files(resolved: ResolvedDataset) -> PreparedDataset:
     dataset = resolved.dataset
     problems: list[DatasetProblem] = []
     lists: dict[tuple[int, ...], list[EvaluatorFunction]] = {}
+    by_list: dict[int, list[EvaluatorFunction]] = {}  # the resolved lists are shared too
     entry_evaluators: list[list[EvaluatorFunction]] = []
     for index, own in enumerate(resolved.entry_evaluators):
         if not own:
             problems.append(_no_evaluator(dataset, index))
-        key = tuple(id(item) for item in own)
-        # Entries with the same evaluators share one list, which the runner plans once.
-        entry_evaluators.append(lists.setdefault(key, [item.evaluator for item in own]))
+        known = by_list.get(id(own))
+        if known is None:
+            key = tuple(id(item) for item in own)
+            # Entries with the same evaluators share one list, which the runner plans once.
+            known = by_list[id(own)] = lists.setdefault(key, [item.evaluator for item in own])
+        entry_evaluators.append(known)
     aggregators: dict[str, list[AggregatorSpec]] = {}
     sources: dict[str, EvaluatorFunction] = {}
     for item in resolved.evaluators:
@@ -346,9 +350,14 @@ async def run_dataset(
     chosen_shard = Shard.parse(shard) if isinstance(shard, str) else shard or Shard(1, 1)
     prepared = prepare_dataset(dataset, runnable=runnable, evaluators=evaluators, loader=loader)
     data = prepared.dataset
-    # Positions in a compact array: a run of 10**6 entries holds 8 bytes for each, not 36.
-    selected = array(
-        "q", (i for i, entry in enumerate(data.entries) if matches_filter(entry, entry_filter))
+    # Positions in a compact array: a run of 10**6 entries holds 8 bytes for each, not 36;
+    # none without a filter.
+    selected: Sequence[int] = (
+        range(len(data.entries))
+        if entry_filter is None
+        else array(
+            "q", (i for i, entry in enumerate(data.entries) if matches_filter(entry, entry_filter))
+        )
     )
     if not selected:
         raise NoEntriesSelectedError(
