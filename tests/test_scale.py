@@ -28,11 +28,13 @@ from evaltrace.results import (
     ENTRIES_FILE,
     RESULT_FILE,
     TRACES_FILE,
+    DuplicateEntryError,
     MergeError,
     ResultsFolder,
     iter_entries,
     load_result,
     merge_results,
+    scan_entries,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -339,6 +341,20 @@ async def test_a_streamed_runs_memory_does_not_grow_with_its_entries(tmp_path: P
 
     per_added_entry = (peaks[large] - peaks[small]) / (large - small)
     assert per_added_entry < 1000, f"peaks {peaks}: {per_added_entry:.0f} B per added entry"
+
+
+def test_entry_lines_are_found_by_index_across_files_with_gaps(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_bytes(b'{"index":30,"name":"x"}\n{"index":0,"name":"a"}\n')
+    second.write_bytes(b'{"index":7,"name":"b"}\n{"index":2,"name":"torn"')
+
+    found = scan_entries([first, second])
+
+    assert len(found) == 3
+    assert [found.has(i) for i in (0, 2, 7, 30, 31)] == [True, False, True, True, False]
+    assert [json.loads(line)["name"] for line in found.lines()] == ["a", "b", "x"]
+    with pytest.raises(DuplicateEntryError, match="#7"):
+        scan_entries([second, second])
 
 
 def wait_for_lines(path: Path, count: int, process: subprocess.Popen[str]) -> None:
