@@ -8,23 +8,33 @@ import signal
 import subprocess
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evaltrace import load_traces, split_traces
-from evaltrace.datasets import ResumeError, Shard, ShardSpecError, run_dataset, shard_positions
+from evaltrace.datasets import (
+    ResumeError,
+    Shard,
+    ShardSpecError,
+    load_dataset,
+    run_dataset,
+    shard_positions,
+)
 from evaltrace.evals import RunResult
 from evaltrace.results import (
     ENTRIES_FILE,
     RESULT_FILE,
     TRACES_FILE,
+    DuplicateEntryError,
     MergeError,
     ResultsFolder,
     iter_entries,
     load_result,
     merge_results,
+    scan_entries,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -257,6 +267,94 @@ async def test_a_run_that_keeps_no_entries_still_writes_them_all(tmp_path: Path)
     assert [entry.name for entry in saved.entries] == [f"n{i:03d}" for i in range(20)]
     assert saved.dataset_results == result.dataset_results
     assert [e.name for e in iter_entries(tmp_path / "out" / result.run_id)] != []
+
+
+NO_WAIT_APP = """\
+from evaltrace import wrap
+
+
+async def run(question: str, number: int) -> str:
+    return wrap(f"{question.upper()} {number * 2}", purpose="output", name="answer")
+"""
+
+NO_WAIT_CHECKS = """\
+async def exact(evaluable):
+    return evaluable.output_value("answer") == evaluable.expectation
+
+
+async def length(evaluable):
+    return min(1.0, len(evaluable.output_value("answer")) / 10)
+
+
+async def mentions_number(evaluable):
+    return str(evaluable.eval_metadata["double"]) in evaluable.output_value("answer")
+"""
+
+
+def write_no_wait_project(folder: Path, count: int) -> Path:
+    """The benchmark's dataset: an app and evaluators that never wait, 3 evaluators."""
+    folder.mkdir(exist_ok=True)
+    (folder / "app.py").write_text(NO_WAIT_APP)
+    (folder / "checks.py").write_text(NO_WAIT_CHECKS)
+    document = {
+        "name": f"flat{count}",
+        "runnable": "app.py:run",
+        "evaluators": ["checks.py:exact", "checks.py:length", "checks.py:mentions_number"],
+        "entries": [
+            {
+                "name": f"q{i}",
+                "entry_kwargs": {"question": f"question {i}", "number": i},
+                "expectation": f"QUESTION {i} {2 * i}",
+                "eval_metadata": {"double": 2 * i},
+            }
+            for i in range(count)
+        ],
+    }
+    path = folder / f"flat{count}.evaltrace.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+@pytest.mark.anyio
+async def test_a_streamed_runs_memory_does_not_grow_with_its_entries(tmp_path: Path) -> None:
+    # Retaining anything of a finished entry (its result, its spans, its capture) costs
+    # kilobytes per entry; what a run must hold per entry (positions, where each line is)
+    # costs tens of bytes. 4x the entries may add well under 1 kB per added entry.
+    small, large = 300, 1200
+    datasets = {
+        count: load_dataset(write_no_wait_project(tmp_path / f"p{count}", count))
+        for count in (small, large)
+    }
+
+    async def peak(count: int) -> int:
+        tracemalloc.reset_peak()
+        before, _ = tracemalloc.get_traced_memory()
+        await run_dataset(datasets[count], output_dir=tmp_path / "out", keep_entries=False)
+        return tracemalloc.get_traced_memory()[1] - before
+
+    await run_dataset(datasets[small], output_dir=tmp_path / "warm", keep_entries=False)
+    tracemalloc.start()
+    try:
+        peaks = {count: await peak(count) for count in (small, large)}
+    finally:
+        tracemalloc.stop()
+
+    per_added_entry = (peaks[large] - peaks[small]) / (large - small)
+    assert per_added_entry < 1000, f"peaks {peaks}: {per_added_entry:.0f} B per added entry"
+
+
+def test_entry_lines_are_found_by_index_across_files_with_gaps(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_bytes(b'{"index":30,"name":"x"}\n{"index":0,"name":"a"}\n')
+    second.write_bytes(b'{"index":7,"name":"b"}\n{"index":2,"name":"torn"')
+
+    found = scan_entries([first, second])
+
+    assert len(found) == 3
+    assert [found.has(i) for i in (0, 2, 7, 30, 31)] == [True, False, True, True, False]
+    assert [json.loads(line)["name"] for line in found.lines()] == ["a", "b", "x"]
+    with pytest.raises(DuplicateEntryError, match="#7"):
+        scan_entries([second, second])
 
 
 def wait_for_lines(path: Path, count: int, process: subprocess.Popen[str]) -> None:

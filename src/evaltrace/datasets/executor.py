@@ -43,8 +43,9 @@ class PreparedDataset:
 
     resolved: ResolvedDataset
     """The dataset with its runnable and evaluators."""
-    entry_evaluators: list[list[EvaluatorFunction]]
-    """Each entry's evaluators, in the order of the dataset's entries."""
+    entry_evaluators: Sequence[list[EvaluatorFunction]]
+    """Each entry's evaluators, in the order of the dataset's entries (entries with the same
+    evaluators share one list, see :class:`~evaltrace.datasets.resolution.PerEntry`)."""
     aggregators: dict[str, list[AggregatorSpec]]
     """The dataset-level metrics, by the display name of their source evaluator."""
     aggregator_sources: dict[str, EvaluatorFunction]

@@ -21,13 +21,13 @@ Each distinct spec is built once and shared by the entries that use it.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast, overload
 
 from evaltrace._safe_text import exception_text
-from evaltrace.datasets.model import Dataset, EvaluatorSpec
+from evaltrace.datasets.model import Dataset, DatasetEntry, EvaluatorSpec
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, closest, format_location
 from evaltrace.datasets.references import ReferenceLoader, describe_object, parse_reference
 from evaltrace.datasets.registry import (
@@ -42,6 +42,7 @@ from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
 __all__ = [
     "STORED_TRACES_RUNNABLE",
     "EvaluatorBuildError",
+    "PerEntry",
     "ResolvedDataset",
     "ResolvedEvaluator",
     "build_evaluator",
@@ -66,6 +67,69 @@ class EvaluatorBuildError(EvaltraceError, TypeError):
         """How to fix it."""
 
 
+_T = TypeVar("_T")
+
+
+class PerEntry(Sequence[_T]):
+    """One item for each entry of a dataset, where most entries share the first one's.
+
+    What a run reads by entry index (each entry's evaluators) without a reference per entry:
+    it keeps the first item and the entries whose item is another object, so a dataset of
+    10**6 entries that share their evaluators costs no memory per entry.
+
+    Example:
+        >>> shared, own = ["a"], ["b"]
+        >>> items = PerEntry([shared, shared, own, shared])
+        >>> len(items), items[1] is shared, items[2] is own, list(items)[-1] is shared
+        (4, True, True, True)
+    """
+
+    __slots__ = ("_first", "_length", "_others")
+
+    def __init__(self, items: Iterable[_T]) -> None:
+        self._length = 0
+        self._first: _T | None = None
+        self._others: dict[int, _T] = {}  # the entries whose item is not the first one
+        for item in items:
+            if self._length == 0:
+                self._first = item
+            elif item is not self._first:
+                self._others[self._length] = item
+            self._length += 1
+
+    @classmethod
+    def repeat(cls, item: _T, count: int) -> PerEntry[_T]:
+        """``item`` for each of ``count`` entries."""
+        made: PerEntry[_T] = cls(())
+        made._first, made._length = item, count
+        return made
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> _T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[_T]: ...
+
+    def __getitem__(self, index: int | slice) -> _T | list[_T]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(f"entry {index} of {self._length}")
+        return self._others.get(index, cast(_T, self._first))
+
+    def __iter__(self) -> Iterator[_T]:
+        for index in range(self._length):
+            yield self._others.get(index, cast(_T, self._first))
+
+    def __repr__(self) -> str:
+        return f"PerEntry({list(self)!r})"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ResolvedEvaluator:
     """An evaluator spec with the evaluator it was built into."""
@@ -88,8 +152,9 @@ class ResolvedDataset:
     """The runnable; every entry's ``entry_kwargs`` fit its signature."""
     evaluators: list[ResolvedEvaluator]
     """The dataset-level evaluators (the ones carrying ``aggregators``)."""
-    entry_evaluators: list[list[ResolvedEvaluator]]
-    """Each entry's evaluators, ``"..."`` expanded, in the order of ``dataset.entries``."""
+    entry_evaluators: Sequence[list[ResolvedEvaluator]]
+    """Each entry's evaluators, ``"..."`` expanded, in the order of ``dataset.entries``.
+    Entries with the same evaluators share one list (do not change it in place)."""
 
 
 def build_evaluator(target: object, args: Mapping[str, Any], *, label: str) -> EvaluatorFunction:
@@ -270,13 +335,27 @@ def resolve_dataset(
             by_identity[id(spec)] = evaluator
         return evaluator
 
+    # The entries without a list of their own share one list, and entries whose lists resolve
+    # to the same evaluators share one too: a run of 10**6 entries that share their
+    # evaluators holds no memory for each.
+    shared: dict[tuple[int, ...], list[ResolvedEvaluator]] = {}
+    inherited: list[ResolvedEvaluator] | None = None
+
+    def evaluators_of(entry: DatasetEntry) -> list[ResolvedEvaluator]:
+        nonlocal inherited
+        if entry.evaluators is None and inherited is not None:
+            return inherited
+        own = [resolved(spec) for spec in dataset.evaluators_for(entry)]
+        own = shared.setdefault(tuple(id(item) for item in own), own)
+        if entry.evaluators is None:
+            inherited = own
+        return own
+
     return ResolvedDataset(
         dataset=dataset,
         runnable=adapter,
         evaluators=[resolved(spec) for spec in dataset.evaluators],
-        entry_evaluators=[
-            [resolved(spec) for spec in dataset.evaluators_for(entry)] for entry in dataset.entries
-        ],
+        entry_evaluators=PerEntry(evaluators_of(entry) for entry in dataset.entries),
     )
 
 

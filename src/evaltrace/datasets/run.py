@@ -34,7 +34,12 @@ from evaltrace.datasets.loading import load_dataset
 from evaltrace.datasets.model import Dataset, DatasetEntry
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, format_location
 from evaltrace.datasets.references import ReferenceLoader
-from evaltrace.datasets.resolution import ResolvedDataset, resolve_dataset
+from evaltrace.datasets.resolution import (
+    PerEntry,
+    ResolvedDataset,
+    ResolvedEvaluator,
+    resolve_dataset,
+)
 from evaltrace.datasets.sharding import Shard, selection_digest, shard_positions
 from evaltrace.datasets.stored import StoredTraceExecutor
 from evaltrace.errors import EvaltraceError
@@ -147,7 +152,7 @@ def prepare_dataset(
         dataset=loaded,
         runnable=resolved.runnable,
         evaluators=[],
-        entry_evaluators=[[] for _ in loaded.entries],
+        entry_evaluators=PerEntry.repeat([], len(loaded.entries)),
     )
     names = {evaluator_name(check): check for check in given}
     aggregators = {
@@ -171,7 +176,7 @@ def prepare_dataset(
         raise DatasetError(problems)
     return PreparedDataset(
         resolved=resolved,
-        entry_evaluators=[given] * len(loaded.entries),
+        entry_evaluators=PerEntry.repeat(given, len(loaded.entries)),
         aggregators=aggregators,
         aggregator_sources={name: names[name] for name in aggregators},
         from_code=True,
@@ -182,13 +187,21 @@ def _prepared_from_files(resolved: ResolvedDataset) -> PreparedDataset:
     dataset = resolved.dataset
     problems: list[DatasetProblem] = []
     lists: dict[tuple[int, ...], list[EvaluatorFunction]] = {}
-    entry_evaluators: list[list[EvaluatorFunction]] = []
-    for index, own in enumerate(resolved.entry_evaluators):
+    by_list: dict[int, list[EvaluatorFunction]] = {}  # the resolved lists are shared too
+
+    def evaluators_of(index: int, own: list[ResolvedEvaluator]) -> list[EvaluatorFunction]:
         if not own:
             problems.append(_no_evaluator(dataset, index))
-        key = tuple(id(item) for item in own)
-        # Entries with the same evaluators share one list, which the runner plans once.
-        entry_evaluators.append(lists.setdefault(key, [item.evaluator for item in own]))
+        known = by_list.get(id(own))
+        if known is None:
+            key = tuple(id(item) for item in own)
+            # Entries with the same evaluators share one list, which the runner plans once.
+            known = by_list[id(own)] = lists.setdefault(key, [item.evaluator for item in own])
+        return known
+
+    entry_evaluators = PerEntry(
+        evaluators_of(index, own) for index, own in enumerate(resolved.entry_evaluators)
+    )
     aggregators: dict[str, list[AggregatorSpec]] = {}
     sources: dict[str, EvaluatorFunction] = {}
     for item in resolved.evaluators:
@@ -346,9 +359,14 @@ async def run_dataset(
     chosen_shard = Shard.parse(shard) if isinstance(shard, str) else shard or Shard(1, 1)
     prepared = prepare_dataset(dataset, runnable=runnable, evaluators=evaluators, loader=loader)
     data = prepared.dataset
-    # Positions in a compact array: a run of 10**6 entries holds 8 bytes for each, not 36.
-    selected = array(
-        "q", (i for i, entry in enumerate(data.entries) if matches_filter(entry, entry_filter))
+    # Positions in a compact array: a run of 10**6 entries holds 8 bytes for each, not 36;
+    # none without a filter.
+    selected: Sequence[int] = (
+        range(len(data.entries))
+        if entry_filter is None
+        else array(
+            "q", (i for i, entry in enumerate(data.entries) if matches_filter(entry, entry_filter))
+        )
     )
     if not selected:
         raise NoEntriesSelectedError(
@@ -399,7 +417,7 @@ async def run_dataset(
     folder: ResultsFolder | None
     if resume is not None:
         folder, header, done = _reopen(resume, header, tally)
-        positions = [position for position in positions if not done.has(position)]
+        positions = array("q", (position for position in positions if not done.has(position)))
     else:
         folder = ResultsFolder.create(output_dir, run_id, header=header) if output_dir else None
         header = header.model_copy(

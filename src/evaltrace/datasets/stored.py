@@ -99,7 +99,7 @@ class StoredTraceExecutor:
             threshold=plan.threshold,
             run_id=plan.run_id,
         )
-        await scoring.score(cases, concurrency=plan.concurrency, on_entry=done)
+        await scoring.score(cases, concurrency=plan.concurrency, on_entry=done, keep=False)
         return []
 
     def __repr__(self) -> str:

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 import anyio
+import anyio.lowlevel
 
 from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.capture import conventions as conv
@@ -850,6 +851,12 @@ async def _evaluate_all(
             if outcome.run is not None:
                 export_evaluations(outcome.evaluations, outcome.run.trace, threshold=threshold)
             on_result(outcome)
+            # Back to the event loop between inputs, even when nothing in the input waited
+            # (a runnable and evaluators that never await). Without it one worker would run
+            # every input in a single step of the loop, the others idle, and asyncio would
+            # never drop the timer of each finished timeout: cancelled, it stays scheduled,
+            # and its copy of the context holds the input's spans until the run ends.
+            await anyio.lowlevel.checkpoint()
 
     try:
         async with anyio.create_task_group() as group:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Final, TypeAlias
 
 import anyio
+import anyio.lowlevel
 from pydantic import JsonValue
 
 from evaltrace._safe_text import safe_repr, type_name
@@ -285,11 +286,19 @@ class StoredScoring:
         *,
         concurrency: int = 8,
         on_entry: Callable[[EntryResult, StoredTrace], object] | None = None,
+        keep: bool = True,
     ) -> list[EntryResult]:
         """Score every item, ``concurrency`` at a time, taking each from ``items`` when due.
 
+        Args:
+            items: The stored traces to score, each with its evaluators.
+            concurrency: Most items scored at once.
+            on_entry: Called with each entry as it is scored, and its trace.
+            keep: Whether to return the entries; with ``False`` each one is dropped once
+                ``on_entry`` has it, so memory does not grow with the items.
+
         Returns:
-            The entries, in the order of their ``index``.
+            The entries, in the order of their ``index`` (none when not kept).
 
         Raises:
             Exception: What taking an item from ``items`` raised (a bad item, a trace file
@@ -310,9 +319,12 @@ class StoredScoring:
                     failures.append(exc)
                     return
                 entry = await self.entry(item)
-                entries.append(entry)
+                if keep:
+                    entries.append(entry)
                 if on_entry is not None:
                     _report(on_entry, entry, item.trace)
+                # To the event loop between items, even when nothing waited: see the runner.
+                await anyio.lowlevel.checkpoint()
 
         async with anyio.create_task_group() as group:
             for _ in range(concurrency):

@@ -20,8 +20,8 @@ As each entry finishes, its spans are appended to ``traces.jsonl``, then the ent
 ``entries.jsonl``, each in one write, so that the run holds no finished entry in memory, a
 file never ends part-way through a line unless the process was killed in that write, and a
 crash keeps every entry that finished. ``result.json`` is assembled from ``entries.jsonl`` by
-streaming: its entries, in entry order, are the lines of that file, so writing it needs about
-30 bytes of memory per entry (where each line is), not the entries.
+streaming: its entries, in entry order, are the lines of that file, so writing it needs 8
+bytes of memory per entry (where each line is), not the entries.
 
 :class:`ResultsFolder` writes the folder as the run goes (:meth:`ResultsFolder.reopen` takes an
 interrupted one up again); :func:`load_result` reads a ``result.json`` (or the folder holding
@@ -421,38 +421,42 @@ def _drop_orphan_spans(traces: Path, last_entry: bytes | None) -> None:
         os.truncate(traces, end)
 
 
+_FILE_BITS: Final = 16
+"""Where an entry's line is, in one integer: its offset in its file, shifted past the file's
+position in the files scanned (so up to 65,536 files of up to 2**47 bytes each)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class EntryLines:
     """Where each entry's line is, in one or more ``entries.jsonl`` files, by entry index.
 
-    Built by :func:`scan_entries`; about 30 bytes per entry, whatever the entries hold.
+    Built by :func:`scan_entries`; 8 bytes per entry, whatever the entries hold.
     """
 
     files: list[Path]
     """The files scanned."""
-    file_of: array[int]
-    """For each line, in the order read: the position of its file in :attr:`files`."""
-    offset_of: array[int]
-    """For each line: where it starts in its file."""
-    by_index: array[int]
-    """For each entry index: its line (a position in the arrays above), or -1."""
+    where: array[int]
+    """For each entry index: its line's offset and its file (``offset << 16 | file``), or -1."""
+    count: int
+    """The lines read."""
 
     def __len__(self) -> int:
-        return len(self.offset_of)
+        return self.count
 
     def has(self, index: int) -> bool:
         """Whether an entry of this index was read."""
-        return 0 <= index < len(self.by_index) and self.by_index[index] >= 0
+        return 0 <= index < len(self.where) and self.where[index] >= 0
 
     def lines(self) -> Iterator[bytes]:
         """Each entry's line (without its end), in index order."""
         streams = [open(path, "rb") for path in self.files]
+        mask = (1 << _FILE_BITS) - 1
         try:
-            for line in self.by_index:
-                if line < 0:
+            for place in self.where:
+                if place < 0:
                     continue
-                stream = streams[self.file_of[line]]
-                stream.seek(self.offset_of[line])
+                stream = streams[place & mask]
+                stream.seek(place >> _FILE_BITS)
                 yield stream.readline().rstrip(b"\n")
         finally:
             for stream in streams:
@@ -475,9 +479,10 @@ def scan_entries(
         ResultFileError: A line is not an entry.
     """
     paths = [Path(file) for file in files]
-    file_of: array[int] = array("H")
-    offset_of: array[int] = array("q")
-    indexes: array[int] = array("q")
+    if len(paths) > 1 << _FILE_BITS:
+        raise ValueError(f"at most {1 << _FILE_BITS} files of entries, got {len(paths)}")
+    where: array[int] = array("q")
+    count = 0
     for number, path in enumerate(paths):
         offset = 0
         try:
@@ -488,24 +493,27 @@ def scan_entries(
             for line_number, line in enumerate(stream, start=1):
                 if not line.endswith(b"\n"):
                     break
-                indexes.append(_entry_index(line, path, line_number))
-                file_of.append(number)
-                offset_of.append(offset)
+                index = _entry_index(line, path, line_number)
+                if index >= len(where):  # grown as needed: entries finish nearly in order
+                    where.extend(array("q", [-1]) * max(index + 1 - len(where), len(where) // 8))
+                first = where[index]
+                if first >= 0:
+                    found = (paths[first & ((1 << _FILE_BITS) - 1)], path)
+                    raise DuplicateEntryError(
+                        f"entry #{index} is in {found[0]} and again in {found[1]}",
+                        index=index,
+                        files=found,
+                    )
+                where[index] = offset << _FILE_BITS | number
                 offset += len(line)
+                count += 1
                 if visit is not None:
                     visit(line)
-    by_index: array[int] = array("q", [-1]) * (max(indexes, default=-1) + 1)
-    for position, index in enumerate(indexes):
-        first = by_index[index]
-        if first >= 0:
-            files = (paths[file_of[first]], paths[file_of[position]])
-            raise DuplicateEntryError(
-                f"entry #{index} is in {files[0]} and again in {files[1]}",
-                index=index,
-                files=files,
-            )
-        by_index[index] = position
-    return EntryLines(files=paths, file_of=file_of, offset_of=offset_of, by_index=by_index)
+    last = len(where)
+    while last and where[last - 1] < 0:  # the room grown past the last index
+        last -= 1
+    del where[last:]
+    return EntryLines(files=paths, where=where, count=count)
 
 
 def _entry_index(line: bytes, path: Path, line_number: int) -> int:
