@@ -296,3 +296,35 @@ def test_progress_is_a_bar_on_a_terminal_and_plain_lines_elsewhere(
     with RunProgress("faq", total=1, stream=in_ci) as progress:
         progress.advance(entries[0])
     assert in_ci.getvalue() == "faq: 1/1 entries, 0 not passed\n"
+
+
+@pytest.mark.parametrize(
+    ("count", "failing_every"), [(5, 2), (20, 3), (21, 3), (300, 2), (300, 1000)]
+)
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_summarized_run_reports_as_the_whole_run_does(
+    count: int, failing_every: int, verbose: bool
+) -> None:
+    # What `evaltrace test` prints of a run it did not hold: the entries read back in the
+    # order they finished, only those the report lists kept.
+    from evaltrace.results.report import ALL_ROWS_UP_TO, MAX_LISTED_ENTRIES
+
+    entries = [
+        item(index, f"e{index}", scored(0.0 if index % failing_every == 0 else 1.0))
+        for index in range(count)
+    ]
+    whole = RunResult(name="big", evaluators=["exact"], entries=entries)
+    finished_order = entries[1::2] + entries[::2]
+    summary = whole.summarized(
+        finished_order,
+        all_up_to=count if verbose else ALL_ROWS_UP_TO,
+        failing_up_to=None if verbose else MAX_LISTED_ENTRIES,
+    )
+
+    assert render_report([summary], verbose=verbose) == render_report([whole], verbose=verbose)
+    assert (summary.entry_count, summary.status_counts, summary.passed) == (
+        count,
+        whole.status_counts,
+        whole.passed,
+    )
+    assert len(summary.entries) <= (count if verbose else max(ALL_ROWS_UP_TO, MAX_LISTED_ENTRIES))

@@ -343,6 +343,45 @@ async def test_a_streamed_runs_memory_does_not_grow_with_its_entries(tmp_path: P
     assert per_added_entry < 1000, f"peaks {peaks}: {per_added_entry:.0f} B per added entry"
 
 
+def test_evaltrace_test_holds_no_entry_of_the_run_while_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The command line streams too: what the run leaves held when it returns (the result the
+    # report is made from) does not grow with the entries. Holding each finished entry, as a
+    # run kept for its report would, costs kilobytes per entry.
+    import evaltrace.datasets
+    from evaltrace.cli import main
+
+    run = evaltrace.datasets.run_dataset
+    held: list[int] = []
+
+    async def measured(*args: Any, **kwargs: Any) -> RunResult:
+        before, _ = tracemalloc.get_traced_memory()
+        result = await run(*args, **kwargs)
+        held.append(tracemalloc.get_traced_memory()[0] - before)
+        return result
+
+    monkeypatch.setattr(evaltrace.datasets, "run_dataset", measured)
+    monkeypatch.chdir(tmp_path)
+    small, large = 300, 1200
+    paths = {
+        count: write_no_wait_project(tmp_path / f"p{count}", count) for count in (small, large)
+    }
+    options = ["--no-scorecard", "--output-dir", "out"]
+    assert main(["test", str(paths[small]), *options]) == 0  # warm
+    tracemalloc.start()
+    try:
+        for count in (small, large):
+            assert main(["test", str(paths[count]), *options]) == 0
+    finally:
+        tracemalloc.stop()
+
+    per_added_entry = (held[2] - held[1]) / (large - small)
+    assert per_added_entry < 1000, f"held {held[1:]}: {per_added_entry:.0f} B per added entry"
+    report = capsys.readouterr().out
+    assert f"{large} entries in 1 dataset: {large} passed" in report
+
+
 def test_entry_lines_are_found_by_index_across_files_with_gaps(tmp_path: Path) -> None:
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     first.write_bytes(b'{"index":30,"name":"x"}\n{"index":0,"name":"a"}\n')

@@ -233,6 +233,10 @@ def test(
         timeout=timeout or None,
         threshold=threshold,
         scale=options,
+        # The JSON output and the comparison with a baseline read every entry; the report
+        # reads only those it lists, so a run of any size is not held for it.
+        hold_entries=output_format == "json" or old is not None,
+        verbose=verbose,
     )
     _print_results(runs.results, output_format=output_format, verbose=verbose)
     for result in runs.results:
@@ -340,12 +344,26 @@ class _Runs:
         timeout: float | None,
         threshold: float,
         scale: _ScaleOptions,
+        hold_entries: bool,
+        verbose: bool,
     ) -> bool:
-        """Run every dataset; whether Ctrl-C interrupted the runs."""
+        """Run every dataset; whether Ctrl-C interrupted the runs.
+
+        Without ``hold_entries``, each run keeps no entry while it runs (they stream to its
+        folder) and is read back summarized: the entries its report lists, and the statuses
+        of all of them.
+        """
         import anyio
 
         from evaltrace.datasets import run_dataset
-        from evaltrace.results import ResultFileError, ResultsFolderError, load_result, new_run_id
+        from evaltrace.results import (
+            ResultFileError,
+            ResultsFolderError,
+            iter_entries,
+            load_result,
+            new_run_id,
+        )
+        from evaltrace.results.report import ALL_ROWS_UP_TO, MAX_LISTED_ENTRIES
 
         async def run_all() -> None:
             for item in self.datasets:
@@ -364,7 +382,14 @@ class _Runs:
                         shard=scale.shard,
                         resume=scale.resume,
                         executor=scale.executor,
+                        keep_entries=hold_entries,
                     )
+                    if not hold_entries:
+                        result = result.summarized(
+                            iter_entries(self.last_folder),
+                            all_up_to=sys.maxsize if verbose else ALL_ROWS_UP_TO,
+                            failing_up_to=None if verbose else MAX_LISTED_ENTRIES,
+                        )
                 except ResultsFolderError as exc:  # written in part: report what was
                     self.write_error = exc
                     try:

@@ -27,13 +27,14 @@ FAILED_PARTIAL_SCORE   some scored evaluation is below the threshold, not all ar
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, field_validator
 
 from evaltrace.errors import MissingExtraError
 from evaltrace.evals.evaluable import UNSET, HasExpectation, NamedData, Unset
@@ -321,20 +322,69 @@ class RunResult(BaseModel):
     def _plain_dataset_details(cls, results: dict[str, Evaluation]) -> dict[str, Evaluation]:
         return {key: _plain_details(evaluation) for key, evaluation in results.items()}
 
+    _tally: dict[CompletionStatus, int] | None = PrivateAttr(default=None)
+    """Set on a :meth:`summarized` result: the statuses of every entry, listed or not."""
+
     @property
     def status_counts(self) -> dict[CompletionStatus, int]:
         """How many entries ended with each status (statuses with none are left out)."""
+        if self._tally is not None:
+            return dict(self._tally)
         return dict(Counter(entry.status for entry in self.entries))
+
+    @property
+    def entry_count(self) -> int:
+        """How many entries the run has (of a :meth:`summarized` result, listed or not)."""
+        return len(self.entries) if self._tally is None else sum(self._tally.values())
 
     @property
     def passed(self) -> bool:
         """Whether the run completed without errors, has entries, and every one succeeded."""
+        counts = self.status_counts
         return (
             not self.interrupted
             and not self.errors
-            and bool(self.entries)
-            and all(entry.status.passed for entry in self.entries)
+            and bool(counts)
+            and all(status.passed for status in counts)
         )
+
+    def summarized(
+        self, entries: Iterable[EntryResult], *, all_up_to: int, failing_up_to: int | None
+    ) -> RunResult:
+        """This run holding only the entries a report lists, and the statuses of all of them.
+
+        For runs too large to hold: ``entries`` (such as :func:`~evaltrace.results.iter_entries`
+        of the run's folder) is read once. The result keeps every entry when there are at most
+        ``all_up_to``, else only the ones that did not pass (the first ``failing_up_to`` of
+        them in entry order; all with ``None``). Its :attr:`status_counts`, :attr:`entry_count`
+        and :attr:`passed` are those of every entry; it is for reading, not for saving.
+
+        Example:
+            >>> ok = EntryResult(index=0, name="a", evaluations=[Evaluation(score=1.0)])
+            >>> bad = EntryResult(index=1, name="b", evaluations=[Evaluation(score=0.0)])
+            >>> small = RunResult(name="r").summarized([bad, ok], all_up_to=1, failing_up_to=5)
+            >>> [entry.name for entry in small.entries], small.entry_count, small.passed
+            (['b'], 2, False)
+        """
+        tally: Counter[CompletionStatus] = Counter()
+        passing: list[EntryResult] = []
+        failing: list[tuple[int, EntryResult]] = []  # a heap of the first ones by -index
+        for entry in entries:
+            tally[entry.status] += 1
+            if entry.status.passed:
+                if tally.total() <= all_up_to:
+                    passing.append(entry)
+            elif failing_up_to is None or len(failing) < failing_up_to:
+                heapq.heappush(failing, (-entry.index, entry))
+            elif failing_up_to > 0 and entry.index < -failing[0][0]:
+                heapq.heapreplace(failing, (-entry.index, entry))
+        kept = [entry for _, entry in failing]
+        if tally.total() <= all_up_to:
+            kept += passing
+        kept.sort(key=lambda entry: entry.index)
+        summary = self.model_copy(update={"entries": kept})
+        summary._tally = dict(tally)
+        return summary
 
     def to_records(self) -> list[dict[str, Any]]:
         """The run as flat rows: one per entry and evaluation, in entry and evaluator order.

@@ -183,7 +183,7 @@ def _run_section(result: RunResult, *, verbose: bool, look: _Look) -> list[Rende
     heading.append(look.text(result.name, "bold"))
     where = f" ({result.source})" if result.source else ""
     heading.append(look.text(f"{where}  run {result.run_id}" if result.run_id else where))
-    count = len(result.entries)
+    count = result.entry_count
     heading.append(f"  {count} {'entry' if count == 1 else 'entries'}  {result.duration_s:.2f} s")
     parts: list[RenderableType] = [Text(""), heading]
     if result.interrupted:
@@ -192,7 +192,7 @@ def _run_section(result: RunResult, *, verbose: bool, look: _Look) -> list[Rende
         parts.append(
             look.text(f"the runnable's {error.where} raised {error.type}: {error.message}", "red")
         )
-    if result.entries:
+    if result.entry_count:
         parts.append(_entries_table(result, verbose=verbose, look=look))
         parts += _failures(result, verbose=verbose, look=look)
     parts += _dataset_results(result, look)
@@ -203,10 +203,15 @@ def _run_section(result: RunResult, *, verbose: bool, look: _Look) -> list[Rende
 def _listed(result: RunResult, verbose: bool) -> tuple[list[EntryResult], int]:
     """The entries the table lists, and how many passed entries it leaves out."""
     entries = result.entries
-    if verbose or len(entries) <= ALL_ROWS_UP_TO:
-        return list(entries), 0
+    if verbose or result.entry_count <= ALL_ROWS_UP_TO:
+        return list(entries), result.entry_count - len(entries)
     failing = [entry for entry in entries if not entry.status.passed]
-    return failing, len(entries) - len(failing)
+    return failing, result.entry_count - _failing_count(result)
+
+
+def _failing_count(result: RunResult) -> int:
+    """How many entries did not pass (of a summarized result, listed or not)."""
+    return sum(count for status, count in result.status_counts.items() if not status.passed)
 
 
 def _entries_table(result: RunResult, *, verbose: bool, look: _Look) -> RenderableType:
@@ -222,8 +227,9 @@ def _entries_table(result: RunResult, *, verbose: bool, look: _Look) -> Renderab
     notes: list[str] = []
     if passed_left_out:
         notes.append(f"{passed_left_out} entries that passed are not listed")
-    if len(shown) < len(listed):
-        notes.append(f"{len(listed) - len(shown)} more entries that did not pass are not listed")
+    failing_left_out = _failing_count(result) - sum(not entry.status.passed for entry in shown)
+    if failing_left_out:
+        notes.append(f"{failing_left_out} more entries that did not pass are not listed")
     if not notes:
         return table
     return Group(table, look.text("; ".join(notes) + " (-v lists every entry)", "dim"))
@@ -255,8 +261,9 @@ def _failures(result: RunResult, *, verbose: bool, look: _Look) -> list[Renderab
     parts: list[RenderableType] = [Text(""), look.text("Entries that did not pass", "bold")]
     for entry in shown:
         parts.append(_failure(entry, result.threshold, look))
-    if len(shown) < len(failing):
-        parts.append(look.text(f"... and {len(failing) - len(shown)} more (-v for all)", "dim"))
+    if len(shown) < _failing_count(result):
+        more = _failing_count(result) - len(shown)
+        parts.append(look.text(f"... and {more} more (-v for all)", "dim"))
     return parts
 
 
