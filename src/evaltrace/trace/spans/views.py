@@ -204,7 +204,7 @@ def _view(record: SpanRecord, named_values: tuple[WrapRecord, ...]) -> ObserveSp
 
 def _datetime(ns: int) -> datetime:
     try:
-        return _EPOCH + timedelta(microseconds=ns // 1000)
+        return _EPOCH + timedelta(0, 0, ns // 1000)  # positional: quicker than microseconds=
     except (OverflowError, TypeError):
         return _EPOCH
 
