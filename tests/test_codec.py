@@ -27,6 +27,7 @@ from evaltrace.capture.codec import (
     is_truncated,
     json_text,
     jsonable,
+    read_json,
 )
 from evaltrace.capture.conventions import MIME_JSON, MIME_TEXT
 from evaltrace.errors import ConfigurationError
@@ -663,10 +664,43 @@ def test_decode_of_plain_text_returns_it_unparsed() -> None:
     assert decode("42", MIME_TEXT) == "42"
 
 
+def test_decode_reads_json_text_holding_a_lone_surrogate() -> None:
+    assert decode('{"a":"\udc80"}', MIME_JSON) == {"a": "\udc80"}
+
+
 def test_decode_of_json_nested_too_deeply_returns_the_text() -> None:
     text = "[" * 200_000
 
     assert decode(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"a":1,"b":[2.5,-0.0,1e400,NaN,-Infinity],"a":3}',
+        b"\xef\xbb\xbf" + b'{"bom":true}',  # json.loads reads bytes opening with a UTF-8 BOM
+        b'"\\ud800 lone surrogate"',
+        '"\udc80 lone surrogate"',
+        b"[" * 500 + b"]" * 500,  # deeper than pydantic_core reads
+        "-" + "9" * 4300,
+        b'"\\ud83d\\ude00"',
+    ],
+)
+def test_read_json_reads_what_json_loads_reads_to_the_same_value(text: str | bytes) -> None:
+    assert repr(read_json(text)) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize(
+    "text", [b'{"a":1} x', b'{"a":1,}', b"[1 2]", b'"a\x01b"', b"", "1" * 4301, b'"\xff"']
+)
+def test_read_json_refuses_what_json_loads_refuses_with_its_exception(text: str | bytes) -> None:
+    with pytest.raises(ValueError) as expected:
+        json.loads(text)
+
+    with pytest.raises(type(expected.value)) as refused:
+        read_json(text)
+
+    assert str(refused.value) == str(expected.value)
 
 
 def test_is_truncated_is_false_for_ordinary_values() -> None:

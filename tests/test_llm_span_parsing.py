@@ -229,6 +229,32 @@ def test_llm_span_without_output_messages_falls_back_to_output_value(
     assert view.finish_reasons == ()
 
 
+def test_llm_span_by_its_kind_alone_reads_finish_reasons_from_its_output(
+    spans: SpanFactory,
+) -> None:
+    output = {"choices": [{"finish_reason": "stop", "message": {"content": ANSWER}}]}
+    span = spans.make(
+        "answer",
+        {
+            "openinference.span.kind": "LLM",
+            "input.value": json.dumps({"question": USER}),
+            "input.mime_type": "application/json",
+            "output.value": json.dumps(output),
+            "output.mime_type": "application/json",
+        },
+    )
+    view = span_view(SpanRecord.from_readable(span))
+
+    assert isinstance(view, LLMSpan)
+    assert (view.model, view.provider) == (None, None)
+    assert (view.input_messages, view.output_messages) == ((), ())
+    assert view.usage == TokenUsage()
+    assert view.parameters == {}
+    assert view.finish_reasons == ("stop",)
+    assert view.input == {"question": USER}
+    assert view.output == output
+
+
 @pytest.mark.parametrize(
     "attributes",
     [

@@ -179,3 +179,24 @@ def test_one_trace_is_read_by_its_id(tmp_path: Path) -> None:
     assert stored is not None and stored.trace_id == second
     assert stored.roots[0].span.name == "run1"
     assert traces.get("0" * 32) is None
+
+
+def test_span_attributes_read_from_a_line_keep_sequences_as_tuples(tmp_path: Path) -> None:
+    line = {
+        "trace_id": "0" * 31 + "1",
+        "span_id": "0" * 15 + "2",
+        "name": "answer",
+        "start_time_ns": 1,
+        "end_time_ns": 2,
+        "attributes": {"tags": ["a", "b"], "input.value": '"q"'},
+        "resource": {"service.name": "bot"},
+    }
+    path = tmp_path / "spans.jsonl"
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+
+    (stored,) = read_traces(path)
+
+    record = stored.roots[0].span.record
+    assert record.attributes == {"tags": ("a", "b"), "input.value": '"q"'}
+    assert dict(record.resource_attributes) == {"service.name": "bot"}
+    assert stored.roots[0].span.input == "q"

@@ -87,6 +87,7 @@ __all__ = [
     "is_truncated",
     "json_text",
     "jsonable",
+    "read_json",
 ]
 
 _logger = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ _PYDANTIC_CORE: ModuleType | None = None
 
 
 def _core() -> ModuleType:
-    """pydantic_core, imported when the first value is encoded.
+    """pydantic_core, imported when the first value is encoded or read.
 
     Not at import: it takes tens of milliseconds, and an app that records nothing (idle
     ``wrap``) never needs it.
@@ -600,10 +601,29 @@ def decode(text: str, mime_type: str | None = None) -> JsonValue:
     if mime_type is not None and not mime_type.startswith(MIME_JSON):
         return text
     try:
-        value: JsonValue = json.loads(text)
+        value: JsonValue = read_json(text)
     except (ValueError, RecursionError):
         return text
     return value
+
+
+def read_json(text: str | bytes) -> Any:
+    """``json.loads(text)``: the same value, or the same exception; several times faster.
+
+    pydantic_core's parser reads it first. Whatever that parser accepts, ``json.loads``
+    reads to an equal value, and it refuses more (lone surrogates, a UTF-8 byte order mark,
+    nesting deeper than 200 levels; a ``str`` holding a lone surrogate is a ``TypeError`` to
+    it); what it refuses is read again by ``json.loads``, so bad JSON raises ``json.loads``'s
+    exception, with its line and column.
+
+    Example:
+        >>> read_json(b'{"k":[1,2.5,null]}')
+        {'k': [1, 2.5, None]}
+    """
+    try:
+        return (_PYDANTIC_CORE or _core()).from_json(text)
+    except (ValueError, TypeError):
+        return json.loads(text)
 
 
 def is_truncated(value: JsonValue) -> bool:

@@ -134,13 +134,23 @@ def list_field(data: Mapping[str, Any], key: str, *, where: str = "") -> list[An
 
 
 def attributes_field(data: Mapping[str, Any], key: str, *, where: str = "") -> dict[str, Any]:
-    """Read an attributes object; lists become tuples, as OpenTelemetry keeps sequences."""
+    """Read an attributes object; lists become tuples, as OpenTelemetry keeps sequences.
+
+    An object without lists is returned as it is, not copied: it is the parsed JSON of a
+    line, which nothing else holds.
+    """
     value = data.get(key)
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise Invalid(f'field "{join(where, key)}" must be an object, found {json_type(value)}')
-    return {name: tuple(item) if isinstance(item, list) else item for name, item in value.items()}
+    for item in value.values():
+        if isinstance(item, list):
+            return {
+                name: tuple(item) if isinstance(item, list) else item
+                for name, item in value.items()
+            }
+    return value
 
 
 def join(where: str, key: str) -> str:

@@ -122,11 +122,12 @@ def add_span(spans: dict[tuple[int, int], tuple[ReadSpan, str]], span: ReadSpan,
 
 def record_from_json(data: dict[str, Any]) -> tuple[SpanRecord, list[WrapRecord]]:
     """Read one span object of evaltrace's JSONL format, and the values stored beside it."""
-    trace_id = hex_id(data.get("trace_id"), 32, "trace_id")
-    span_id = hex_id(data.get("span_id"), 16, "span_id")
-    parent = data.get("parent_span_id")
+    get = data.get
+    trace_id = hex_id(get("trace_id"), 32, "trace_id")
+    span_id = hex_id(get("span_id"), 16, "span_id")
+    parent = get("parent_span_id")
     start = int_field(data, "start_time_ns")
-    status = data.get("status") or {}
+    status = get("status") or {}
     if not isinstance(status, dict):
         raise Invalid(f'field "status" must be an object, found {json_type(status)}')
     code = STATUS_CODES.get(str(status.get("code", "UNSET")).upper())
@@ -143,17 +144,18 @@ def record_from_json(data: dict[str, Any]) -> tuple[SpanRecord, list[WrapRecord]
         start_time_ns=start,
         end_time_ns=int_field(data, "end_time_ns", default=start),
         attributes=attributes_field(data, "attributes"),
-        events=tuple(_event_from_json(event, index) for index, event in enumerate(events)),
+        events=tuple([_event_from_json(event, index) for index, event in enumerate(events)])
+        if events
+        else (),
         status_code=code,
         status_description=optional_str(status.get("description"), "status.description"),
         kind=str_field(data, "kind", default="INTERNAL"),
         resource_attributes=attributes_field(data, "resource"),
     )
-    named = [
-        _named_value_from_json(item, index)
-        for index, item in enumerate(list_field(data, "named_values"))
-    ]
-    return record, named
+    named_values = list_field(data, "named_values")
+    if not named_values:
+        return record, []
+    return record, [_named_value_from_json(item, i) for i, item in enumerate(named_values)]
 
 
 def _event_from_json(data: Any, index: int) -> SpanEventRecord:

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any, Final
 
+from evaltrace.capture.codec import read_json
 from evaltrace.capture.values import WrapRecord
 from evaltrace.trace._fields import Invalid
 from evaltrace.trace._span_json import (
@@ -181,7 +182,7 @@ class TraceFile:
         """Read a file holding one pretty-printed document."""
         place = f"{self.path}, line {first}"
         try:
-            document = json.loads(data.decode("utf-8-sig"))
+            document = read_json(data.decode("utf-8-sig"))
         except UnicodeDecodeError as exc:
             self._problem(first, place, f"not UTF-8 text (invalid byte at offset {exc.start})")
             return
@@ -201,7 +202,7 @@ class TraceFile:
         """Read a line of another shape at once; or note why it cannot be read."""
         place = f"{self.path}, line {number}"
         try:
-            document = json.loads(line)
+            document = read_json(line)
         except json.JSONDecodeError as exc:
             message = f"not valid JSON ({exc.msg} at column {exc.colno}). " + JSONL_HINT
             self._problem(number, place, message, line)
@@ -283,7 +284,7 @@ class TraceFile:
         """Read one of evaltrace's own JSON lines; a problem is noted and gives ``None``."""
         message: str
         try:
-            data = json.loads(text)
+            data = read_json(text)
             record, named = record_from_json(data)
         except json.JSONDecodeError as exc:
             message = f"not valid JSON ({exc.msg} at column {exc.colno}). " + JSONL_HINT

@@ -244,6 +244,8 @@ def input_messages(record: SpanRecord) -> tuple[LLMMessage, ...]:
     legacy = _indexed(attributes, _GEN_AI_PROMPT)
     if legacy:
         return _present(_legacy_gen_ai_message(fields) for fields in legacy)
+    if not record.events:
+        return ()
     return _present(
         _event_message(event.attributes, role)
         for event in record.events
@@ -265,6 +267,8 @@ def output_messages(record: SpanRecord) -> tuple[tuple[LLMMessage, ...], tuple[s
             reason for fields in legacy if isinstance(reason := fields.get("finish_reason"), str)
         )
         return _present(_legacy_gen_ai_message(fields) for fields in legacy), reasons
+    if not record.events:
+        return (), ()
     messages: list[LLMMessage] = []
     reasons_list: list[str] = []
     for event in record.events:
@@ -457,6 +461,8 @@ def _indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]
         index, dot, rest = key[len(start) :].partition(".")
         if dot and rest and index.isascii() and index.isdigit():
             groups.setdefault(int(index), {})[rest] = value
+    if not groups:
+        return []
     return [groups[index] for index in sorted(groups)]
 
 
@@ -510,9 +516,9 @@ def _first_str(attributes: Mapping[str, Any], *keys: str) -> str | None:
 
 def _first_int(attributes: Mapping[str, Any], *keys: str) -> int | None:
     for key in keys:
-        value = _int_or_none(attributes.get(key))
-        if value is not None:
-            return value
+        value = attributes.get(key)
+        if value is not None and (number := _int_or_none(value)) is not None:
+            return number
     return None
 
 

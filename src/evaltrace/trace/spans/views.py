@@ -40,6 +40,8 @@ SpanStatus: TypeAlias = Literal["ok", "error", "unset"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _STATUSES: Mapping[str, SpanStatus] = {"OK": "ok", "ERROR": "error", "UNSET": "unset"}
+# Every attribute a model call is read from is named under one of these.
+_MODEL_CALL_PREFIXES = ("llm.", "gen_ai.")
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -189,6 +191,10 @@ def _view(record: SpanRecord, named_values: tuple[WrapRecord, ...]) -> ObserveSp
     }
     if not is_llm(attributes):
         return ObserveSpan(**common)
+    if not record.events and not any(key.startswith(_MODEL_CALL_PREFIXES) for key in attributes):
+        # A model call by its kind alone (``@wrap(kind="llm")``): no model, messages, counts
+        # or parameters recorded; only an OpenAI-shaped output may hold finish reasons.
+        return LLMSpan(**common, finish_reasons=finish_reasons(attributes, (), common["output"]))
     outputs, output_finish_reasons = output_messages(record)
     return LLMSpan(
         **common,
@@ -204,7 +210,7 @@ def _view(record: SpanRecord, named_values: tuple[WrapRecord, ...]) -> ObserveSp
 
 def _datetime(ns: int) -> datetime:
     try:
-        return _EPOCH + timedelta(microseconds=ns // 1000)
+        return _EPOCH + timedelta(0, 0, ns // 1000)  # positional: quicker than microseconds=
     except (OverflowError, TypeError):
         return _EPOCH
 
