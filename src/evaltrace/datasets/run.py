@@ -186,17 +186,16 @@ def prepare_dataset(
 def _prepared_from_files(resolved: ResolvedDataset) -> PreparedDataset:
     dataset = resolved.dataset
     problems: list[DatasetProblem] = []
-    lists: dict[tuple[int, ...], list[EvaluatorFunction]] = {}
-    by_list: dict[int, list[EvaluatorFunction]] = {}  # the resolved lists are shared too
+    # resolve_dataset gives entries with the same evaluators one list; they share one list of
+    # functions too, which the runner plans once.
+    by_list: dict[int, list[EvaluatorFunction]] = {}
 
     def evaluators_of(index: int, own: list[ResolvedEvaluator]) -> list[EvaluatorFunction]:
         if not own:
             problems.append(_no_evaluator(dataset, index))
         known = by_list.get(id(own))
         if known is None:
-            key = tuple(id(item) for item in own)
-            # Entries with the same evaluators share one list, which the runner plans once.
-            known = by_list[id(own)] = lists.setdefault(key, [item.evaluator for item in own])
+            known = by_list[id(own)] = [item.evaluator for item in own]
         return known
 
     entry_evaluators = PerEntry(

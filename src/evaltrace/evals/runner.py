@@ -51,9 +51,11 @@ from evaltrace.evals.worker_threads import run_in_worker_thread
 from evaltrace.trace import MemoryTraceHandler, ObservationNode, capture_traces
 
 __all__ = [
+    "INPUTS_BETWEEN_CHECKPOINTS",
     "InputResult",
     "RunInput",
     "RunOutcome",
+    "checkpoint_now_and_then",
     "evaluate_each",
     "evaluate_inputs",
     "run_and_evaluate",
@@ -68,8 +70,6 @@ _NO_INPUTS: Final = contextlib.nullcontext()
 """The scope of a run given no inputs to serve (one reusable, stateless instance)."""
 
 _NO_ATTRIBUTES: Final[Mapping[str, Any]] = types.MappingProxyType({})
-_INPUTS_BETWEEN_CHECKPOINTS: Final = 16
-"""How many inputs a worker scores before it goes back to the event loop at the latest."""
 
 
 @dataclass(kw_only=True)
@@ -789,6 +789,27 @@ class _Item:
     name: str | None
 
 
+INPUTS_BETWEEN_CHECKPOINTS: Final = 16
+"""How many inputs a worker of a run scores before it goes back to the event loop."""
+
+
+async def checkpoint_now_and_then(done: int) -> None:
+    """Go back to the event loop after every :data:`INPUTS_BETWEEN_CHECKPOINTS`-th input.
+
+    For a worker that scores inputs one after the other, even when nothing in them waits (a
+    runnable and evaluators that never await). Without it one worker would run every input
+    in a single step of the loop, the others idle, and asyncio would never drop the timer of
+    each finished timeout: cancelled, it stays scheduled, and its copy of the context holds
+    the input's spans until the run ends. Not after every input: a step of the loop costs
+    about a tenth of a no-I/O input.
+
+    Args:
+        done: How many inputs this worker has scored.
+    """
+    if done % INPUTS_BETWEEN_CHECKPOINTS == 0:
+        await anyio.lowlevel.checkpoint()
+
+
 async def _evaluate_all(
     app: _Runnable,
     items: Iterator[_Item],
@@ -853,14 +874,7 @@ async def _evaluate_all(
             if outcome.run is not None:
                 export_evaluations(outcome.evaluations, outcome.run.trace, threshold=threshold)
             on_result(outcome)
-            # Back to the event loop every few inputs, even when nothing in them waited (a
-            # runnable and evaluators that never await). Without it one worker would run
-            # every input in a single step of the loop, the others idle, and asyncio would
-            # never drop the timer of each finished timeout: cancelled, it stays scheduled,
-            # and its copy of the context holds the input's spans until the run ends. Not
-            # after every input: a step of the loop costs about a tenth of a no-I/O input.
-            if done % _INPUTS_BETWEEN_CHECKPOINTS == 0:
-                await anyio.lowlevel.checkpoint()
+            await checkpoint_now_and_then(done)
 
     try:
         async with anyio.create_task_group() as group:

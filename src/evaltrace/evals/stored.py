@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, Final, TypeAlias
 
 import anyio
-import anyio.lowlevel
 from pydantic import JsonValue
 
 from evaltrace._safe_text import safe_repr, type_name
@@ -41,7 +40,7 @@ from evaltrace.evals.evaluator import (
     prepare_evaluator,
 )
 from evaltrace.evals.result import EntryResult, RunResult, entry_status
-from evaltrace.evals.runner import score_entry, with_case
+from evaltrace.evals.runner import checkpoint_now_and_then, score_entry, with_case
 from evaltrace.evals.selectors import TraceSelector, root
 from evaltrace.evals.telemetry import export_evaluations
 from evaltrace.trace import (
@@ -310,6 +309,7 @@ class StoredScoring:
         failures: list[Exception] = []
 
         async def worker() -> None:
+            done = 0
             while not failures:
                 try:  # workers share one iterator: each trace is taken once
                     item = next(pending)
@@ -323,8 +323,8 @@ class StoredScoring:
                     entries.append(entry)
                 if on_entry is not None:
                     _report(on_entry, entry, item.trace)
-                # To the event loop between items, even when nothing waited: see the runner.
-                await anyio.lowlevel.checkpoint()
+                done += 1
+                await checkpoint_now_and_then(done)
 
         async with anyio.create_task_group() as group:
             for _ in range(concurrency):

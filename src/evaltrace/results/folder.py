@@ -424,6 +424,8 @@ def _drop_orphan_spans(traces: Path, last_entry: bytes | None) -> None:
 _FILE_BITS: Final = 16
 """Where an entry's line is, in one integer: its offset in its file, shifted past the file's
 position in the files scanned (so up to 65,536 files of up to 2**47 bytes each)."""
+_FILE_MASK: Final = (1 << _FILE_BITS) - 1
+"""The bits of that integer that say which file."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -450,12 +452,11 @@ class EntryLines:
     def lines(self) -> Iterator[bytes]:
         """Each entry's line (without its end), in index order."""
         streams = [open(path, "rb") for path in self.files]
-        mask = (1 << _FILE_BITS) - 1
         try:
             for place in self.where:
                 if place < 0:
                     continue
-                stream = streams[place & mask]
+                stream = streams[place & _FILE_MASK]
                 stream.seek(place >> _FILE_BITS)
                 yield stream.readline().rstrip(b"\n")
         finally:
@@ -498,7 +499,7 @@ def scan_entries(
                     where.extend(array("q", [-1]) * max(index + 1 - len(where), len(where) // 8))
                 first = where[index]
                 if first >= 0:
-                    found = (paths[first & ((1 << _FILE_BITS) - 1)], path)
+                    found = (paths[first & _FILE_MASK], path)
                     raise DuplicateEntryError(
                         f"entry #{index} is in {found[0]} and again in {found[1]}",
                         index=index,
