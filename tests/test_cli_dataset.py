@@ -162,12 +162,17 @@ def test_trace_of_a_runnable_with_the_wrong_arguments_exits_2(
     assert not (tmp_path / "trace.jsonl").exists()
 
 
+def trace_ada(folder: Path) -> None:
+    """Store, as folder/trace.jsonl, one run of app.py:live for the user ada."""
+    (folder / "app.py").write_text(APP)
+    (folder / "kwargs.json").write_text('{"user": "ada"}')
+    assert main(["trace", "--runnable", "app.py:live", "--input", "kwargs.json"]) == 0
+
+
 def test_dataset_save_appends_an_entry_made_from_a_stored_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "app.py").write_text(APP)
-    (tmp_path / "kwargs.json").write_text('{"user": "ada"}')
-    assert main(["trace", "--runnable", "app.py:live", "--input", "kwargs.json"]) == 0
+    trace_ada(tmp_path)
     (tmp_path / "greetings.evaltrace.json").write_text(
         json.dumps(
             {
@@ -202,9 +207,7 @@ def test_dataset_save_appends_an_entry_made_from_a_stored_trace(
 def test_dataset_save_creates_the_dataset_when_there_is_none(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "app.py").write_text(APP)
-    (tmp_path / "kwargs.json").write_text('{"user": "ada"}')
-    assert main(["trace", "--runnable", "app.py:live", "--input", "kwargs.json"]) == 0
+    trace_ada(tmp_path)
 
     code = main(
         ["dataset", "save", "new", "--from-trace", "trace.jsonl", "--select", "name:app.py:live"]
@@ -221,9 +224,7 @@ def test_dataset_save_creates_the_dataset_when_there_is_none(
 def test_dataset_save_names_the_runnable_given_or_says_it_is_missing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "app.py").write_text(APP)
-    (tmp_path / "kwargs.json").write_text('{"user": "ada"}')
-    assert main(["trace", "--runnable", "app.py:live", "--input", "kwargs.json"]) == 0
+    trace_ada(tmp_path)
     assert (
         main(
             [

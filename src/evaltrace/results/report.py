@@ -261,8 +261,8 @@ def _failures(result: RunResult, *, verbose: bool, look: _Look) -> list[Renderab
     parts: list[RenderableType] = [Text(""), look.text("Entries that did not pass", "bold")]
     for entry in shown:
         parts.append(_failure(entry, result.threshold, look))
-    if len(shown) < _failing_count(result):
-        more = _failing_count(result) - len(shown)
+    more = _failing_count(result) - len(shown)
+    if more:
         parts.append(look.text(f"... and {more} more (-v for all)", "dim"))
     return parts
 
