@@ -251,6 +251,21 @@ def test_dataset_save_names_the_runnable_given_or_says_it_is_missing(
     assert load_dataset(tmp_path / "bare.evaltrace.json").runnable is None
 
 
+def test_dataset_save_refuses_a_runnable_that_is_not_a_reference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace_ada(tmp_path)
+    capsys.readouterr()
+
+    code = main(["dataset", "save", "x", "--from-trace", "trace.jsonl", "--runnable", "greet"])
+
+    assert code == 2
+    assert "--runnable: 'greet' is not a reference; give 'path/to/app.py:name'" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "x.evaltrace.json").exists()
+
+
 def test_dataset_save_of_a_missing_trace_file_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dataset", "save", "x", "--from-trace", "absent.jsonl"]) == 2
     assert "--from-trace: absent.jsonl: no such file" in capsys.readouterr().err

@@ -130,6 +130,12 @@ def _set_runnable(
     data: dict[str, Any], given: str | None, traces: list[list[ObservationNode]], path: Path
 ) -> None:
     """Give a dataset without a runnable ``given``, or the one its traces' root spans name."""
+    from evaltrace.datasets import parse_reference
+
+    if given is not None and parse_reference(given) is None:
+        raise CommandError(
+            f"--runnable: {given!r} is not a reference; give 'path/to/app.py:name' or 'module:name'"
+        )
     if given is None:
         roots = {trace[0].span.name for trace in traces}
         named = roots.pop() if len(roots) == 1 else ""
