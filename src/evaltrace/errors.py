@@ -19,6 +19,7 @@ __all__ = [
     "MissingExtraError",
     "MultipleTracesError",
     "NoTraceError",
+    "StopIterationError",
     "TraceFormatError",
     "UnknownEvaluatorError",
 ]
@@ -90,6 +91,15 @@ class UnknownEvaluatorError(EvaltraceError, LookupError):
 
 class EvaluatorTimeoutError(EvaltraceError, TimeoutError):
     """An evaluator (or a runnable) did not finish within its timeout."""
+
+
+class StopIterationError(EvaltraceError, RuntimeError):
+    """A sync evaluator or runnable raised ``StopIteration``, raised in its place.
+
+    ``StopIteration`` cannot travel through async code (a coroutine turns it into a bare
+    ``RuntimeError``, and an asyncio future refuses it), so the call's ``StopIteration`` is
+    this error's ``__cause__``. It usually means ``next()`` on an empty iterator.
+    """
 
 
 class MissingExtraError(EvaltraceError, ImportError):

@@ -7,6 +7,12 @@ one of evaltrace's own daemon worker threads instead; they are reused while busy
 after some idle seconds. Threads in use count against anyio's default thread limiter, as
 anyio's own workers do, and an abandoned call stops counting. On other event loops (trio, whose
 worker threads are daemon threads already) the call goes to ``anyio.to_thread.run_sync``.
+
+Each of evaltrace's worker threads has an event loop of its own set as the thread's current
+loop (not running), so sync code that calls ``asyncio.get_event_loop()`` and
+``run_until_complete`` works there as it does in a main thread; ``asyncio.run`` works too.
+A ``StopIteration`` the call raises is raised as :class:`~evaltrace.errors.StopIterationError`
+(asyncio cannot hand a ``StopIteration`` to the awaiting task).
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from typing import Any, Final, TypeVar
 
 import anyio
 import anyio.to_thread
+
+from evaltrace._safe_text import exception_message
+from evaltrace.errors import StopIterationError
 
 __all__ = ["run_in_worker_thread"]
 
@@ -43,18 +52,39 @@ class _DaemonWorkers:
             threading.Thread(target=self._work, name="evaltrace-worker", daemon=True).start()
 
     def _work(self) -> None:
-        while True:
-            try:
-                job = self._jobs.get(timeout=_IDLE_SECONDS)
-            except queue.Empty:
-                if self._idle.acquire(blocking=False):
-                    return  # idle and unclaimed: retire
-                continue  # a submitter claimed this worker: its job is on the way
-            job()
-            self._idle.release()
+        loop: asyncio.AbstractEventLoop | None = None
+        try:
+            while True:
+                try:
+                    job = self._jobs.get(timeout=_IDLE_SECONDS)
+                except queue.Empty:
+                    if self._idle.acquire(blocking=False):
+                        return  # idle and unclaimed: retire
+                    continue  # a submitter claimed this worker: its job is on the way
+                if loop is None or loop.is_closed():
+                    loop = asyncio.new_event_loop()
+                # Set again for each job: asyncio.run() in a job unsets it when it ends.
+                asyncio.set_event_loop(loop)
+                job()
+                self._idle.release()
+        finally:
+            if loop is not None and not loop.is_closed():
+                loop.close()
 
 
 _workers = _DaemonWorkers()
+
+
+def _call(func: Callable[[], T]) -> T:
+    """``func()``, with a ``StopIteration`` it raises turned into a :class:`StopIterationError`."""
+    try:
+        return func()
+    except StopIteration as exc:
+        value = f" ({exception_message(exc)})" if exc.args else ""
+        raise StopIterationError(
+            f"the call raised StopIteration{value}, as next() does on an empty iterator; "
+            "catch it, or give next() a default"
+        ) from exc
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -83,7 +113,7 @@ async def run_in_worker_thread(func: Callable[[], T]) -> T:
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # trio: its worker threads are daemon threads already
-        return await anyio.to_thread.run_sync(context.run, func, abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(context.run, _call, func, abandon_on_cancel=True)
     async with anyio.to_thread.current_default_thread_limiter():
         future: asyncio.Future[T] = loop.create_future()
 
@@ -91,7 +121,7 @@ async def run_in_worker_thread(func: Callable[[], T]) -> T:
             result: Any = None
             error: BaseException | None = None
             try:
-                result = context.run(func)
+                result = context.run(_call, func)
             except BaseException as exc:  # handed to the awaiting task, raised there
                 error = exc
             try:
