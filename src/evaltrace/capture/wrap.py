@@ -208,7 +208,10 @@ def _options(options: dict[str, Any]) -> tuple[str | None, str | None, bool]:
             f"wrap() got an unexpected keyword argument {min(unknown)!r}; it takes purpose=, "
             "name=, description=, kind= (decorator) and many= (value hook)"
         )
-    return options.get("description"), options.get("kind"), bool(options.get("many", False))
+    many = options.get("many", False)
+    if not isinstance(many, bool):
+        raise TypeError(f"wrap(many=...) must be True or False, got {safe_repr(many)[:60]}")
+    return options.get("description"), options.get("kind"), many
 
 
 def _is_purpose(purpose: object) -> TypeGuard[Purpose]:

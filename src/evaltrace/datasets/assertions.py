@@ -10,7 +10,7 @@ from typing import Any
 from evaltrace.datasets.model import Dataset
 from evaltrace.datasets.run import DEFAULT_DATASET_TIMEOUT, EntryFilter, run_dataset
 from evaltrace.evals.assertions import EvalAssertionError
-from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
+from evaltrace.evals.criteria import PassCriteria, ScoreThreshold, as_pass_criteria
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.evaluator import EvaluatorFunction
 from evaltrace.evals.report import entries_table
@@ -38,7 +38,7 @@ async def assert_dataset_pass(
     dataset: str | os.PathLike[str] | Dataset,
     evaluators: Sequence[EvaluatorFunction] | None = None,
     *,
-    pass_criteria: PassCriteria | None = None,
+    pass_criteria: PassCriteria | float | None = None,
     from_trace: TraceSelector | None = None,
     concurrency: int = 8,
     timeout: float | None = DEFAULT_DATASET_TIMEOUT,
@@ -61,7 +61,8 @@ async def assert_dataset_pass(
         evaluators: Sync or async evaluators applied to every entry, instead of the file's;
             ``None`` (the default) for the evaluators the file lists. The file's aggregators
             then apply to the evaluator given here whose display name they are declared on.
-        pass_criteria: Judges the matrix; default ``ScoreThreshold(threshold=0.5, pct=1.0)``.
+        pass_criteria: Judges the matrix; default ``ScoreThreshold(threshold=0.5, pct=1.0)``;
+            a number is the threshold of a ``ScoreThreshold``.
         from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
         concurrency: Most entries in flight at once.
         timeout: Seconds allowed for each run and for each evaluation; by default
@@ -82,6 +83,7 @@ async def assert_dataset_pass(
             entry's ``entry_kwargs`` do not fit the runnable, or the file declares
             aggregators for an evaluator that is not among ``evaluators``.
     """
+    criteria = as_pass_criteria(pass_criteria)
     run = await run_dataset(
         dataset,
         runnable=runnable,
@@ -90,11 +92,10 @@ async def assert_dataset_pass(
         timeout=timeout,
         output_dir=output_dir,
         entry_filter=entry_filter,
-        threshold=pass_criteria.threshold if isinstance(pass_criteria, ScoreThreshold) else 0.5,
+        threshold=criteria.threshold if isinstance(criteria, ScoreThreshold) else 0.5,
         from_trace=from_trace,
     )
     matrix = [entry.evaluations for entry in run.entries]
-    criteria = pass_criteria or ScoreThreshold()
     passed, message = criteria(matrix)
     if run.errors:
         passed = False

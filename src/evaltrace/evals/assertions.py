@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from evaltrace.errors import EvaltraceError
-from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
+from evaltrace.evals.criteria import PassCriteria, as_pass_criteria
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
@@ -41,7 +41,7 @@ async def assert_pass(
     evaluators: Sequence[EvaluatorFunction],
     *,
     evaluables: Sequence[Evaluable] | None = None,
-    pass_criteria: PassCriteria | None = None,
+    pass_criteria: PassCriteria | float | None = None,
     from_trace: TraceSelector | None = None,
     concurrency: int = 8,
     timeout: float | None = None,
@@ -58,7 +58,8 @@ async def assert_pass(
         eval_inputs: One argument per run.
         evaluators: Sync or async evaluators.
         evaluables: Optional test cases, one per input.
-        pass_criteria: Judges the matrix; default ``ScoreThreshold(threshold=0.5, pct=1.0)``.
+        pass_criteria: Judges the matrix; default ``ScoreThreshold(threshold=0.5, pct=1.0)``;
+            a number is the threshold of a ``ScoreThreshold``.
         from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
         concurrency: Most inputs in flight at once.
         timeout: Seconds allowed for each run and for each evaluation.
@@ -78,6 +79,7 @@ async def assert_pass(
         >>> [[e.score for e in row] for row in matrix]
         [[1.0], [1.0]]
     """
+    criteria = as_pass_criteria(pass_criteria)
     results = await evaluate_inputs(
         runnable,
         eval_inputs,
@@ -88,7 +90,6 @@ async def assert_pass(
         timeout=timeout,
     )
     matrix = [item.evaluations for item in results]
-    criteria = pass_criteria or ScoreThreshold()
     passed, message = criteria(matrix)
     if not passed:
         names = [evaluator_name(check) for check in evaluators]

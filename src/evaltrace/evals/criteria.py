@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from evaltrace._safe_text import safe_repr
+from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.evals.evaluation import Evaluation
 
-__all__ = ["PassCriteria", "ScoreThreshold"]
+__all__ = ["PassCriteria", "ScoreThreshold", "as_pass_criteria"]
 
 PassCriteria: TypeAlias = Callable[[list[list[Evaluation]]], tuple[bool, str]]
 """Receives the results matrix ``[inputs][evaluators]``; returns ``(passed, message)``."""
@@ -83,3 +83,31 @@ class ScoreThreshold:
             f"{passing} of {len(counted)} inputs passed ({fraction:.0%}); required {rule}{note}"
         )
         return fraction >= self.pct - 1e-12, message
+
+
+def as_pass_criteria(given: object) -> PassCriteria:
+    """The pass criteria ``given`` stands for: ``None`` the default, a number a threshold.
+
+    Args:
+        given: ``None`` (``ScoreThreshold()``), a number in [0, 1] (``ScoreThreshold`` with
+            that threshold), or pass criteria (a callable such as a :class:`ScoreThreshold`).
+
+    Raises:
+        TypeError: ``given`` is neither.
+        ValueError: A number outside [0, 1].
+
+    Example:
+        >>> as_pass_criteria(0.8)
+        ScoreThreshold(threshold=0.8, pct=1.0)
+    """
+    if given is None:
+        return ScoreThreshold()
+    if isinstance(given, int | float) and not isinstance(given, bool):
+        return ScoreThreshold(threshold=given)
+    if not callable(given):
+        raise TypeError(
+            f"pass_criteria must be a ScoreThreshold (e.g. ScoreThreshold(threshold=0.7, "
+            f"pct=0.9)), a threshold number, or a callable of the results matrix, got "
+            f"{type_name(given)} {safe_repr(given)[:60]}"
+        )
+    return given

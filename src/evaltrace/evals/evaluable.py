@@ -30,9 +30,11 @@ __all__ = [
     "TestCase",
     "Unset",
     "collapse_named_data",
+    "encode_unless_json",
     "HOW_TO_GIVE_AN_EXPECTATION",
     "get_named",
     "json_value",
+    "redacted_text",
     "saved_value",
 ]
 
@@ -104,6 +106,16 @@ def saved_value(value: object) -> JsonValue:
     return _codec().to_jsonable(value)
 
 
+def redacted_text(text: str) -> str:
+    """Free text (an exception message) with its secrets redacted, as on a span's exception.
+
+    Example:
+        >>> redacted_text("login failed: password=hunter2")
+        'login failed: password=[REDACTED]'
+    """
+    return _codec().redact_text(text)
+
+
 def json_value(value: object) -> JsonValue:
     """``value`` as JSON-compatible data.
 
@@ -126,8 +138,13 @@ def json_value(value: object) -> JsonValue:
         return _codec().to_jsonable(value)
 
 
-def _encode_unless_json(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """Validate ``value`` as it is; if it is not JSON data, validate its encoding instead."""
+def encode_unless_json(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """Validate ``value`` as it is; if it is not JSON data, validate its encoding instead.
+
+    For the ``mode="wrap"`` field validators of values that are saved: a numpy number, a
+    dataclass or any object becomes JSON data when the model is made, so that saving it can
+    never fail later.
+    """
     try:
         return handler(value)
     except ValidationError:
@@ -151,7 +168,7 @@ class NamedData(BaseModel):
     @field_validator("value", mode="wrap")
     @classmethod
     def _encode_value(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        return _encode_unless_json(value, handler)
+        return encode_unless_json(value, handler)
 
 
 def get_named(items: Sequence[NamedData] | None, name: str, default: Any = None) -> Any:
@@ -228,7 +245,7 @@ class TestCase(HasExpectation):
     @field_validator("expectation", "eval_metadata", mode="wrap")
     @classmethod
     def _encode_values(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        return _encode_unless_json(value, handler)
+        return encode_unless_json(value, handler)
 
     @property
     def expected_output(self) -> JsonValue | Unset:

@@ -5,9 +5,18 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticSerializationError
 
 from evaltrace._safe_text import exception_message, type_name
+from evaltrace.evals.evaluable import redacted_text, saved_value
 
 __all__ = ["Evaluation", "EvaluationError", "EvaluationStatus"]
 
@@ -22,7 +31,8 @@ class EvaluationError(BaseModel):
     type: str
     """The exception type name, e.g. ``"TimeoutError"``."""
     message: str
-    """The exception message, or a description of the invalid result."""
+    """The exception message (its secrets redacted), or a description of the invalid
+    result."""
     where: str | None = None
     """What failed: ``"evaluator"``, ``"runnable"``, ``"judge"``, ...; ``None`` when unknown."""
 
@@ -34,7 +44,7 @@ class EvaluationError(BaseModel):
             >>> EvaluationError.from_exception(TimeoutError(), where="judge").message
             'TimeoutError()'
         """
-        return cls(type=type_name(exc), message=exception_message(exc), where=where)
+        return cls(type=type_name(exc), message=redacted_text(exception_message(exc)), where=where)
 
 
 class Evaluation(BaseModel):
@@ -54,15 +64,40 @@ class Evaluation(BaseModel):
     score: float | None
     """The score in ``[0, 1]``; ``None`` exactly when the evaluation errored or was skipped."""
     reasoning: str = ""
-    """Why this score (or why it errored or was skipped)."""
+    """Why this score (or why it errored or was skipped); secrets in it (a ``Bearer`` token,
+    a URL's password) are redacted as in ``wrap`` values."""
     details: dict[str, Any] | SerializeAsAny[BaseModel] = Field(default_factory=dict)
-    """Evaluator-specific data (JSON-serialisable dict, or a pydantic model)."""
+    """Evaluator-specific data: a dict, or a pydantic model. A dict is encoded as JSON data
+    when the evaluation is made, as ``wrap`` values are (numpy numbers and arrays become
+    numbers and lists, other objects their text, secret-like keys are redacted), so that
+    every way of saving it gives the same data and none can fail."""
     error: EvaluationError | None = None
     """Set when the evaluator failed, raised, timed out or returned something invalid."""
     skipped: bool = False
     """Set when the evaluator declined to score this evaluable (neither a pass nor a failure)."""
     evaluator: str | None = None
     """The display name of the evaluator that produced this result."""
+
+    @field_validator("reasoning")
+    @classmethod
+    def _redact_reasoning(cls, reasoning: str) -> str:
+        if not reasoning:
+            return reasoning
+        saved = saved_value(reasoning)
+        return saved if isinstance(saved, str) else redacted_text(reasoning)
+
+    @field_validator("details", mode="before")
+    @classmethod
+    def _encode_details(cls, details: Any) -> Any:
+        if isinstance(details, BaseModel):
+            try:
+                details.model_dump_json()
+            except (PydanticSerializationError, ValueError, TypeError):
+                return saved_value(details)  # a model holding what JSON cannot
+            return details
+        if isinstance(details, dict) and details:
+            return saved_value(details)
+        return details
 
     @model_validator(mode="after")
     def _check_score(self) -> Self:

@@ -34,10 +34,24 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PrivateAttr,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
 from evaltrace.errors import MissingExtraError
-from evaltrace.evals.evaluable import UNSET, HasExpectation, NamedData, Unset
+from evaltrace.evals.evaluable import (
+    UNSET,
+    HasExpectation,
+    NamedData,
+    Unset,
+    encode_unless_json,
+)
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 
 if TYPE_CHECKING:
@@ -51,6 +65,8 @@ __all__ = [
     "CompletionStatus",
     "EntryResult",
     "EntrySelection",
+    "FingerprintDifference",
+    "RunFingerprint",
     "RunResult",
     "entry_status",
 ]
@@ -224,6 +240,11 @@ class EntryResult(HasExpectation):
     def _plain_evaluation_details(cls, evaluations: list[Evaluation]) -> list[Evaluation]:
         return [_plain_details(evaluation) for evaluation in evaluations]
 
+    @field_validator("input", "output", "expectation", "eval_metadata", mode="wrap")
+    @classmethod
+    def _encode_values(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return encode_unless_json(value, handler)
+
     def model_post_init(self, context: Any) -> None:
         """Derive :attr:`status` when it was not given."""
         if "status" not in self.model_fields_set:
@@ -267,6 +288,115 @@ class EntrySelection(BaseModel):
         """How messages name it: ``"shard 2/3 of 10 entries"`` or ``"10 entries"``."""
         whole = f"{self.entries} entr{'y' if self.entries == 1 else 'ies'}"
         return f"shard {self.shard}/{self.shards} of {whole}" if self.shards > 1 else whole
+
+
+class FingerprintDifference(BaseModel):
+    """One thing two runs' fingerprints disagree on (:meth:`RunFingerprint.differences`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    field: str
+    """The fingerprint's field: ``"threshold"``, ``"evaluators"``, ``"code"``, ..."""
+    mine: JsonValue
+    """Its value in the fingerprint asked."""
+    theirs: JsonValue
+    """Its value in the other fingerprint."""
+
+    def describe(self, mine: str, theirs: str) -> str:
+        """Say what differs, naming where each value is from.
+
+        Args:
+            mine: What holds :attr:`mine` (a folder, "this run").
+            theirs: What holds :attr:`theirs`.
+
+        Example:
+            >>> FingerprintDifference(field="threshold", mine=0.5, theirs=0.9).describe("a", "b")
+            'threshold differs: 0.5 in a and 0.9 in b'
+        """
+        if self.field == "code":
+            changed = sorted(
+                name
+                for name in {*_names(self.mine), *_names(self.theirs)}
+                if _get(self.mine, name) != _get(self.theirs, name)
+            )
+            return f"code differs: {', '.join(changed)} changed between {mine} and {theirs}"
+        if self.field in _HASHED_FIELDS:
+            return (
+                f"{self.field} differ{'' if self.field.endswith('s') else 's'}: "
+                f"{_HASHED_FIELDS[self.field]} between {mine} and {theirs}"
+            )
+        return f"{self.field} differs: {self.mine} in {mine} and {self.theirs} in {theirs}"
+
+
+def _names(value: JsonValue) -> list[str]:
+    return list(value) if isinstance(value, dict) else []
+
+
+def _get(value: JsonValue, name: str) -> JsonValue:
+    return value.get(name) if isinstance(value, dict) else None
+
+
+_HASHED_FIELDS: Final = {
+    "dataset": "its entries were edited",
+    "evaluators": "the evaluators or their arguments were edited",
+}
+"""The fields that hold a hash, and what a different hash means."""
+
+
+class RunFingerprint(BaseModel):
+    """What makes the results of two runs comparable, recorded in ``run.json``.
+
+    Shards merge only when their fingerprints agree (but for the shard), and a run resumes
+    only when its fingerprint agrees with the interrupted one's: entries scored by other
+    evaluators, another threshold or another version of the dataset would mix under one
+    header. The hashes are SHA-256 of canonical JSON, so they are the same on every machine.
+
+    Example:
+        >>> a = RunFingerprint(evaltrace="0.1.0", dataset="d", evaluators="e", threshold=0.5)
+        >>> [d.field for d in a.differences(a.model_copy(update={"threshold": 0.9}))]
+        ['threshold']
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    evaltrace: str
+    """The version of evaltrace that made the run."""
+    dataset: str
+    """SHA-256 of the dataset's entries (every entry, as loaded)."""
+    evaluators: str
+    """SHA-256 of the evaluators: the dataset's evaluator specs (names, arguments, aggregators),
+    or the names of the evaluators given in code."""
+    code: dict[str, str] = Field(default_factory=dict)
+    """SHA-256 of each file of the user's code the dataset names (its runnable and
+    evaluators), by the reference's file or module."""
+    runnable: str | None = None
+    """The runnable's name."""
+    threshold: float
+    """The score each evaluation had to reach."""
+    timeout: float | None = None
+    """Seconds allowed for each run and each evaluation."""
+    entry_filter: str | None = None
+    """The entry filter, as text."""
+    from_trace: str | None = None
+    """The selector of what was scored, by name."""
+    shard: str = "1/1"
+    """The shard, ``"K/N"``."""
+
+    def differences(
+        self, other: RunFingerprint, *, ignore: Iterable[str] = ()
+    ) -> list[FingerprintDifference]:
+        """The fields whose values differ between this fingerprint and ``other``.
+
+        Args:
+            other: The fingerprint to compare with.
+            ignore: Fields not compared (``"shard"`` between the shards of one run).
+        """
+        skipped = set(ignore)
+        return [
+            FingerprintDifference(field=name, mine=getattr(self, name), theirs=getattr(other, name))
+            for name in type(self).model_fields
+            if name not in skipped and getattr(self, name) != getattr(other, name)
+        ]
 
 
 class RunResult(BaseModel):
@@ -316,6 +446,9 @@ class RunResult(BaseModel):
     """The dataset-level aggregators declared on each evaluator (by its display name), as a
     dataset file writes them: what :attr:`dataset_results` was computed from, kept so that
     merging shards can compute them again over every entry."""
+    fingerprint: RunFingerprint | None = None
+    """What makes the run comparable with another (dataset, evaluators, code, settings);
+    ``None`` for a run that did not come from a dataset, or one saved before fingerprints."""
 
     @field_validator("dataset_results")
     @classmethod

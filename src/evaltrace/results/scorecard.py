@@ -25,7 +25,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,7 +42,7 @@ from evaltrace.evals.result import CompletionStatus, EntryResult, RunResult
 from evaltrace.judges.strategies import RepeatedDetails
 from evaltrace.metrics.classification import ClassificationDetails
 from evaltrace.results import charts
-from evaltrace.results.folder import RESULT_FILE, TRACES_FILE, load_result
+from evaltrace.results.folder import RESULT_FILE, TRACES_FILE, load_result, write_atomically
 from evaltrace.results.trace_tree import TraceMessage, TraceSpan, compact_trace, roots_by_trace_id
 from evaltrace.trace import ObservationNode, load_traces
 
@@ -459,14 +458,7 @@ def save_dataset_scorecard(
     html = generate_dataset_scorecard_html(scorecard)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
-            file.write(html)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(target, html)  # with the permissions of the run's other files
     return target
 
 
