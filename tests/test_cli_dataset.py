@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evaltrace import load_traces, split_traces
+from evaltrace import load_traces, save_traces, split_traces
 from evaltrace.cli import main
 from evaltrace.datasets import dataset_json_schema, load_dataset
+from span_factory import Spans
 
 APP = """\
 from evaltrace import wrap
@@ -216,9 +217,67 @@ def test_dataset_save_creates_the_dataset_when_there_is_none(
     assert code == 0, capsys.readouterr().err
     created = load_dataset(tmp_path / "new.evaltrace.json")
     assert created.name == "new" and created.entries[0].expectation == "Hello Ada"
-    # The runnable that recorded the trace is the new dataset's, so it runs as it is.
-    assert created.runnable == "app.py:live"
-    assert main(["test", "new.evaltrace.json"]) == 0
+    # The schema the file names is written beside it, as `dataset create` does.
+    assert (tmp_path / "dataset.schema.json").is_file()
+    # A runnable is never taken from the traces: the user names it.
+    assert created.runnable is None
+    assert "names no runnable" in capsys.readouterr().err
+    assert main(["test", "new.evaltrace.json"]) == 2
+
+
+def test_dataset_save_never_takes_code_to_run_from_a_span_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = tmp_path / "pwned"
+    spans = Spans()
+    root = spans.start(
+        "os:system",
+        0,
+        attributes={
+            "openinference.span.kind": "CHAIN",
+            "input.value": json.dumps({"command": f"touch {marker}"}),
+            "input.mime_type": "application/json",
+            "output.value": "0",
+        },
+    )
+    spans.end(root, 5)
+    save_traces(spans.finished(), tmp_path / "prod.jsonl")
+
+    assert main(["dataset", "save", "prod", "--from-trace", "prod.jsonl"]) == 0
+
+    document = json.loads((tmp_path / "prod.evaltrace.json").read_text())
+    assert "runnable" not in document
+    assert "names no runnable" in capsys.readouterr().err
+    assert main(["test", "prod.evaltrace.json"]) == 2
+    assert "runnable" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+def test_dataset_save_keeps_the_entry_names_a_run_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "app.py").write_text(APP)
+    (tmp_path / "greetings.evaltrace.json").write_text(
+        json.dumps(
+            {
+                "runnable": "app.py:live",
+                "evaluators": ["ExactMatch"],
+                "entries": [
+                    {"name": "ada", "entry_kwargs": {"user": "ada"}, "expectation": "Hello Ada"},
+                    {"name": "bob", "entry_kwargs": {"user": "bob"}, "expectation": "Hello Bob"},
+                ],
+            }
+        )
+    )
+    assert main(["test", "greetings.evaltrace.json", "--no-scorecard"]) == 0
+    (run,) = (tmp_path / "evaltrace_results").iterdir()
+    capsys.readouterr()
+
+    code = main(["dataset", "save", "again", "--from-trace", str(run / "traces.jsonl")])
+
+    assert code == 0, capsys.readouterr().err
+    again = load_dataset(tmp_path / "again.evaltrace.json")
+    assert sorted(entry.name or "" for entry in again.entries) == ["ada", "bob"]
 
 
 def test_dataset_save_names_the_runnable_given_or_says_it_is_missing(
@@ -247,7 +306,7 @@ def test_dataset_save_names_the_runnable_given_or_says_it_is_missing(
     (tmp_path / "prod.jsonl").write_text("".join(json.dumps(span) + "\n" for span in spans))
     capsys.readouterr()
     assert main(["dataset", "save", "bare", "--from-trace", "prod.jsonl"]) == 0
-    assert "names no runnable yet" in capsys.readouterr().err
+    assert "names no runnable" in capsys.readouterr().err
     assert load_dataset(tmp_path / "bare.evaltrace.json").runnable is None
 
 

@@ -11,7 +11,7 @@ import click
 from evaltrace.cli._discovery import DATASET_SUFFIXES
 from evaltrace.cli._terminal import CommandError, out
 
-__all__ = ["SCHEMA_FILE", "create", "document_text"]
+__all__ = ["SCHEMA_FILE", "create", "document_text", "write_schema_beside"]
 
 SCHEMA_FILE: Final = "dataset.schema.json"
 """The schema file a new dataset names in ``$schema``, written beside it when absent."""
@@ -40,8 +40,6 @@ def create(name: str, runnable: str, file_format: str) -> int:
     dataset.schema.json is written beside it when absent. An existing file is never
     overwritten.
     """
-    from evaltrace.datasets import dataset_json_schema
-
     given = Path(name)
     path = (
         given
@@ -71,9 +69,7 @@ def create(name: str, runnable: str, file_format: str) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("x", encoding="utf-8") as stream:
             stream.write(text)
-        schema_path = path.parent / SCHEMA_FILE
-        if not schema_path.exists():
-            schema_path.write_text(json.dumps(dataset_json_schema(), indent=2) + "\n")
+        write_schema_beside(path)
     except FileExistsError:
         raise CommandError(f"{path} exists already; choose another name") from None
     except OSError as exc:
@@ -89,3 +85,16 @@ def document_text(path: Path, data: dict[str, Any]) -> str:
     import yaml
 
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def write_schema_beside(path: Path) -> None:
+    """Write :data:`SCHEMA_FILE` beside the dataset file ``path`` unless it is there.
+
+    Raises:
+        OSError: It cannot be written.
+    """
+    from evaltrace.datasets import dataset_json_schema
+
+    schema_path = path.parent / SCHEMA_FILE
+    if not schema_path.exists():
+        schema_path.write_text(json.dumps(dataset_json_schema(), indent=2) + "\n")

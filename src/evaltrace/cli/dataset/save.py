@@ -11,7 +11,7 @@ import click
 from evaltrace.cli._discovery import DATASET_SUFFIXES
 from evaltrace.cli._selectors import SELECTOR_HELP, SelectorType, selector
 from evaltrace.cli._terminal import CommandError, err, out
-from evaltrace.cli.dataset.create import SCHEMA_FILE, document_text
+from evaltrace.cli.dataset.create import SCHEMA_FILE, document_text, write_schema_beside
 
 if TYPE_CHECKING:
     from evaltrace.trace import ObservationNode
@@ -41,8 +41,8 @@ __all__ = ["save"]
 @click.option(
     "--runnable",
     metavar="REF",
-    help="The app's entry point, for a new dataset: 'path/to/app.py:name' or 'module:name' "
-    "(default: the traces' root span, when `evaltrace trace` or `evaltrace test` recorded it).",
+    help="The app's entry point, for a dataset that names none: 'path/to/app.py:name' or "
+    "'module:name'. Never taken from the traces: without it, the dataset names none.",
 )
 def save(
     name: str, trace_file: str, select: str, trace_id: str | None, runnable: str | None
@@ -54,9 +54,12 @@ def save(
     entry_kwargs, the values the app read with wrap(purpose="input") as its eval_input, and
     the selected span's output as a draft expectation to review. The file is checked before
     it is replaced (a YAML file loses its comments). A new dataset is scored by ExactMatch and
-    runs --runnable, or the runnable that recorded the traces when their root spans name one.
+    runs --runnable. What to run is never read from the traces (a span's name is data, not
+    code to run): without --runnable, a dataset that names no runnable still names none. Traces
+    from a run's folder keep the names its entries had.
     """
     from evaltrace import load_traces, split_traces
+    from evaltrace.datasets import parse_reference
     from evaltrace.errors import TraceFormatError
 
     path, data = _dataset(name)
@@ -74,13 +77,25 @@ def save(
             if trace_id
             else f"--from-trace: {trace_file} holds no spans"
         )
+    if runnable is not None and parse_reference(runnable) is None:
+        raise CommandError(
+            f"--runnable: {runnable!r} is not a reference; give 'path/to/app.py:name' or "
+            "'module:name'"
+        )
     if "runnable" not in data:
-        _set_runnable(data, runnable, traces, path)
+        if runnable is None:
+            err(
+                f"evaltrace dataset save: {path} names no runnable; add one "
+                '("runnable": "app.py:run") or pass --runnable before running it'
+            )
+        else:
+            data["runnable"] = runnable
     entries = data.setdefault("entries", [])
     taken = {entry.get("name") for entry in entries if isinstance(entry, dict)}
+    recorded = _recorded_names(Path(trace_file))
     added = []
     for one in traces:
-        entry = _entry(one, select, taken, trace_file)
+        entry = _entry(one, select, taken, trace_file, recorded)
         if entry is not None:
             entries.append(entry)
             taken.add(entry["name"])
@@ -126,32 +141,30 @@ def _dataset(name: str) -> tuple[Path, dict[str, Any]]:
     return path, loaded.model_dump(mode="json", exclude_unset=True)
 
 
-def _set_runnable(
-    data: dict[str, Any], given: str | None, traces: list[list[ObservationNode]], path: Path
-) -> None:
-    """Give a dataset without a runnable ``given``, or the one its traces' root spans name."""
-    from evaltrace.datasets import parse_reference
+def _recorded_names(trace_file: Path) -> dict[str, str]:
+    """The entry name of each trace id, when ``trace_file`` is a run folder's ``traces.jsonl``."""
+    from evaltrace.results import ENTRIES_FILE, ResultFileError, iter_entries
 
-    if given is not None and parse_reference(given) is None:
-        raise CommandError(
-            f"--runnable: {given!r} is not a reference; give 'path/to/app.py:name' or 'module:name'"
-        )
-    if given is None:
-        roots = {trace[0].span.name for trace in traces}
-        named = roots.pop() if len(roots) == 1 else ""
-        # A run of `evaltrace trace` or `evaltrace test` names its root span by the reference.
-        if ":" not in named:
-            err(
-                f"evaltrace dataset save: {path} names no runnable yet; add one "
-                '("runnable": "app.py:run") or pass --runnable before running it'
-            )
-            return
-        given = named
-    data["runnable"] = given
+    entries_file = trace_file.parent / ENTRIES_FILE
+    if trace_file.name != "traces.jsonl" or not entries_file.is_file():
+        return {}
+    names: dict[str, str] = {}
+    try:
+        for entry in iter_entries(entries_file):
+            for trace_id in entry.trace_ids:
+                names.setdefault(trace_id, entry.name)
+    except ResultFileError as exc:
+        err(f"evaltrace dataset save: the entry names of the run are not used: {exc}")
+        return {}
+    return names
 
 
 def _entry(
-    trace: list[ObservationNode], select: str, taken: set[Any], trace_file: str
+    trace: list[ObservationNode],
+    select: str,
+    taken: set[Any],
+    trace_file: str,
+    recorded: dict[str, str],
 ) -> dict[str, Any] | None:
     from evaltrace.errors import EvaltraceError
     from evaltrace.trace import walk_trace
@@ -174,11 +187,12 @@ def _entry(
         for value in node.span.named_values:
             if value.purpose == "input":
                 inputs.setdefault(value.name, value.value)
-    name = f"trace-{trace_id[:8]}"
+    base = recorded.get(trace_id) or f"trace-{trace_id[:8]}"
+    name = base
     number = 1
     while name in taken:
         number += 1
-        name = f"trace-{trace_id[:8]}-{number}"
+        name = f"{base}-{number}"
     entry: dict[str, Any] = {"name": name, "entry_kwargs": arguments}
     if inputs:
         entry["eval_input"] = [{"name": key, "value": value} for key, value in inputs.items()]
@@ -201,5 +215,7 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(path, text)
+        if data.get("$schema") == f"./{SCHEMA_FILE}":
+            write_schema_beside(path)
     except (OSError, ResultsFolderError) as exc:
         raise CommandError(str(exc)) from None
