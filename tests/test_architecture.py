@@ -20,6 +20,7 @@ FLOORS: dict[str, float] = {
     "_safe_text": 0,
     "errors": 0.5,
     "checks": 0.5,
+    "version": 0.5,
     "capture": 1,
     "trace": 2,
     "evals": 3,

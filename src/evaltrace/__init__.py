@@ -47,6 +47,7 @@ from evaltrace.trace import (
     remove_handler,
     split_traces,
 )
+from evaltrace.version import version as _version
 
 if TYPE_CHECKING:
     __version__: str
@@ -301,20 +302,6 @@ _LAZY_FLOORS = (
 but its trace-file modules load on first use), then the floors loaded on first use. Each
 imports the floors below it anyway, so looking a name up floor by floor loads nothing the
 name's own floor would not."""
-
-
-def _version() -> str:
-    """The installed distribution's version, read on first use of ``__version__``.
-
-    ``importlib.metadata`` (with ``email``, ``zipfile``, ``csv``, ``pathlib``) costs more to
-    import than the capture floor itself, so ``import evaltrace`` does not read it.
-    """
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("evaltrace")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "0+unknown"
 
 
 def __getattr__(name: str) -> Any:

@@ -22,13 +22,21 @@ __all__ = ["merge"]
     help="Where the merged run's folder (<run-id>/result.json, ...) is written.",
 )
 @click.option("--no-scorecard", is_flag=True, help="Do not write the merged run's scorecard.html.")
-def merge(folders: Sequence[str], output_dir: str, no_scorecard: bool) -> int:
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Merge shards whose fingerprints differ (evaluators, threshold, dataset, code, ...) "
+    "or that lack their traces.jsonl; what differed is recorded in the merged run.",
+)
+def merge(folders: Sequence[str], output_dir: str, no_scorecard: bool, force: bool) -> int:
     """Merge the run folders of every shard of one run (evaltrace test --shard K/N) into one.
 
     The merged folder holds result.json (every entry, in entry order; the dataset-level
     metrics computed again over every entry), entries.jsonl, traces.jsonl and scorecard.html.
-    Shards of different datasets or entry filters, overlapping or missing shards, and a shard
-    that was interrupted are refused (exit code 2), naming the folders.
+    Shards of different datasets or entry filters, overlapping or missing shards, a shard
+    that was interrupted or lacks its traces.jsonl, and shards whose fingerprints differ
+    (run with other evaluators, threshold, timeout, dataset entries or code) are refused
+    (exit code 2), naming the folders and what differs; --force merges the last two kinds.
     """
     from evaltrace.results import (
         MergeError,
@@ -39,7 +47,7 @@ def merge(folders: Sequence[str], output_dir: str, no_scorecard: bool) -> int:
     )
 
     try:
-        folder = merge_results(folders, output_dir)
+        folder = merge_results(folders, output_dir, force=force)
     except (MergeError, ResultFileError, ResultsFolderError) as exc:
         raise CommandError(str(exc)) from None
     out(f"merged {len(folders)} shards: {folder}")

@@ -96,6 +96,12 @@ __all__ = ["test"]
     "entries.jsonl (same dataset, entry filter and shard), then write its result.json.",
 )
 @click.option(
+    "--force",
+    is_flag=True,
+    help="With --resume: finish the run even when this run's fingerprint (evaluators, "
+    "threshold, dataset entries, code, ...) differs from the interrupted one's.",
+)
+@click.option(
     "--executor",
     type=click.Choice(["local", "ray"]),
     default="local",
@@ -142,6 +148,7 @@ def test(
     no_scorecard: bool,
     shard: str | None,
     resume: str | None,
+    force: bool,
     executor: str,
     address: str | None,
     traces: str | None,
@@ -190,7 +197,9 @@ def test(
         load_result,
     )
 
-    options = _scale_options(paths, entry_filter, shard, resume, executor, address)
+    if force and resume is None:
+        raise CommandError("--force goes with --resume DIR (finish a run whose settings differ)")
+    options = _scale_options(paths, entry_filter, shard, resume, executor, address, force)
     if resume is not None:
         paths, entry_filter = options.paths, options.entry_filter
     files = dataset_files(paths)
@@ -355,10 +364,11 @@ class _Runs:
         """
         import anyio
 
-        from evaltrace.datasets import run_dataset
+        from evaltrace.datasets import ResumeError, run_dataset
         from evaltrace.results import (
             ResultFileError,
             ResultsFolderError,
+            RunFolderBusyError,
             iter_entries,
             load_result,
             new_run_id,
@@ -383,6 +393,7 @@ class _Runs:
                         resume=scale.resume,
                         executor=scale.executor,
                         keep_entries=hold_entries,
+                        force=scale.force,
                     )
                     if not hold_entries:
                         result = result.summarized(
@@ -400,6 +411,8 @@ class _Runs:
 
         try:
             anyio.run(run_all)
+        except (ResumeError, RunFolderBusyError) as exc:  # refused before it changed anything
+            raise CommandError(f"--resume: {exc}") from None
         except KeyboardInterrupt:
             if self.last_folder is not None:
                 try:
@@ -422,6 +435,8 @@ class _ScaleOptions:
     """The shard to run."""
     resume: Path | None = None
     """The folder of the run to finish."""
+    force: bool = False
+    """Resume even when the fingerprints differ."""
     executor: Executor | None = None
     """Where the entries run (None: this process)."""
 
@@ -433,6 +448,7 @@ def _scale_options(
     resume: str | None,
     executor: str,
     address: str | None,
+    force: bool,
 ) -> _ScaleOptions:
     from evaltrace.datasets import RayExecutor, Shard, ShardSpecError
     from evaltrace.errors import MissingExtraError
@@ -466,6 +482,13 @@ def _scale_options(
             raise CommandError(
                 f"--resume: the run in {resume} records no dataset file; give it as PATHS"
             )
+        recorded = Path(started.source).resolve()
+        if not recorded.is_relative_to(Path.cwd().resolve()):
+            # A results folder is data: the code it leads to must be the user's own choice.
+            raise CommandError(
+                f"--resume: the run in {resume} was made from {started.source}, outside the "
+                "current folder; give that dataset file as PATHS to resume it"
+            )
         paths = [started.source]
     if len(dataset_files(paths)) != 1:
         raise CommandError("--resume finishes one run: give one dataset file (or none)")
@@ -480,6 +503,7 @@ def _scale_options(
         shard=chosen_shard,
         resume=Path(resume),
         executor=runner,
+        force=force,
     )
 
 

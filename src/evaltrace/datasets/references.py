@@ -46,6 +46,7 @@ __all__ = [
     "describe_object",
     "module_name_for",
     "parse_reference",
+    "reference_file",
 ]
 
 _IDENTIFIER: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -170,6 +171,36 @@ class ReferenceLoader:
         if isinstance(known, _Unresolved):
             raise known.with_traceback(None)
         return known
+
+
+def reference_file(text: str, base_dir: Path | None) -> Path | None:
+    """The file of the user's code a reference leads to, if it leads to one.
+
+    A file reference gives its file; a module reference the file of its module once imported,
+    when that lies in the current folder (the project's own module, not an installed one).
+
+    Args:
+        text: The reference as written.
+        base_dir: The dataset file's folder.
+
+    Example:
+        >>> reference_file("json:dumps", None) is None
+        True
+    """
+    reference = parse_reference(text)
+    if reference is None:
+        return None
+    if reference.is_path:
+        try:
+            return _locate(reference.target, base_dir)
+        except _Unresolved:
+            return None
+    module = sys.modules.get(reference.target)
+    origin = getattr(module, "__file__", None)
+    if not isinstance(origin, str):
+        return None
+    path = Path(origin).resolve()
+    return path if path.is_relative_to(Path.cwd().resolve()) else None
 
 
 def module_name_for(path: Path) -> str:

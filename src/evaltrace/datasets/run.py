@@ -21,6 +21,7 @@ import contextlib
 import math
 import os
 import time
+import warnings
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -30,10 +31,12 @@ from typing import Final, TypeAlias
 from evaltrace._safe_text import exception_text, safe_repr
 from evaltrace.checks import check_count, check_timeout
 from evaltrace.datasets.executor import Executor, LocalExecutor, PreparedDataset, RunPlan
+from evaltrace.datasets.fingerprint import run_fingerprint
 from evaltrace.datasets.loading import load_dataset
 from evaltrace.datasets.model import Dataset, DatasetEntry
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, format_location
 from evaltrace.datasets.references import ReferenceLoader
+from evaltrace.datasets.registry import registered_evaluators
 from evaltrace.datasets.resolution import (
     PerEntry,
     ResolvedDataset,
@@ -54,13 +57,12 @@ from evaltrace.metrics.classification import (
     compute_dataset_evaluator_results,
 )
 from evaltrace.results.folder import (
+    DuplicateEntryError,
     EntryLines,
     ResultsFolder,
     ResultsFolderError,
     load_result,
     new_run_id,
-    read_run_header,
-    scan_entries,
 )
 from evaltrace.results.progress import RunProgress
 from evaltrace.trace import SpanRecord
@@ -93,7 +95,11 @@ class NoEntriesSelectedError(EvaltraceError, ValueError):
 
 
 class ResumeError(EvaltraceError, ValueError):
-    """A run cannot be resumed in the folder given: another dataset, selection or shard."""
+    """A run cannot be resumed in the folder given.
+
+    It holds a run of another dataset, selection or shard, or one whose fingerprint
+    (evaluators, threshold, code, ...) differs, or it is damaged.
+    """
 
 
 DatasetSource: TypeAlias = PreparedDataset | ResolvedDataset | Dataset | str | os.PathLike[str]
@@ -155,6 +161,7 @@ def prepare_dataset(
         entry_evaluators=PerEntry.repeat([], len(loaded.entries)),
     )
     names = {evaluator_name(check): check for check in given}
+    _warn_unused_file_evaluators(loaded, list(names))
     aggregators = {
         spec.name: list(spec.aggregators) for spec in loaded.evaluators if spec.aggregators
     }
@@ -180,6 +187,26 @@ def prepare_dataset(
         aggregators=aggregators,
         aggregator_sources={name: names[name] for name in aggregators},
         from_code=True,
+    )
+
+
+def _warn_unused_file_evaluators(dataset: Dataset, given: list[str]) -> None:
+    """Say that the file's evaluators are not used, the ones given in code are; name typos."""
+    listed = [spec.name for spec in dataset.evaluators] + [
+        spec.name for entry in dataset.entries for spec in entry.evaluators or ()
+    ]
+    if not listed:
+        return
+    known = set(registered_evaluators())
+    shown = ", ".join(
+        repr(name) + ("" if ":" in name or name in known else " (not a known evaluator)")
+        for name in dict.fromkeys(listed)
+    )
+    warnings.warn(
+        f"{dataset.source} lists the evaluators {shown}; the evaluators given in code "
+        f"({', '.join(given)}) score every entry instead, and the file's are not built",
+        UserWarning,
+        stacklevel=4,
     )
 
 
@@ -279,6 +306,7 @@ async def run_dataset(
     resume: str | os.PathLike[str] | None = None,
     executor: Executor | None = None,
     keep_entries: bool = True,
+    force: bool = False,
 ) -> RunResult:
     """Run every entry of a dataset through its runnable, score it, and return the result.
 
@@ -313,7 +341,9 @@ async def run_dataset(
         resume: The folder of an interrupted run of this dataset (same entry filter and
             shard, checked): only the entries missing from its ``entries.jsonl`` run,
             appended to its files, and its ``result.json`` is written with every entry.
-            ``output_dir`` and ``run_id`` are then not used.
+            ``output_dir`` and ``run_id`` are then not used. The run's fingerprint (the
+            dataset's entries, the evaluators, the code files, threshold, timeout, ...) must
+            equal the interrupted one's, and no other process may be writing the folder.
         executor: Where the entries run: :class:`LocalExecutor` (this process, the default)
             or a :class:`~evaltrace.datasets.RayExecutor`.
         keep_entries: Whether the result returned holds every entry (the default). With
@@ -321,6 +351,8 @@ async def run_dataset(
             dropped, so memory stays flat in the number of entries; the result returned then
             has no entries (read them with :func:`~evaltrace.results.load_result` or
             :func:`~evaltrace.results.iter_entries` from the folder).
+        force: Resume even when the fingerprints differ (the differences are recorded in
+            the result's ``settings["forced"]``).
 
     Returns:
         The run's result: one :class:`~evaltrace.evals.EntryResult` per selected entry (its
@@ -331,7 +363,9 @@ async def run_dataset(
     Raises:
         DatasetError: Everything wrong with the dataset, before anything runs.
         NoEntriesSelectedError: ``entry_filter`` matches no entry.
-        ResumeError: ``resume`` is the folder of a run of another dataset, selection or shard.
+        ResumeError: ``resume`` is the folder of a run of another dataset, selection or shard,
+            or of a run whose fingerprint differs (without ``force``), or it is damaged.
+        RunFolderBusyError: Another process is writing ``resume``.
         ResultFileError: ``resume`` is not a run's folder.
         ResultsFolderError: ``output_dir`` cannot be written (before anything runs), or
             writing failed during the run (after it ended; ``result.json`` is written if it
@@ -387,6 +421,8 @@ async def run_dataset(
         if chosen_shard.count > 1
         else range(len(selected))
     )
+    filter_text = None if entry_filter is None else _describe_filter(entry_filter)
+    selector_name = None if from_trace is None else evaluator_name(from_trace)
     header = RunResult(
         run_id=run_id or "",
         name=name,
@@ -397,9 +433,9 @@ async def run_dataset(
             "concurrency": concurrency,
             "timeout": timeout,
             "threshold": threshold,
-            "entry_filter": None if entry_filter is None else _describe_filter(entry_filter),
+            "entry_filter": filter_text,
             "runnable": prepared.runnable.name,
-            "from_trace": None if from_trace is None else evaluator_name(from_trace),
+            "from_trace": selector_name,
             "executor": "local" if executor is None else _executor_name(executor),
         },
         selection=selection,
@@ -411,11 +447,19 @@ async def run_dataset(
             for source, specs in prepared.aggregators.items()
         },
         started_at=datetime.now(UTC),
+        fingerprint=run_fingerprint(
+            prepared,
+            threshold=threshold,
+            timeout=timeout,
+            entry_filter=filter_text,
+            from_trace=selector_name,
+            shard=chosen_shard,
+        ),
     )
     tally = DatasetResultsTally(prepared.aggregators)
     folder: ResultsFolder | None
     if resume is not None:
-        folder, header, done = _reopen(resume, header, tally)
+        folder, header, done = _reopen(resume, header, tally, force=force)
         positions = array("q", (position for position in positions if not done.has(position)))
     else:
         folder = ResultsFolder.create(output_dir, run_id, header=header) if output_dir else None
@@ -484,37 +528,62 @@ def _executor_name(executor: object) -> str:
 
 
 def _reopen(
-    path: str | os.PathLike[str], header: RunResult, tally: DatasetResultsTally
+    path: str | os.PathLike[str], header: RunResult, tally: DatasetResultsTally, *, force: bool
 ) -> tuple[ResultsFolder, RunResult, EntryLines]:
-    """The interrupted run's folder, its header, and the entries it has (counted in ``tally``)."""
-    started = read_run_header(path)
-    given, recorded = header.selection, started.selection
-    if started.name != header.name or recorded is None or given is None:
-        raise ResumeError(
-            f"{path} holds a run of {started.name!r}, not of {header.name!r}; resume a run in "
-            "its own folder, with its own dataset"
-        )
-    if (recorded.digest, recorded.shard, recorded.shards) != (
-        given.digest,
-        given.shard,
-        given.shards,
-    ):
-        raise ResumeError(
-            f"{path} holds a run of {recorded.label} of {started.name!r} (entry filter "
-            f"{recorded.entry_filter!r}), but this run selects {given.label} (entry filter "
-            f"{given.entry_filter!r}); resume with the same entry filter and shard"
-        )
-    folder = ResultsFolder.reopen(path)
+    """The interrupted run's folder, its header, and the entries it has (counted in ``tally``).
 
-    def count(line: bytes) -> None:
-        tally.add(EntryResult.model_validate_json(line).evaluations)
+    Everything is checked before the folder changes: a refused resume leaves it as it was.
+    """
+    forced: list[str] = []
+    headers: list[RunResult] = []
+
+    def check(started: RunResult) -> None:
+        headers.append(started)
+        given, recorded = header.selection, started.selection
+        if started.name != header.name or recorded is None or given is None:
+            raise ResumeError(
+                f"{path} holds a run of {started.name!r}, not of {header.name!r}; resume a "
+                "run in its own folder, with its own dataset"
+            )
+        if (recorded.digest, recorded.shard, recorded.shards) != (
+            given.digest,
+            given.shard,
+            given.shards,
+        ):
+            raise ResumeError(
+                f"{path} holds a run of {recorded.label} of {started.name!r} (entry filter "
+                f"{recorded.entry_filter!r}), but this run selects {given.label} (entry "
+                f"filter {given.entry_filter!r}); resume with the same entry filter and shard"
+            )
+        if started.fingerprint is None or header.fingerprint is None:
+            return  # written before runs had fingerprints: nothing to compare
+        differences = started.fingerprint.differences(header.fingerprint)
+        if differences and not force:
+            shown = "; ".join(d.describe(str(path), "this run") for d in differences)
+            raise ResumeError(
+                f"{path} cannot be resumed by this run: {shown}. Its entries would mix with "
+                "entries scored differently; start a new run, or resume with --force "
+                "(force=True) if you know they are comparable"
+            )
+        forced.extend(d.field for d in differences)
 
     try:
-        done = scan_entries([folder.entries_path], count if header.aggregators else None)
+        folder = ResultsFolder.reopen(path, check=check)
+    except DuplicateEntryError as exc:
+        raise ResumeError(
+            f"{path} cannot be resumed: its entries.jsonl holds entry #{exc.index} twice (the "
+            "folder was written by two runs at once, or edited); it is left as it is: start "
+            "a new run"
+        ) from None
+    try:
+        if header.aggregators:
+            for line in folder.done.lines():
+                tally.add(EntryResult.model_validate_json(line).evaluations)
     except BaseException:
         folder.close()
         raise
-    return folder, started.model_copy(update={"settings": header.settings}), done
+    settings = {**header.settings, **({"forced": forced} if forced else {})}
+    return folder, headers[0].model_copy(update={"settings": settings}), folder.done
 
 
 def _describe_filter(entry_filter: EntryFilter | None) -> str:

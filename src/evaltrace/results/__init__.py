@@ -25,6 +25,7 @@ from evaltrace.results.diff import (
 )
 from evaltrace.results.folder import (
     ENTRIES_FILE,
+    LOCK_FILE,
     RESULT_FILE,
     RESULTS_DIR,
     RUN_FILE,
@@ -34,6 +35,7 @@ from evaltrace.results.folder import (
     ResultFileError,
     ResultsFolder,
     ResultsFolderError,
+    RunFolderBusyError,
     check_writable,
     iter_entries,
     load_result,
@@ -68,6 +70,7 @@ from evaltrace.results.scorecard import (
 
 __all__ = [
     "ENTRIES_FILE",
+    "LOCK_FILE",
     "RESULTS_DIR",
     "RESULT_FILE",
     "RUN_FILE",
@@ -85,6 +88,7 @@ __all__ = [
     "ResultsFolder",
     "ResultsFolderError",
     "RunDiff",
+    "RunFolderBusyError",
     "RunProgress",
     "TaskDefinition",
     "TaskOutcome",

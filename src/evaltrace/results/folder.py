@@ -15,6 +15,9 @@ microsecond, such as ``20261123T104107.123456Z``):
 * ``result.json``: the :class:`~evaltrace.evals.RunResult`, written once at the end to a
   temporary file that then replaces ``result.json``: a reader never sees half of it, and an
   interrupted run still writes it, with the entries that finished.
+* ``.lock``, while a process writes the folder: locked by it (``flock``), with its process
+  id in it, and removed when it is done. A second writer (two ``--resume`` of one folder at
+  once) is refused with :class:`RunFolderBusyError`, before it changes anything.
 
 As each entry finishes, its spans are appended to ``traces.jsonl``, then the entry to
 ``entries.jsonl``, each in one write, so that the run holds no finished entry in memory, a
@@ -36,6 +39,7 @@ Example:
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
@@ -69,6 +73,8 @@ __all__ = [
     "TRACES_FILE",
     "DuplicateEntryError",
     "EntryLines",
+    "LOCK_FILE",
+    "RunFolderBusyError",
     "ResultFileError",
     "ResultsFolder",
     "ResultsFolderError",
@@ -92,6 +98,9 @@ ENTRIES_FILE: Final = "entries.jsonl"
 """Every finished entry (one :class:`~evaltrace.evals.EntryResult` per line), in a run's folder."""
 RUN_FILE: Final = "run.json"
 """The run as it started (a :class:`~evaltrace.evals.RunResult` without entries)."""
+LOCK_FILE: Final = ".lock"
+"""Locked by the process writing a run's folder, which writes its process id in it; removed
+when it is done."""
 
 _INDEX_PREFIX: Final = re.compile(rb'\{"index":(\d+),')
 """The start of an entry's line (``index`` is the first field an EntryResult writes)."""
@@ -112,6 +121,63 @@ class ResultsFolderError(EvaltraceError, OSError):
 
 class ResultFileError(EvaltraceError, ValueError):
     """A ``result.json`` cannot be read: missing, not JSON, or not a saved run result."""
+
+
+class RunFolderBusyError(EvaltraceError, RuntimeError):
+    """Another process is writing the run folder (it holds its lock)."""
+
+    def __init__(self, folder: Path, holder: str) -> None:
+        super().__init__(
+            f"{folder} is being written by process {holder}; wait for that run to end (or "
+            "stop it), then try again"
+        )
+        self.folder = folder
+        """The folder."""
+        self.holder = holder
+        """The id of the process writing it, as it wrote it (``"unknown"`` if it did not)."""
+
+
+def _lock(folder: Path) -> int:
+    """Take the run folder's lock; the descriptor that holds it.
+
+    The lock file is removed by :func:`_unlock` while still locked, so a process that opened
+    it just before may then lock a file that is gone: it checks, after locking, that the
+    file it holds is still the folder's, and tries again if not.
+
+    Raises:
+        RunFolderBusyError: Another process holds it.
+        ResultsFolderError: The lock file cannot be written.
+    """
+    path = folder / LOCK_FILE
+    while True:
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise _unwritable(folder, exc) from None
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip()
+            os.close(descriptor)
+            raise RunFolderBusyError(folder, holder or "unknown") from None
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(descriptor).st_ino:
+            break
+        os.close(descriptor)  # removed by the writer that just finished: lock the new one
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
+    return descriptor
+
+
+def _unlock(folder: Path, descriptor: int) -> None:
+    """Remove the lock file and release the lock taken by :func:`_lock`."""
+    try:
+        (folder / LOCK_FILE).unlink(missing_ok=True)
+    finally:
+        os.close(descriptor)  # closing releases the lock
 
 
 class DuplicateEntryError(EvaltraceError, ValueError):
@@ -196,13 +262,24 @@ class ResultsFolder:
     disk with its spans and may be dropped.
     """
 
-    def __init__(self, path: Path, run_id: str, traces: io.FileIO, entries: io.FileIO) -> None:
+    def __init__(
+        self,
+        path: Path,
+        run_id: str,
+        traces: io.FileIO,
+        entries: io.FileIO,
+        lock: int,
+        done: EntryLines | None = None,
+    ) -> None:
         self.path = path
         """The run's folder."""
         self.run_id = run_id
         """The run id: the folder's name."""
+        self.done = done if done is not None else EntryLines(files=[], where=array("q"), count=0)
+        """The entries written before this process opened the folder (none for a new one)."""
         self._traces: io.FileIO | None = traces
         self._entries: io.FileIO | None = entries
+        self._lock: int | None = lock
 
     @classmethod
     def create(
@@ -236,48 +313,78 @@ class ResultsFolder:
             except OSError as exc:
                 raise _unwritable(folder, exc) from None
             break
-        if header is not None:
-            started = header.model_copy(update={"run_id": chosen, "entries": []})
-            write_atomically(folder / RUN_FILE, started.model_dump_json(indent=2) + "\n")
+        lock = _lock(folder)
         try:
+            if header is not None:
+                started = header.model_copy(update={"run_id": chosen, "entries": []})
+                write_atomically(folder / RUN_FILE, started.model_dump_json(indent=2) + "\n")
             traces = io.FileIO(folder / TRACES_FILE, "x")
             entries = io.FileIO(folder / ENTRIES_FILE, "x")
         except OSError as exc:
+            _unlock(folder, lock)
             raise _unwritable(folder, exc) from None
-        return cls(folder, chosen, traces, entries)
+        except BaseException:
+            _unlock(folder, lock)
+            raise
+        return cls(folder, chosen, traces, entries, lock)
 
     @classmethod
-    def reopen(cls, path: str | os.PathLike[str]) -> ResultsFolder:
+    def reopen(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        check: Callable[[RunResult], object] | None = None,
+    ) -> ResultsFolder:
         """Open the folder of an interrupted run to append the entries it did not finish.
 
-        What a killed process may have left half-done is cut off first: a last line of
-        ``entries.jsonl`` or ``traces.jsonl`` without its end, and the spans written for an
-        entry whose own line never followed (spans are written before their entry), so that
-        the entries run again leave no trace twice.
+        Everything is checked before anything is written: the folder's lock is taken, its
+        ``run.json`` read and given to ``check``, and its ``entries.jsonl`` read through
+        (:attr:`done`). Only then is what a killed process may have left half-done cut off:
+        a last line of ``entries.jsonl`` or ``traces.jsonl`` without its end, and the spans
+        written for an entry whose own line never followed (spans are written before their
+        entry), so that the entries run again leave no trace twice.
+
+        Args:
+            path: The run's folder.
+            check: Called with the run's ``run.json``; what it raises refuses the folder,
+                unchanged.
 
         Raises:
+            RunFolderBusyError: Another process is writing the folder.
             ResultFileError: ``path`` is not a run's folder (no ``run.json``, no
                 ``entries.jsonl``).
+            DuplicateEntryError: ``entries.jsonl`` holds an entry twice (the folder is left
+                as it is).
             ResultsFolderError: Its files cannot be read or written.
         """
         folder = Path(path)
-        header = read_run_header(folder)
-        entries_path = folder / ENTRIES_FILE
-        traces_path = folder / TRACES_FILE
-        if not entries_path.is_file():
-            raise ResultFileError(
-                f"{folder}: no {ENTRIES_FILE}; only a run's folder written by evaltrace "
-                "(with run.json and entries.jsonl) can be resumed"
-            )
+        if not (folder / RUN_FILE).is_file():
+            read_run_header(folder)  # raises, naming what the folder lacks
+        lock = _lock(folder)
         try:
-            last_traces = _complete_lines(entries_path)
-            _complete_lines(traces_path)
-            _drop_orphan_spans(traces_path, last_traces)
-            traces = io.FileIO(traces_path, "a")
-            entries = io.FileIO(entries_path, "a")
-        except OSError as exc:
-            raise _unwritable(folder, exc) from None
-        return cls(folder, header.run_id or folder.name, traces, entries)
+            header = read_run_header(folder)
+            if check is not None:
+                check(header)
+            entries_path = folder / ENTRIES_FILE
+            traces_path = folder / TRACES_FILE
+            if not entries_path.is_file():
+                raise ResultFileError(
+                    f"{folder}: no {ENTRIES_FILE}; only a run's folder written by evaltrace "
+                    "(with run.json and entries.jsonl) can be resumed"
+                )
+            done = scan_entries([entries_path])
+            try:
+                last_traces = _complete_lines(entries_path)
+                _complete_lines(traces_path)
+                _drop_orphan_spans(traces_path, last_traces)
+                traces = io.FileIO(traces_path, "a")
+                entries = io.FileIO(entries_path, "a")
+            except OSError as exc:
+                raise _unwritable(folder, exc) from None
+        except BaseException:
+            _unlock(folder, lock)
+            raise
+        return cls(folder, header.run_id or folder.name, traces, entries, lock, done)
 
     @property
     def result_path(self) -> Path:
@@ -351,13 +458,22 @@ class ResultsFolder:
             DuplicateEntryError: ``entries.jsonl`` holds an entry twice.
         """
         try:
-            self.close()
+            try:
+                self._close_files()
+            finally:
+                write_result(self.result_path, result, scan_entries([self.entries_path]))
         finally:
-            write_result(self.result_path, result, scan_entries([self.entries_path]))
+            self._release()
         return self.result_path
 
     def close(self) -> None:
-        """Close the files (idempotent)."""
+        """Close the files and release the folder's lock (idempotent)."""
+        try:
+            self._close_files()
+        finally:
+            self._release()
+
+    def _close_files(self) -> None:
         traces, self._traces = self._traces, None
         entries, self._entries = self._entries, None
         try:
@@ -366,6 +482,11 @@ class ResultsFolder:
         finally:
             if entries is not None:
                 entries.close()
+
+    def _release(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            _unlock(self.path, lock)
 
     def __enter__(self) -> Self:
         return self

@@ -8,8 +8,12 @@ computed again over every entry's evaluation, never averaged from the shards' ow
 streams: memory does not grow with the entries (about 30 bytes each, to order them).
 
 It refuses, naming the folders: shards of different datasets or entry selections, a shard
-given twice or entries in two shards, a missing shard, and a shard whose run was interrupted
-(resume it first, with ``evaltrace test --resume``).
+given twice or entries in two shards, a missing shard, a shard whose run was interrupted
+(resume it first, with ``evaltrace test --resume``), a shard without its ``traces.jsonl``, and
+shards whose fingerprints differ (:class:`~evaltrace.evals.RunFingerprint`: the dataset's
+entries, the evaluators, the code files, threshold, timeout, ... — the field is named).
+``force=True`` (``--force``) merges shards whose fingerprints differ or that lack their
+traces all the same, and records what differed in the merged run's ``settings["forced"]``.
 
 Example:
     >>> merged = merge_results(["shard-1/run", "shard-2/run"], "merged")  # doctest: +SKIP
@@ -54,6 +58,7 @@ def merge_results(
     output_dir: str | os.PathLike[str],
     *,
     run_id: str | None = None,
+    force: bool = False,
 ) -> Path:
     """Merge the result folders of every shard of one run into one run's folder.
 
@@ -62,13 +67,15 @@ def merge_results(
             in any order.
         output_dir: Where the merged run's folder (``<output_dir>/<run-id>/``) is created.
         run_id: The merged run's id; a new one by default.
+        force: Merge shards whose fingerprints differ, or that lack their traces.
 
     Returns:
         The merged run's folder: ``run.json``, ``entries.jsonl``, ``traces.jsonl`` and
         ``result.json`` (write its scorecard with :func:`~evaltrace.results.write_scorecard`).
 
     Raises:
-        MergeError: The folders are not the complete, non-overlapping shards of one run.
+        MergeError: The folders are not the complete, non-overlapping shards of one run, or
+            (without ``force``) their fingerprints differ or a shard lacks its traces.
         ResultFileError: A folder is not a finished run's folder.
         ResultsFolderError: The merged folder cannot be written.
     """
@@ -78,12 +85,21 @@ def merge_results(
     shards = [(path, load_result(path)) for path in paths]
     first = shards[0][1]
     selection = _check_shards(shards)
+    forced = _differences(shards, force=force)
     for path, _ in shards:
         if not (path / ENTRIES_FILE).is_file():
             raise MergeError(
                 f"{path} has no {ENTRIES_FILE}: it was written by an evaltrace older than "
                 "sharding; run the shard again"
             )
+        if not (path / TRACES_FILE).is_file():
+            if not force:
+                raise MergeError(
+                    f"{path} has no {TRACES_FILE}: the merged run would lack its traces; put "
+                    "the file back, run the shard again, or merge with --force (force=True) "
+                    "to do without them"
+                )
+            forced.append(f"{TRACES_FILE} of {path}")
     tally = DatasetResultsTally(first.aggregators)
 
     def count(line: bytes) -> None:
@@ -117,7 +133,11 @@ def merge_results(
             "finished_at": max(finished, default=None),
             "duration_s": max(result.duration_s for _, result in shards),
             "errors": [error for _, result in shards for error in result.errors],
-            "settings": {**first.settings, "merged_from": [r.run_id for _, r in shards]},
+            "settings": {
+                **first.settings,
+                "merged_from": [r.run_id for _, r in shards],
+                **({"forced": forced} if forced else {}),
+            },
             "selection": selection.model_copy(update={"shard": 1, "shards": 1}),
         }
     )
@@ -174,6 +194,39 @@ def _check_shards(shards: list[tuple[Path, RunResult]]) -> EntrySelection:
             f"({selection.shards} in all)"
         )
     return selection
+
+
+def _differences(shards: list[tuple[Path, RunResult]], *, force: bool) -> list[str]:
+    """The fingerprint fields the shards disagree on (with ``force``), or why they cannot merge."""
+    first = shards[0][1]
+    fingerprints = [(path, result.fingerprint) for path, result in shards]
+    unknown = [path for path, fingerprint in fingerprints if fingerprint is None]
+    if len(unknown) == len(shards):
+        return []  # written before runs had fingerprints: nothing to compare
+    problems: list[str] = []
+    fields: dict[str, None] = {}
+    if unknown:
+        problems.append(
+            f"{', '.join(map(str, unknown))} record{'s' if len(unknown) == 1 else ''} no "
+            "fingerprint (written by an older evaltrace than the other shards)"
+        )
+        fields["fingerprint"] = None
+    reference = next((path, fp) for path, fp in fingerprints if fp is not None)
+    for path, fingerprint in fingerprints:
+        if fingerprint is None or path == reference[0]:
+            continue
+        assert reference[1] is not None
+        for difference in reference[1].differences(fingerprint, ignore={"shard"}):
+            problems.append(difference.describe(str(reference[0]), str(path)))
+            fields[difference.field] = None
+    if problems and not force:
+        raise MergeError(
+            f"the shards of {first.name!r} were not made alike: "
+            + "; ".join(problems)
+            + ". Their entries would mix under one header; run the shards again alike, or "
+            "merge with --force (force=True) if you know they are comparable"
+        )
+    return list(fields)
 
 
 def _new_folder(parent: str | os.PathLike[str], run_id: str) -> Path:
