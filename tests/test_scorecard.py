@@ -100,7 +100,11 @@ def build_run(
 ) -> RunResult:
     """Run the app over four inputs, save the results folder, return the run."""
     scores = iter([0.6, 0.8, 1.0] * 10)
-    judge = Repeated(lambda evaluable: next(scores), n=3, strategy="median", name="judge x3")
+
+    async def next_score(evaluable: Evaluable) -> float:
+        return next(scores)  # async: the repeated runs take the scores in their order
+
+    judge = Repeated(next_score, n=3, strategy="median", name="judge x3")
     cases = [
         Evaluable(
             expectation="Paris" if index == 0 else None,

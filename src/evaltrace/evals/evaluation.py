@@ -16,6 +16,7 @@ from pydantic import (
 from pydantic_core import PydanticSerializationError
 
 from evaltrace._safe_text import exception_message, type_name
+from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluable import redacted_text, saved_value
 
 __all__ = ["Evaluation", "EvaluationError", "EvaluationStatus"]
@@ -44,7 +45,10 @@ class EvaluationError(BaseModel):
             >>> EvaluationError.from_exception(TimeoutError(), where="judge").message
             'TimeoutError()'
         """
-        return cls(type=type_name(exc), message=redacted_text(exception_message(exc)), where=where)
+        message = exception_message(exc)
+        if not isinstance(exc, EvaltraceError):  # the app's text may quote its secrets
+            message = redacted_text(message)
+        return cls(type=type_name(exc), message=message, where=where)
 
 
 class Evaluation(BaseModel):
