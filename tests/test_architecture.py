@@ -21,6 +21,8 @@ FLOORS: dict[str, float] = {
     "errors": 0.5,
     "checks": 0.5,
     "version": 0.5,
+    "constants": 0.5,
+    "concurrency": 0.6,
     "capture": 1,
     "trace": 2,
     "evals": 3,

@@ -7,8 +7,8 @@ import anyio
 import pytest
 
 from evaltrace import capture_traces, wrap
+from evaltrace.concurrency.sync import RunningLoopError, run
 from evaltrace.errors import EvaltraceError
-from evaltrace.evals.sync import RunningLoopError, run
 
 pytest_plugins = ["pytester"]
 
@@ -208,7 +208,7 @@ def test_run_helper_from_a_sync_test_in_each_kind_of_test_file(
         """
         import pytest
         from conftest import answer_async
-        from evaltrace.evals.sync import RunningLoopError, run
+        from evaltrace.concurrency.sync import RunningLoopError, run
 
         def test_sync(evaltrace_capture):
             assert run(answer_async("What is 2+2?")) == "4"

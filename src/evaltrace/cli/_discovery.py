@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Final
 
 from evaltrace.cli._terminal import CommandError
+from evaltrace.constants import RESULTS_DIR
 
 __all__ = ["DATASET_SUFFIXES", "dataset_files", "is_dataset_file"]
 
 DATASET_SUFFIXES: Final = (".evaltrace.json", ".evaltrace.yaml", ".evaltrace.yml")
 """How a dataset file's name ends, for it to be found in a folder."""
 
-_SKIPPED_FOLDERS: Final = frozenset({"__pycache__", "node_modules", "evaltrace_results"})
+_SKIPPED_FOLDERS: Final = frozenset({"__pycache__", "node_modules", RESULTS_DIR})
 _OTHER_DATA: Final = (".json", ".yaml", ".yml")
 
 

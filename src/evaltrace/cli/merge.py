@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import click
 
 from evaltrace.cli._terminal import CommandError, err, out, printable
+from evaltrace.constants import RESULTS_DIR
 from evaltrace.errors import EvaltraceError
 
 __all__ = ["merge"]
@@ -17,7 +18,7 @@ __all__ = ["merge"]
 @click.option(
     "--output-dir",
     type=click.Path(),
-    default="evaltrace_results",
+    default=RESULTS_DIR,
     show_default=True,
     help="Where the merged run's folder (<run-id>/result.json, ...) is written.",
 )

@@ -14,6 +14,12 @@ from evaltrace.cli._discovery import dataset_files
 from evaltrace.cli._options import output_format, verbose
 from evaltrace.cli._selectors import SELECTOR_HELP, SelectorType, selector
 from evaltrace.cli._terminal import INTERRUPTED, CommandError, err, out, printable
+from evaltrace.constants import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_DATASET_TIMEOUT,
+    DEFAULT_THRESHOLD,
+    RESULTS_DIR,
+)
 from evaltrace.errors import EvaltraceError
 
 if TYPE_CHECKING:
@@ -35,28 +41,28 @@ __all__ = ["test"]
 @click.option(
     "--concurrency",
     type=click.IntRange(min=1),
-    default=8,
+    default=DEFAULT_CONCURRENCY,
     show_default=True,
     help="Most entries of a dataset in flight at once.",
 )
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0),
-    default=300.0,
+    default=DEFAULT_DATASET_TIMEOUT,
     show_default=True,
     help="Seconds allowed for each run of the app and each evaluation; 0 for no limit.",
 )
 @click.option(
     "--threshold",
     type=click.FloatRange(0, 1),
-    default=0.5,
+    default=DEFAULT_THRESHOLD,
     show_default=True,
     help="The score each evaluation must reach for its entry to pass.",
 )
 @click.option(
     "--output-dir",
     type=click.Path(),
-    default="evaltrace_results",
+    default=RESULTS_DIR,
     show_default=True,
     help="Where each run's folder (<run-id>/result.json, traces.jsonl) is written.",
 )

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
 from evaltrace.datasets.model import Dataset
 from evaltrace.datasets.run import DEFAULT_DATASET_TIMEOUT, EntryFilter, run_dataset
 from evaltrace.evals.assertions import EvalAssertionError
@@ -40,7 +41,7 @@ async def assert_dataset_pass(
     *,
     pass_criteria: PassCriteria | float | None = None,
     from_trace: TraceSelector | None = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float | None = DEFAULT_DATASET_TIMEOUT,
     entry_filter: EntryFilter | None = None,
     output_dir: str | os.PathLike[str] | None = None,
@@ -92,7 +93,7 @@ async def assert_dataset_pass(
         timeout=timeout,
         output_dir=output_dir,
         entry_filter=entry_filter,
-        threshold=criteria.threshold if isinstance(criteria, ScoreThreshold) else 0.5,
+        threshold=criteria.threshold if isinstance(criteria, ScoreThreshold) else DEFAULT_THRESHOLD,
         from_trace=from_trace,
     )
     matrix = [entry.evaluations for entry in run.entries]

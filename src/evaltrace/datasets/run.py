@@ -26,10 +26,11 @@ from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Final, TypeAlias
+from typing import TypeAlias
 
 from evaltrace._safe_text import exception_text, safe_repr
 from evaltrace.checks import check_count, check_timeout
+from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_DATASET_TIMEOUT, DEFAULT_THRESHOLD
 from evaltrace.datasets.executor import Executor, LocalExecutor, PreparedDataset, RunPlan
 from evaltrace.datasets.fingerprint import run_fingerprint
 from evaltrace.datasets.loading import load_dataset
@@ -79,11 +80,6 @@ __all__ = [
     "run_dataset",
 ]
 
-DEFAULT_DATASET_TIMEOUT: Final = 300.0
-"""Seconds each run of the runnable, and each evaluation, may take in a dataset run unless
-told otherwise. Long enough for a judge call that retries (each request is bounded by the
-judge timeout, 60 s by default); short enough that one hung call cannot stall a CI job for
-hours."""
 
 EntryFilter: TypeAlias = str | Callable[[DatasetEntry], bool]
 """Which entries run: text found (ignoring case) in an entry's name or description, or a
@@ -292,11 +288,11 @@ async def run_dataset(
     *,
     runnable: object | None = None,
     evaluators: Sequence[EvaluatorFunction] | None = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float | None = DEFAULT_DATASET_TIMEOUT,
     output_dir: str | os.PathLike[str] | None = None,
     entry_filter: EntryFilter | None = None,
-    threshold: float = 0.5,
+    threshold: float = DEFAULT_THRESHOLD,
     from_trace: TraceSelector | None = None,
     on_entry: Callable[[EntryResult, int, int], object] | None = None,
     progress: bool = False,

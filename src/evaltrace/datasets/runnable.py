@@ -53,10 +53,10 @@ import typing_extensions
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from evaltrace._safe_text import exception_text, safe_repr, type_name
+from evaltrace.concurrency.callables import is_async_callable
+from evaltrace.concurrency.threads import run_in_worker_thread
 from evaltrace.datasets.problems import DatasetProblem, closest, describe_value
 from evaltrace.errors import EvaltraceError
-from evaltrace.evals.evaluator import is_async_callable
-from evaltrace.evals.worker_threads import run_in_worker_thread
 
 __all__ = [
     "NotRunnableError",

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from evaltrace._safe_text import exception_message
+from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
 from evaltrace.datasets.executor import EntrySink, RunPlan
 from evaltrace.datasets.model import DatasetEntry
 from evaltrace.evals.evaluation import EvaluationError
@@ -146,9 +147,9 @@ async def run_traces(
     evaluators: Sequence[EvaluatorFunction],
     *,
     from_trace: TraceSelector | None = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float | None = None,
-    threshold: float = 0.5,
+    threshold: float = DEFAULT_THRESHOLD,
     output_dir: str | os.PathLike[str] | None = None,
     progress: bool = False,
     run_id: str | None = None,

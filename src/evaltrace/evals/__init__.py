@@ -1,5 +1,6 @@
 """Evaluation: evaluables, evaluations, evaluators, running and asserting."""
 
+from evaltrace.concurrency.sync import RunningLoopError, run
 from evaltrace.evals.assertions import EvalAssertionError, assert_pass
 from evaltrace.evals.context import EvaluatorContext
 from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
@@ -46,7 +47,6 @@ from evaltrace.evals.selectors import (
     select,
 )
 from evaltrace.evals.stored import evaluate_traces
-from evaltrace.evals.sync import RunningLoopError, run
 
 __all__ = [
     "CompletionStatus",

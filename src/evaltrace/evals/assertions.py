@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from evaltrace.constants import DEFAULT_CONCURRENCY
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.criteria import PassCriteria, as_pass_criteria
 from evaltrace.evals.evaluable import Evaluable
@@ -43,7 +44,7 @@ async def assert_pass(
     evaluables: Sequence[Evaluable] | None = None,
     pass_criteria: PassCriteria | float | None = None,
     from_trace: TraceSelector | None = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float | None = None,
 ) -> list[list[Evaluation]]:
     """Run each input once, score it with every evaluator, and check the pass criteria.

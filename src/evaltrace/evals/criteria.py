@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from evaltrace._safe_text import safe_repr, type_name
+from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.evals.evaluation import Evaluation
 
 __all__ = ["PassCriteria", "ScoreThreshold", "as_pass_criteria"]
@@ -31,7 +32,7 @@ class ScoreThreshold:
         ScoreThreshold(threshold=0.7, pct=0.9)
     """
 
-    threshold: float = 0.5
+    threshold: float = DEFAULT_THRESHOLD
     """Minimum score of one evaluation."""
     pct: float = 1.0
     """Fraction of the inputs (0 to 1) that must pass."""

@@ -16,6 +16,7 @@ from pydantic import (
 from pydantic_core import PydanticSerializationError
 
 from evaltrace._safe_text import exception_message, type_name
+from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluable import redacted_text, saved_value
 
@@ -126,7 +127,7 @@ class Evaluation(BaseModel):
             return "errored"
         return "skipped" if self.skipped else "scored"
 
-    def passed(self, threshold: float = 0.5) -> bool:
+    def passed(self, threshold: float = DEFAULT_THRESHOLD) -> bool:
         """Whether this is a scored evaluation with ``score >= threshold``."""
         return self.error is None and self.score is not None and self.score >= threshold
 

@@ -27,12 +27,16 @@ import anyio
 
 from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.checks import check_timeout
+from evaltrace.concurrency import (
+    StrayCancellationError,
+    is_async_callable,
+    is_stray_cancellation,
+    run_in_worker_thread,
+)
 from evaltrace.errors import EvaluatorTimeoutError, InvalidEvaluatorResultError
-from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
 from evaltrace.evals.context import EvaluatorContext
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation
-from evaltrace.evals.worker_threads import run_in_worker_thread
 from evaltrace.trace.tree import ObservationNode
 
 __all__ = [
@@ -43,7 +47,6 @@ __all__ = [
     "evaluate",
     "evaluate_prepared",
     "evaluator_name",
-    "is_async_callable",
     "prepare_evaluator",
 ]
 
@@ -108,17 +111,6 @@ def evaluator_name(evaluator: object) -> str:
     if func_name == "<lambda>":
         return "lambda"
     return type_name(evaluator)
-
-
-def is_async_callable(fn: Callable[..., Any]) -> bool:
-    """Whether calling ``fn`` gives a coroutine (functions, partials and callable objects)."""
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    if inspect.isroutine(fn):
-        return inspect.iscoroutinefunction(fn)
-    if not callable(fn):  # calling it fails later, where the failure is reported
-        return False
-    return inspect.iscoroutinefunction(type(fn).__call__)
 
 
 class _Takes(enum.Enum):

@@ -44,6 +44,7 @@ from pydantic import (
     field_validator,
 )
 
+from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.errors import MissingExtraError
 from evaltrace.evals.evaluable import (
     UNSET,
@@ -120,7 +121,7 @@ def entry_status(
     evaluations: Sequence[Evaluation],
     error: EvaluationError | None = None,
     *,
-    threshold: float = 0.5,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> CompletionStatus:
     """The status of one entry from its evaluations and its run's error.
 
@@ -430,7 +431,7 @@ class RunResult(BaseModel):
     """When the run finished (UTC)."""
     duration_s: float = 0.0
     """Wall time of the whole run."""
-    threshold: float = 0.5
+    threshold: float = DEFAULT_THRESHOLD
     """The score an evaluation had to reach to pass."""
     settings: dict[str, JsonValue] = Field(default_factory=dict)
     """How the run was made (concurrency, timeout, judge model, ...)."""

@@ -32,8 +32,14 @@ from evaltrace.capture import conventions as conv
 from evaltrace.capture.context import eval_inputs as _eval_inputs_scope
 from evaltrace.capture.wrap import start_span_call
 from evaltrace.checks import check_count, check_threshold, check_timeout
+from evaltrace.concurrency import (
+    StrayCancellationError,
+    is_async_callable,
+    is_stray_cancellation,
+    run_in_worker_thread,
+)
+from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
 from evaltrace.errors import EvaluatorTimeoutError
-from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
 from evaltrace.evals.context import EvaluatorContext
 from evaltrace.evals.evaluable import UNSET, Evaluable, Unset, json_value, saved_value
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
@@ -41,13 +47,11 @@ from evaltrace.evals.evaluator import (
     EvaluatorFunction,
     PreparedEvaluator,
     evaluate_prepared,
-    is_async_callable,
     prepare_evaluator,
 )
 from evaltrace.evals.result import EntryResult, entry_status
 from evaltrace.evals.selectors import TraceSelector, root
 from evaltrace.evals.telemetry import export_evaluations
-from evaltrace.evals.worker_threads import run_in_worker_thread
 from evaltrace.trace import MemoryTraceHandler, ObservationNode, capture_traces
 
 __all__ = [
@@ -108,7 +112,9 @@ class InputResult:
     run: RunOutcome | None = None
     """The run, or ``None`` when the evaluable already carried its output."""
 
-    def to_entry(self, *, name: str | None = None, threshold: float = 0.5) -> EntryResult:
+    def to_entry(
+        self, *, name: str | None = None, threshold: float = DEFAULT_THRESHOLD
+    ) -> EntryResult:
         """This input as saved data: no live capture, only what a report or a diff needs.
 
         Args:
@@ -596,14 +602,14 @@ async def evaluate_inputs(
     *,
     evaluables: Sequence[Evaluable] | None = None,
     from_trace: TraceSelector | None = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float | None = None,
     on_progress: Callable[[InputResult, int, int], object] | None = None,
     per_input_evaluators: Sequence[Sequence[EvaluatorFunction] | None] | None = None,
     entry_names: Sequence[str | None] | None = None,
     run_id: str | None = None,
     attributes: Mapping[str, Any] | None = None,
-    threshold: float = 0.5,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> list[InputResult]:
     """Run each input once and score it with every evaluator; never raises for failures.
 
@@ -681,11 +687,11 @@ async def evaluate_each(
     *,
     on_result: Callable[[InputResult], object],
     from_trace: TraceSelector | None = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float | None = None,
     run_id: str | None = None,
     attributes: Mapping[str, Any] | None = None,
-    threshold: float = 0.5,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> None:
     """Run and score each input as :func:`evaluate_inputs` does, handing each result on.
 

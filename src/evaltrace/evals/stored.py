@@ -30,6 +30,7 @@ from pydantic import JsonValue
 
 from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.checks import check_count, check_threshold, check_timeout
+from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
 from evaltrace.evals.context import EvaluatorContext
 from evaltrace.evals.evaluable import UNSET, Evaluable, json_value
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
@@ -204,7 +205,7 @@ class StoredScoring:
         *,
         from_trace: TraceSelector | None = None,
         timeout: float | None = None,
-        threshold: float = 0.5,
+        threshold: float = DEFAULT_THRESHOLD,
         run_id: str | None = None,
         attributes: Mapping[str, Any] | None = None,
     ) -> None:
@@ -283,7 +284,7 @@ class StoredScoring:
         self,
         items: Iterable[StoredCase],
         *,
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_CONCURRENCY,
         on_entry: Callable[[EntryResult, StoredTrace], object] | None = None,
         keep: bool = True,
     ) -> list[EntryResult]:
@@ -341,9 +342,9 @@ async def evaluate_traces(
     *,
     from_trace: TraceSelector | None = None,
     expectations: Mapping[str | int, Any] | None = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float | None = None,
-    threshold: float = 0.5,
+    threshold: float = DEFAULT_THRESHOLD,
     name: str | None = None,
     run_id: str | None = None,
     attributes: Mapping[str, Any] | None = None,

@@ -36,6 +36,7 @@ from evaltrace._safe_text import exception_text
 from evaltrace.capture import conventions as conv
 from evaltrace.capture.config import runtime, settings
 from evaltrace.capture.context import outside_captures
+from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.trace.tree import ObservationNode
 
@@ -50,7 +51,9 @@ _SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
 _warned = False
 
 
-def evaluation_attributes(evaluation: Evaluation, *, threshold: float = 0.5) -> dict[str, Any]:
+def evaluation_attributes(
+    evaluation: Evaluation, *, threshold: float = DEFAULT_THRESHOLD
+) -> dict[str, Any]:
     """The attributes of the ``gen_ai.evaluation.result`` event of ``evaluation``.
 
     Example:
@@ -77,7 +80,7 @@ def export_evaluations(
     evaluations: Sequence[Evaluation],
     trace: Sequence[ObservationNode],
     *,
-    threshold: float = 0.5,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> None:
     """Emit ``evaluations`` in the trace they scored, when evaluations are exported.
 

@@ -20,6 +20,7 @@ from typing import Any, TypeAlias
 import anyio
 
 from evaltrace.checks import check_timeout
+from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluate
@@ -353,7 +354,7 @@ class CombinedEvaluator:
         evaluators: Mapping[str, EvaluatorFunction],
         *,
         aggregator: MetricsAggregator | None = None,
-        threshold: float = 0.5,
+        threshold: float = DEFAULT_THRESHOLD,
         higher_is_better: Mapping[str, bool] | None = None,
         rubric_from: Callable[[Evaluation], float | None] | None = None,
         name: str = "combined",

@@ -33,6 +33,7 @@ from typing import Any, ClassVar, NamedTuple, TypeAlias, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluation import Evaluation, EvaluationError, EvaluationStatus
 
@@ -615,7 +616,7 @@ def _check_k_and_threshold(k: object, threshold: object) -> None:
 class _KOfNStrategy(BaseJudgeAggregator):
     """Shared construction and checks of the strategies parameterised by ``k``."""
 
-    def __init__(self, k: int, threshold: float = 0.5) -> None:
+    def __init__(self, k: int, threshold: float = DEFAULT_THRESHOLD) -> None:
         _check_k_and_threshold(k, threshold)
         self.k = k
         """The number of runs the strategy is about."""

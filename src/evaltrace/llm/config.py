@@ -29,6 +29,12 @@ from types import TracebackType
 from typing import Any, Final, TypeVar
 
 from evaltrace.checks import check_timeout
+from evaltrace.constants import (
+    DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_JUDGE_MODEL,
+    DEFAULT_JUDGE_TIMEOUT,
+    DEFAULT_MAX_RETRIES,
+)
 from evaltrace.errors import ConfigurationError, MissingExtraError
 from evaltrace.llm.rate_limit import RateLimiting
 
@@ -50,15 +56,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-DEFAULT_JUDGE_MODEL: Final = "gpt-4o-mini"
-"""The completion model judges use when none is configured."""
-DEFAULT_EMBEDDING_MODEL: Final = "text-embedding-3-small"
-"""The embedding model judges use when none is configured."""
-DEFAULT_MAX_RETRIES: Final = 2
-"""How often the clients evaltrace builds retry a 429, 5xx or timed-out request."""
-DEFAULT_JUDGE_TIMEOUT: Final = 60.0
-"""Seconds one judge request may take in the clients evaltrace builds, unless configured
-(openai's own default is 10 minutes, per attempt)."""
 
 _ENV_BASE_URL: Final = "EVALTRACE_JUDGE_BASE_URL"
 _ENV_API_KEY: Final = "EVALTRACE_JUDGE_API_KEY"

@@ -19,8 +19,8 @@ from typing import Any, Final, TypeAlias
 
 import anyio.to_thread
 
+from evaltrace.concurrency.callables import is_async_callable
 from evaltrace.errors import MissingExtraError
-from evaltrace.evals.evaluator import is_async_callable
 from evaltrace.llm.config import judge_client, judge_config
 from evaltrace.llm.isolation import estimate_tokens, run_judge_call, run_judge_call_in_thread
 

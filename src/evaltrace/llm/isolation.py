@@ -17,8 +17,8 @@ import anyio
 from opentelemetry import context as otel_context
 
 from evaltrace.capture.context import outside_captures
-from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
-from evaltrace.evals.worker_threads import run_in_worker_thread
+from evaltrace.concurrency.cancellation import StrayCancellationError, is_stray_cancellation
+from evaltrace.concurrency.threads import run_in_worker_thread
 from evaltrace.llm.config import JudgeConfig
 
 __all__ = [

@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any, Final
 from pydantic import ValidationError
 
 from evaltrace._safe_text import type_name
+from evaltrace.concurrency.callables import is_async_callable
+from evaltrace.concurrency.sync import run
 from evaltrace.errors import EvaltraceError
-from evaltrace.evals.evaluator import is_async_callable
 from evaltrace.evals.result import SCHEMA_VERSION, ComponentRecord, EntryResult, RunResult
-from evaltrace.evals.sync import run
 from evaltrace.metrics.registry import Metric, MetricInputError, PairMetric, registered_metric
 from evaltrace.pipeline.calculators import PairScoring
 from evaltrace.pipeline.metrics_result import InvalidMetricResultError, MetricsResult, OutputPair

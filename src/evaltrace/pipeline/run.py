@@ -38,6 +38,7 @@ from anyio.abc import TaskGroup
 
 from evaltrace.capture import conventions as conv
 from evaltrace.checks import check_count, check_timeout
+from evaltrace.constants import DEFAULT_CONCURRENCY
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluable import UNSET, Evaluable
 from evaltrace.evals.result import ComponentRecord, EntryResult, RunResult
@@ -87,7 +88,7 @@ async def evaluate_runnable(
     inputs: Sequence[Any],
     expected_outputs: Sequence[Any] | None = None,
     *,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     progress: bool = True,
     timeout: float | None = None,
     on_progress: ProgressCallback | None = None,
@@ -158,7 +159,7 @@ async def iter_evaluate_runnable(
     inputs: Sequence[Any],
     expected_outputs: Sequence[Any] | None = None,
     *,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     progress: bool = False,
     timeout: float | None = None,
     serve_inputs: bool = True,

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Final, Self
 from pydantic import ValidationError
 
 from evaltrace._safe_text import exception_message
+from evaltrace.constants import RESULTS_DIR
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.result import EntryResult, RunResult
 from evaltrace.trace import SpanRecord, span_to_json
@@ -88,8 +89,6 @@ __all__ = [
     "write_result",
 ]
 
-RESULTS_DIR: Final = "evaltrace_results"
-"""The folder, in the current folder, that holds one folder per run unless told otherwise."""
 RESULT_FILE: Final = "result.json"
 """The run's :class:`~evaltrace.evals.RunResult`, in a run's folder."""
 TRACES_FILE: Final = "traces.jsonl"

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from evaltrace._safe_text import exception_message
+from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.errors import TraceFormatError
 from evaltrace.evals.evaluable import NamedData, Unset
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
@@ -225,7 +226,7 @@ class DatasetScorecard(BaseModel):
     """When it finished."""
     duration_s: float = 0.0
     """Its wall time."""
-    threshold: float = 0.5
+    threshold: float = DEFAULT_THRESHOLD
     """The score an evaluation had to reach to pass."""
     settings: dict[str, JsonValue] = Field(default_factory=dict)
     """How the run was made (model, judge, concurrency, ...)."""
