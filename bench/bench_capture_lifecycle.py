@@ -124,7 +124,7 @@ print(f"flush(timeout_millis=2000) returned {{ok}} after {{time.monotonic() - st
 class Slow(evaltrace.InstrumentationHandler):
     async def on_span(self, span):
         time.sleep(0.005)
-evaltrace.add_handler(Slow())
+evaltrace.trace.add_handler(Slow())
 tracemalloc.start()
 for i in range(20_000):
     step(i)
@@ -134,7 +134,7 @@ print(f"memory held after 20,000 spans: {{tracemalloc.get_traced_memory()[0] / 1
 class Slow(evaltrace.InstrumentationHandler):
     def on_span(self, span):
         time.sleep(0.005)
-evaltrace.add_handler(Slow())
+evaltrace.trace.add_handler(Slow())
 started = time.monotonic()
 for i in range(1_000):
     step(i)

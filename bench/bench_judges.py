@@ -20,15 +20,8 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import report
-from evaltrace import (
-    Evaluable,
-    Factuality,
-    NamedData,
-    Repeated,
-    configure_judge,
-    evaluate,
-    evaluate_inputs,
-)
+from evaltrace import Evaluable, NamedData, evaluate, evaluate_inputs
+from evaltrace.judges import Factuality, Repeated, configure_judge
 
 SERVER = """
 import sys, time

@@ -31,9 +31,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evaltrace import DatasetScorecard, generate_dataset_scorecard_html, load_traces, save_traces
+from evaltrace import load_traces, save_traces
 from evaltrace.evals import Evaluation
-from evaltrace.evals.result import EntryResult, RunResult
+from evaltrace.results import DatasetScorecard, generate_dataset_scorecard_html
+from evaltrace.results.model import EntryResult, RunResult
 from evaltrace.trace import SpanEventRecord, SpanRecord
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -30,6 +30,7 @@ FLOORS: dict[str, float] = {
     "judges": 5,
     "metrics": 5,
     "results": 6,
+    "engine": 6.5,
     "datasets": 7,
     "pipeline": 8,
     "testing": 9,
@@ -37,6 +38,8 @@ FLOORS: dict[str, float] = {
     "cli": 10,
     "__main__": 11,
 }
+TOP: float = 10
+"""The floor of the package root: ``from evaltrace import ...`` inside it imports from here."""
 """Each top-level module or subpackage of ``evaltrace`` and its floor (the base is below 1).
 
 Parts on one floor (``judges`` and ``metrics``) may not import each other."""
@@ -48,20 +51,47 @@ def _module_name(path: Path) -> str:
 
 
 def _part(module: str) -> str | None:
-    """The top-level part of ``evaltrace`` that ``module`` belongs to."""
+    """The top-level part of ``evaltrace`` that ``module`` belongs to (``""``: the root)."""
     pieces = module.split(".")
-    return pieces[1] if pieces[0] == "evaltrace" and len(pieces) > 1 else None
+    if pieces[0] != "evaltrace":
+        return None
+    return pieces[1] if len(pieces) > 1 else ""
+
+
+def _absolute(path: Path, node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` names, a relative one resolved against ``path``."""
+    if not node.level:
+        return node.module or ""
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
 
 
 def _imports(path: Path) -> Iterator[tuple[int, str, list[str]]]:
-    """``(line, module, names)`` of every absolute import in ``path``."""
+    """``(line, module, names)`` of every import in ``path``, relative ones made absolute."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name, []
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            yield node.lineno, node.module, [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = _absolute(path, node)
+            names = [alias.name for alias in node.names]
+            if module == "evaltrace" or (node.level and not node.module):
+                # ``from evaltrace import x`` and ``from . import x`` may name submodules
+                for name in names:
+                    submodule = f"{module}.{name}"
+                    known = (
+                        _part(submodule) in FLOORS
+                        or (PACKAGE.parent / Path(*submodule.split(".")))
+                        .with_suffix(".py")
+                        .exists()
+                    )
+                    yield node.lineno, submodule if known else module, [name]
+            else:
+                yield node.lineno, module, names
 
 
 def _sources() -> list[Path]:
@@ -83,9 +113,27 @@ def test_modules_import_only_from_floors_below() -> None:
             other = _part(imported)
             if other is None or other == own:
                 continue
-            if FLOORS.get(other, 99) >= FLOORS[own]:
-                wrong.append(f"{module}:{line} imports {imported} (floor {FLOORS.get(other)})")
+            floor = TOP if other == "" else FLOORS.get(other, 99)
+            if floor >= FLOORS[own]:
+                wrong.append(f"{module}:{line} imports {imported} (floor {floor})")
     assert wrong == []
+
+
+def test_an_import_from_the_package_root_or_a_relative_one_is_read(tmp_path: Path) -> None:
+    probe = PACKAGE / "capture" / "_layering_probe.py"
+    probe.write_text(
+        "from evaltrace import run_dataset\nfrom . import wrap\nfrom ..engine import execute\n"
+    )
+    try:
+        found = [(imported, names) for _, imported, names in _imports(probe)]
+    finally:
+        probe.unlink()
+    assert found == [
+        ("evaltrace", ["run_dataset"]),
+        ("evaltrace.capture.wrap", ["wrap"]),
+        ("evaltrace.engine", ["execute"]),
+    ]
+    assert _part("evaltrace") == "" and TOP >= FLOORS["capture"]
 
 
 def test_no_module_imports_another_modules_private_names() -> None:

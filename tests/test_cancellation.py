@@ -16,13 +16,8 @@ import anyio
 import pytest
 
 from evaltrace import Evaluable, Evaluation, evaluate
-from evaltrace.evals import (
-    EvalAssertionError,
-    ScoreThreshold,
-    assert_pass,
-    evaluate_inputs,
-    run_and_evaluate,
-)
+from evaltrace.engine import EvalAssertionError, assert_pass, evaluate_inputs, run_and_evaluate
+from evaltrace.evals import ScoreThreshold
 
 BACKENDS = ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") is not None else [])
 

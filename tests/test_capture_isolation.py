@@ -11,7 +11,8 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from evaltrace import ContextThreadPoolExecutor, capture_traces, propagate, wrap
+from evaltrace import capture_traces, wrap
+from evaltrace.capture import ContextThreadPoolExecutor, propagate
 
 
 @wrap(kind="tool")

@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from evaltrace import capture_traces, propagate, wrap
+from evaltrace import capture_traces, wrap
+from evaltrace.capture import propagate
 from evaltrace.capture.config import runtime
 from evaltrace.errors import CaptureBlockError, EvaltraceError
 

@@ -7,15 +7,9 @@ import logging
 
 import pytest
 
-from evaltrace import (
-    InstrumentationHandler,
-    add_handler,
-    capture_traces,
-    flush,
-    remove_handler,
-    wrap,
-)
+from evaltrace import InstrumentationHandler, capture_traces, flush, wrap
 from evaltrace.capture import conventions as conv
+from evaltrace.trace import add_handler, remove_handler
 
 
 class Unprintable:

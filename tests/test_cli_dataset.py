@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evaltrace import load_traces, save_traces, split_traces
+from evaltrace import load_traces, save_traces
 from evaltrace.cli import main
 from evaltrace.datasets import dataset_json_schema, load_dataset
+from evaltrace.trace import split_traces
 from span_factory import Spans
 
 APP = """\

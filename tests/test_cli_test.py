@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from evaltrace import load_traces, split_traces
+from evaltrace import load_traces
 from evaltrace.cli import main
-from evaltrace.evals import CompletionStatus, RunResult
+from evaltrace.results import CompletionStatus, RunResult
+from evaltrace.trace import split_traces
 
 S = CompletionStatus
 EVALTRACE = str(Path(sys.executable).with_name("evaltrace"))
@@ -376,12 +377,12 @@ def test_importing_evaltrace_loads_neither_click_nor_rich() -> None:
 def test_run_dataset_and_the_saved_result_are_public_names() -> None:
     import evaltrace
     from evaltrace.datasets import run_dataset
-    from evaltrace.evals import result
+    from evaltrace.results import model as result
 
     assert evaltrace.run_dataset is run_dataset
     assert evaltrace.RunResult is result.RunResult
-    assert evaltrace.EntryResult is result.EntryResult
-    assert evaltrace.CompletionStatus is result.CompletionStatus
+    assert evaltrace.results.EntryResult is result.EntryResult
+    assert evaltrace.results.CompletionStatus is result.CompletionStatus
 
 
 def test_each_run_folder_gets_its_scorecard_and_the_report_says_where(tmp_path: Path) -> None:

@@ -9,11 +9,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evaltrace import aggregate_results_to_dataframe
 from evaltrace.errors import MissingExtraError
 from evaltrace.evals import Evaluation, EvaluationError
-from evaltrace.evals.result import EntryResult, RunResult
-from evaltrace.results import collect_task_outcomes, run_result_to_csv
+from evaltrace.results import (
+    aggregate_results_to_dataframe,
+    collect_task_outcomes,
+    run_result_to_csv,
+)
+from evaltrace.results.model import EntryResult, RunResult
 
 OUTCOMES = Path(__file__).parent / "fixtures" / "outcomes"
 
@@ -121,8 +124,10 @@ def test_csv_needs_no_pandas(monkeypatch: pytest.MonkeyPatch) -> None:
     stream = io.StringIO()
     run_result_to_csv(RESULT, stream)
     lines = stream.getvalue().splitlines()
-    assert lines[0].startswith("run_id,run,entry_index,entry,description,entry_status,evaluator,")
-    assert lines[1].startswith("20260101-000000,geo,0,e0,,SUCCESS,exact,scored,1.0,True,")
+    assert lines[0].startswith(
+        "run_id,run,entry_index,entry,description,entry_status,input,output,expectation,evaluator,"
+    )
+    assert lines[1].startswith("20260101-000000,geo,0,e0,,SUCCESS,,,,exact,scored,1.0,True,")
 
 
 def test_task_outcomes_as_a_dataframe_group_by_task_type() -> None:
@@ -143,3 +148,24 @@ def test_task_outcomes_dataframe_without_pandas_names_the_extra(
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(MissingExtraError, match="aggregate_results_to_dataframe"):
         aggregate_results_to_dataframe([])
+
+
+def test_the_frame_has_each_entrys_input_output_and_expectation() -> None:
+    entry = EntryResult(
+        index=0,
+        name="a",
+        input={"question": "2+2?"},
+        output="4",
+        expectation="4",
+        evaluations=[Evaluation(score=1.0, evaluator="exact")],
+    )
+    unexpected = EntryResult(index=1, name="b", output="5")
+
+    rows = RunResult(name="r", entries=[entry, unexpected]).to_records()
+
+    assert (rows[0]["input"], rows[0]["output"], rows[0]["expectation"]) == (
+        {"question": "2+2?"},
+        "4",
+        "4",
+    )
+    assert rows[1]["expectation"] is None and rows[1]["evaluator"] is None

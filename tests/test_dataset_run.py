@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from evaltrace import Evaluable, Evaluation, load_traces, split_traces
+from evaltrace import Evaluable, Evaluation, load_traces
 from evaltrace.datasets import (
     DatasetError,
     NoEntriesSelectedError,
@@ -19,16 +19,18 @@ from evaltrace.datasets import (
     run_dataset,
 )
 from evaltrace.datasets.references import module_name_for
-from evaltrace.evals import CompletionStatus, RunResult
 from evaltrace.results import (
     ENTRIES_FILE,
     RESULT_FILE,
     RUN_FILE,
     TRACES_FILE,
+    CompletionStatus,
     ResultsFolderError,
+    RunResult,
     load_result,
     new_run_id,
 )
+from evaltrace.trace import split_traces
 
 S = CompletionStatus
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from evaltrace.cli import main
-from evaltrace.evals import EntryResult, Evaluation, EvaluationError, RunResult
-from evaltrace.evals.result import CompletionStatus
-from evaltrace.results import diff_results, render_diff
+from evaltrace.evals import Evaluation, EvaluationError
+from evaltrace.results import EntryResult, RunResult, diff_results, render_diff
+from evaltrace.results.model import CompletionStatus
 
 S = CompletionStatus
 

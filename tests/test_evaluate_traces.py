@@ -10,21 +10,21 @@ import pytest
 
 import evaltrace
 from evaltrace import (
-    CompletionStatus,
     Evaluable,
     EvaluatorContext,
-    LevenshteinMatch,
     ObservationNode,
     evaluate_traces,
     last_llm_call,
     load_traces,
     root,
-    split_traces,
     wrap,
 )
 from evaltrace.capture.exporters import JsonLinesExporter
-from evaltrace.evals import by_name, evaluate_inputs
-from evaltrace.trace import read_traces
+from evaltrace.engine import evaluate_inputs
+from evaltrace.evals import by_name
+from evaltrace.judges import LevenshteinMatch
+from evaltrace.results import CompletionStatus
+from evaltrace.trace import read_traces, split_traces
 
 FIXTURES = Path(__file__).parent / "fixtures"
 QUESTIONS = ["What is the capital of France?", "What is the capital of Peru?", "Who are you?"]

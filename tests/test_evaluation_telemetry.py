@@ -12,8 +12,8 @@ import evaltrace
 from evaltrace import Evaluable, Evaluation, evaluate_traces, run_and_evaluate, wrap
 from evaltrace.capture.config import settings_from_env
 from evaltrace.capture.exporters import JsonLinesExporter
+from evaltrace.engine import evaluate_inputs
 from evaltrace.errors import ConfigurationError
-from evaltrace.evals import evaluate_inputs
 from evaltrace.testing import OTLPReceiver, ReceivedSpan
 
 RESULT_EVENT = "gen_ai.evaluation.result"

@@ -16,7 +16,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 import evaltrace
-from evaltrace import ExportStats, export_stats, flush, init, wrap
+from evaltrace import export_stats, flush, init, wrap
+from evaltrace.capture import ExportStats
 
 
 @wrap
@@ -258,7 +259,7 @@ def test_exit_is_not_held_up_by_a_handler_that_never_returns() -> None:
             async def on_span(self, span):
                 await asyncio.Event().wait()
 
-        evaltrace.add_handler(Stuck())
+        evaltrace.trace.add_handler(Stuck())
 
         @evaltrace.wrap
         def f(x):

@@ -20,7 +20,8 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 import evaltrace
-from evaltrace import ExportStats, export_stats, flush, init, wrap
+from evaltrace import export_stats, flush, init, wrap
+from evaltrace.capture import ExportStats
 from evaltrace.testing import OTLPReceiver
 
 SPANS = 12

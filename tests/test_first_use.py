@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evaltrace import Evaluable, ExactMatch, LevenshteinMatch, NamedData, create_llm_evaluator
+from evaltrace import Evaluable, NamedData
+from evaltrace.judges import ExactMatch, LevenshteinMatch, create_llm_evaluator
 from evaltrace.trace import LLMSpan
 
 ROOT = Path(__file__).resolve().parents[1]

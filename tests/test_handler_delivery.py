@@ -8,17 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from evaltrace import (
-    HandlerStats,
-    InstrumentationHandler,
-    WrapRecord,
-    add_handler,
-    flush,
-    handler_stats,
-    remove_handler,
-    wrap,
-)
+from evaltrace import InstrumentationHandler, flush, wrap
+from evaltrace.capture import HandlerStats, WrapRecord
 from evaltrace.errors import ConfigurationError
+from evaltrace.trace import add_handler, handler_stats, remove_handler
 
 
 @wrap

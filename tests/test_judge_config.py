@@ -348,7 +348,9 @@ async def test_llm_evaluator_prompt_tokens_count_against_the_token_limit(
 
 
 def test_rate_limiter_must_be_a_rate_limiter() -> None:
-    with pytest.raises(ConfigurationError, match=r"takes an evaltrace\.RateLimiter .*got dict"):
+    with pytest.raises(
+        ConfigurationError, match=r"takes an evaltrace\.llm\.RateLimiter .*got dict"
+    ):
         configure_judge(rate_limiter={"rps": 2})  # type: ignore[arg-type]
 
 

@@ -13,10 +13,10 @@ import pytest
 from opentelemetry import trace as otel_trace
 
 from evaltrace import wrap
+from evaltrace.engine import run_and_evaluate, run_captured
 from evaltrace.errors import ConfigurationError
-from evaltrace.evals import Evaluable, NamedData, evaluate, last_llm_call, root, run_and_evaluate
+from evaltrace.evals import Evaluable, NamedData, evaluate, last_llm_call, root
 from evaltrace.evals.evaluable import HOW_TO_GIVE_AN_EXPECTATION
-from evaltrace.evals.runner import run_captured
 from evaltrace.llm.config import configure_judge, judge_config
 from evaltrace.llm.embeddings import openai_embedder
 from evaltrace.metrics import EmptyGroundTruthWarning, recall

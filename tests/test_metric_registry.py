@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from evaltrace.evals import Evaluable, NamedData
-from evaltrace.evals.result import EntryResult, RunResult
 from evaltrace.metrics import (
     Comparison,
     DocumentMRR,
@@ -21,6 +20,7 @@ from evaltrace.metrics import (
     registered_metric,
 )
 from evaltrace.pipeline import EvaluationResult, MetricsResult
+from evaltrace.results.model import EntryResult, RunResult
 
 
 def saved(*pairs: tuple[Any, Any]) -> EvaluationResult:

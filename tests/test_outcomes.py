@@ -13,17 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from evaltrace import analyze_agent_log, capture_traces, extract_task_outcome, save_traces, wrap
+from evaltrace import capture_traces, save_traces, wrap
 from evaltrace.errors import ConfigurationError
-from evaltrace.evals.result import CompletionStatus
 from evaltrace.results import (
     TaskDefinition,
+    analyze_agent_log,
     collect_task_outcomes,
     combine_agent_statuses,
+    extract_task_outcome,
     format_outcome_summary,
     load_task_definitions,
     task_outcomes_to_csv,
 )
+from evaltrace.results.model import CompletionStatus
 from evaltrace.results.outcomes import TASK_STATUS_PRECEDENCE
 
 S = CompletionStatus

@@ -16,7 +16,6 @@ import pytest
 
 from evaltrace import wrap
 from evaltrace.errors import ConfigurationError
-from evaltrace.evals.result import SCHEMA_VERSION, CompletionStatus, EntryResult, RunResult
 from evaltrace.llm.embeddings import openai_embedder
 from evaltrace.pipeline import (
     AmbiguousInputError,
@@ -31,6 +30,7 @@ from evaltrace.pipeline import (
     iter_evaluate_runnable,
     register_metric,
 )
+from evaltrace.results.model import SCHEMA_VERSION, CompletionStatus, EntryResult, RunResult
 from evaltrace.testing.fake_judge import FakeJudgeServer
 
 pytestmark = pytest.mark.anyio
@@ -341,7 +341,11 @@ async def test_the_result_is_a_run_result_with_one_entry_per_input(
     assert run.name == "rag"
     assert [entry.index for entry in run.entries] == [0, 1, 2]
     assert all(len(entry.trace_ids) == 1 and len(entry.trace_ids[0]) == 32 for entry in run.entries)
-    assert run.settings == {"concurrency": 8, "timeout": None, "serve_inputs": True}
+    assert {key: run.settings[key] for key in ("concurrency", "timeout", "serve_inputs")} == {
+        "concurrency": 8,
+        "timeout": None,
+        "serve_inputs": True,
+    }
     assert run.started_at is not None and run.finished_at is not None
     assert run.started_at <= run.finished_at
 
@@ -401,7 +405,7 @@ async def test_load_refuses_a_file_in_the_format_before_run_result(tmp_path: Pat
     message = str(caught.value)
     assert str(path) in message
     assert "in the format used before results were saved as RunResult" in message
-    assert "Run evaluate_runnable again" in message
+    assert "run evaluate_runnable again" in message
 
 
 async def test_load_refuses_another_schema_version(
@@ -451,7 +455,7 @@ async def test_load_refuses_a_file_that_is_not_a_saved_evaluation(tmp_path: Path
     path = tmp_path / "other.json"
     path.write_text(json.dumps({"records": []}))
 
-    with pytest.raises(ResultFileError, match="not a saved evaluation result"):
+    with pytest.raises(ResultFileError, match="not a saved evaltrace run result"):
         EvaluationResult.load(path)
 
 
@@ -517,14 +521,20 @@ async def test_to_dataframe_has_a_row_per_input_and_component_columns(
 ) -> None:
     frame = result.to_dataframe()
 
-    assert len(frame) == 3
-    assert list(frame.columns) == [
-        "index",
+    assert len(frame) == 3  # nothing scores a pipeline's inputs while it runs: a row each
+    columns = list(frame.columns)
+    assert columns[:9] == [
+        "run_id",
+        "run",
+        "entry_index",
+        "entry",
+        "description",
+        "entry_status",
         "input",
         "output",
-        "expected_output",
-        "error",
-        "duration_s",
+        "expectation",
+    ]
+    assert columns[-6:] == [
         "rag.input",
         "rag.output",
         "search.input",
@@ -533,6 +543,7 @@ async def test_to_dataframe_has_a_row_per_input_and_component_columns(
         "generate.output",
     ]
     assert frame["output"].tolist() == list(ANSWERS.values())
+    assert frame["evaluator"].isna().all()
 
 
 async def test_to_dataframe_without_pandas_names_the_extra(
@@ -540,7 +551,7 @@ async def test_to_dataframe_without_pandas_names_the_extra(
 ) -> None:
     monkeypatch.setitem(sys.modules, "pandas", None)
 
-    with pytest.raises(ImportError, match=r"pip install evaltrace\[pandas\]"):
+    with pytest.raises(ImportError, match=r"pip install 'evaltrace\[pandas\]'"):
         result.to_dataframe()
 
 
@@ -668,5 +679,4 @@ async def test_a_progress_bar_is_drawn_on_a_terminal(monkeypatch: pytest.MonkeyP
     await evaluate_runnable(rag, INPUTS)
 
     drawn = terminal.getvalue()
-    assert drawn.startswith("\rrag [")
-    assert drawn.endswith("] 3/3\n")
+    assert "rag" in drawn and "3/3" in drawn and "errored" not in drawn

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from evaltrace import load_traces, split_traces
+from evaltrace import load_traces
 from evaltrace.datasets import RayExecutor, RayExecutorError, dataset_from_data, run_dataset
-from evaltrace.evals import CompletionStatus
 from evaltrace.llm import RateLimiter, configure_judge
+from evaltrace.results import CompletionStatus
+from evaltrace.trace import split_traces
 
 try:
     # A node started here listens on the loopback address only (Ray's macOS/Windows default).

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from evaltrace.evals import EntryResult, Evaluation, EvaluationError, NamedData, RunResult
-from evaltrace.evals.result import CompletionStatus
+from evaltrace.engine import Listing
+from evaltrace.evals import Evaluation, EvaluationError, NamedData
 from evaltrace.metrics import compute_dataset_evaluator_results
-from evaltrace.results import print_report, render_report
+from evaltrace.results import EntryResult, RunResult, print_report, render_report
+from evaltrace.results.model import CompletionStatus
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[")
@@ -114,7 +115,8 @@ def test_a_terminal_report_has_colour_and_no_color_turns_it_off(
 
 def test_a_report_written_to_a_pipe_is_plain() -> None:
     code = (
-        "from evaltrace.evals import RunResult, EntryResult, Evaluation\n"
+        "from evaltrace.results import RunResult, EntryResult\n"
+        "from evaltrace.evals import Evaluation\n"
         "from evaltrace.results import print_report\n"
         "entry = EntryResult(index=0, name='a', evaluations=[Evaluation(score=1.0)])\n"
         "print_report([RunResult(name='x', entries=[entry])])\n"
@@ -217,7 +219,7 @@ def _rows(text: str, pattern: str) -> list[tuple[str, str]]:
 
 
 def test_the_status_guide_and_the_model_give_one_precedence() -> None:
-    from evaltrace.evals import result
+    from evaltrace.results import model as result
 
     assert result.__doc__ is not None
     in_code = [
@@ -302,7 +304,7 @@ def test_progress_is_a_bar_on_a_terminal_and_plain_lines_elsewhere(
     ("count", "failing_every"), [(5, 2), (20, 3), (21, 3), (300, 2), (300, 1000)]
 )
 @pytest.mark.parametrize("verbose", [False, True])
-def test_a_summarized_run_reports_as_the_whole_run_does(
+def test_a_run_keeping_the_listed_entries_reports_as_the_whole_run_does(
     count: int, failing_every: int, verbose: bool
 ) -> None:
     # What `evaltrace test` prints of a run it did not hold: the entries read back in the
@@ -315,10 +317,12 @@ def test_a_summarized_run_reports_as_the_whole_run_does(
     ]
     whole = RunResult(name="big", evaluators=["exact"], entries=entries)
     finished_order = entries[1::2] + entries[::2]
-    summary = whole.summarized(
-        finished_order,
+    listing = Listing(
         all_up_to=count if verbose else ALL_ROWS_UP_TO,
         failing_up_to=None if verbose else MAX_LISTED_ENTRIES,
+    )
+    summary = whole.model_copy(
+        update={"entries": listing.select(finished_order), "counts": whole.counts}
     )
 
     assert render_report([summary], verbose=verbose) == render_report([whole], verbose=verbose)

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
 from evaltrace import UNSET, Evaluable, NamedData, evaluate_inputs, wrap
+from evaltrace.errors import ResultFileError
 from evaltrace.evals import Evaluation, EvaluationError
-from evaltrace.evals.result import CompletionStatus, EntryResult, RunResult, entry_status
+from evaltrace.results import load_result
+from evaltrace.results.model import (
+    SCHEMA_VERSION,
+    CompletionStatus,
+    EntryResult,
+    RunResult,
+    entry_status,
+)
 
 S = CompletionStatus
 
@@ -142,11 +152,20 @@ def test_status_counts_and_pass() -> None:
     assert not RunResult(name="empty").passed
 
 
-def test_a_saved_file_of_another_schema_version_is_refused() -> None:
+def test_a_result_saved_by_a_newer_evaltrace_is_refused_and_an_older_one_migrated(
+    tmp_path: Path,
+) -> None:
     data = full_result().model_dump(mode="json")
-    data["schema_version"] = 2
-    with pytest.raises(ValueError, match="schema_version"):
-        RunResult.model_validate(data)
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps({**data, "schema_version": SCHEMA_VERSION + 1}))
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps({**data, "schema_version": 1}))
+
+    with pytest.raises(ResultFileError, match="saved with schema_version 3, by a newer"):
+        load_result(newer)
+    migrated = load_result(older)
+    assert migrated.schema_version == SCHEMA_VERSION
+    assert migrated.entries == full_result().entries
 
 
 @pytest.mark.anyio

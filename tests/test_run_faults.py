@@ -14,7 +14,7 @@ import pytest
 
 from evaltrace import Evaluable, Evaluation, NamedData, evaluate, evaluate_inputs
 from evaltrace.errors import StopIterationError
-from evaltrace.evals import EntryResult, RunResult
+from evaltrace.results import EntryResult, RunResult
 
 EVALTRACE = str(Path(sys.executable).with_name("evaltrace"))
 
@@ -221,7 +221,7 @@ def test_wrap_many_takes_a_bool_only() -> None:
 
 
 def test_the_terminal_report_escapes_bidirectional_overrides() -> None:
-    from evaltrace.evals.report import printable
+    from evaltrace._safe_text import printable
 
     assert printable("invoice\u202efdp.exe") == "invoice\\u202efdp.exe"
     assert printable("a\u2066b\u2069c\u200f") == "a\\u2066b\\u2069c\\u200f"
@@ -239,8 +239,9 @@ def test_the_scorecard_is_written_with_the_permissions_of_the_other_result_files
 
 
 def test_evaluators_given_in_code_win_over_the_files_with_a_warning(tmp_path: Path) -> None:
-    from evaltrace import ExactMatch, run
+    from evaltrace import run
     from evaltrace.datasets import run_dataset
+    from evaltrace.judges import ExactMatch
 
     (tmp_path / "app.py").write_text("def echo(n: str) -> str:\n    return n\n")
     dataset = tmp_path / "d.evaltrace.json"

@@ -20,14 +20,14 @@ from evaltrace import (
     capture_traces,
     wrap,
 )
-from evaltrace.evals import (
+from evaltrace.engine import (
     EvalAssertionError,
-    ScoreThreshold,
     assert_pass,
     evaluate_inputs,
     run_and_evaluate,
     run_captured,
 )
+from evaltrace.evals import ScoreThreshold
 
 
 class CountingApp:
@@ -368,7 +368,7 @@ async def test_runs_inside_an_outer_capture_are_also_seen_by_it() -> None:
 async def test_progress_is_reported_once_per_input_and_a_broken_callback_loses_nothing(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from evaltrace.evals.runner import evaluate_inputs
+    from evaltrace.engine import evaluate_inputs
 
     seen: list[tuple[int, int]] = []
 
@@ -385,7 +385,7 @@ async def test_progress_is_reported_once_per_input_and_a_broken_callback_loses_n
 
 @pytest.mark.anyio
 async def test_cancelling_a_run_cancels_all_of_its_evaluators() -> None:
-    from evaltrace.evals.runner import evaluate_inputs
+    from evaltrace.engine import evaluate_inputs
 
     started: list[str] = []
     finished: list[str] = []
@@ -543,7 +543,7 @@ def test_an_abandoned_blocked_sync_evaluator_does_not_delay_exit() -> None:
     script = """
 import threading
 import anyio
-from evaltrace.evals.runner import evaluate_inputs
+from evaltrace.engine import evaluate_inputs
 
 never = threading.Event()
 
@@ -574,7 +574,7 @@ print("exiting")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "EvaluatorTimeoutError",
-        "EvaluatorTimeoutError runnable",
+        "RunnableTimeoutError runnable",
         "exiting",
     ]
 
@@ -781,7 +781,6 @@ async def test_each_evaluator_runs_in_its_own_copy_of_the_context() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_runnable_that_cannot_be_called_is_an_errored_run() -> None:
-    result = await run_and_evaluate(upper_ok, "not a function", "q")  # type: ignore[arg-type]
-    assert result.error is not None
-    assert (result.error.type, result.error.where) == ("TypeError", "runnable")
+async def test_a_runnable_that_cannot_be_called_is_refused_as_evaluate_inputs_refuses_it() -> None:
+    with pytest.raises(TypeError, match=r"runnable must be a callable .* got str 'not a function'"):
+        await run_and_evaluate(upper_ok, "not a function", "q")  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from evaltrace import load_traces, split_traces
+from evaltrace import load_traces
 from evaltrace.datasets import (
     ResumeError,
     Shard,
@@ -23,7 +23,6 @@ from evaltrace.datasets import (
     run_dataset,
     shard_positions,
 )
-from evaltrace.evals import RunResult
 from evaltrace.results import (
     ENTRIES_FILE,
     RESULT_FILE,
@@ -31,11 +30,13 @@ from evaltrace.results import (
     DuplicateEntryError,
     MergeError,
     ResultsFolder,
+    RunResult,
     iter_entries,
     load_result,
     merge_results,
     scan_entries,
 )
+from evaltrace.trace import split_traces
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -24,20 +24,19 @@ import anyio
 import pytest
 from opentelemetry import trace as otel
 
-from evaltrace import (
+from evaltrace import Evaluable, Evaluation, save_traces, wrap
+from evaltrace.engine import evaluate_inputs
+from evaltrace.judges import Repeated
+from evaltrace.metrics import compute_dataset_evaluator_results
+from evaltrace.results import (
     DatasetScorecard,
-    Evaluable,
-    Evaluation,
-    Repeated,
+    ResultFileError,
+    charts,
     generate_dataset_scorecard_html,
     save_dataset_scorecard,
-    save_traces,
-    wrap,
+    write_scorecard,
 )
-from evaltrace.evals import evaluate_inputs
-from evaltrace.evals.result import CompletionStatus, EntryResult, RunResult
-from evaltrace.metrics import compute_dataset_evaluator_results
-from evaltrace.results import ResultFileError, charts, write_scorecard
+from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
 
 HOSTILE = "</script><script>alert(1)</script> <img src=x onerror=alert(1)> {{7*7}}"
 """An output that must show as text: it would close the data element, add an element whose
@@ -476,10 +475,11 @@ def test_inline_assets_cannot_close_their_own_element(asset: str) -> None:
 
 def test_jinja2_and_pandas_load_only_when_used() -> None:
     code = (
-        "import sys, evaltrace\n"
-        "card = evaltrace.DatasetScorecard.from_run(evaltrace.evals.result.RunResult(name='x'))\n"
+        "import sys, evaltrace.results\n"
+        "card = evaltrace.results.DatasetScorecard.from_run(\n"
+        "    evaltrace.results.model.RunResult(name='x'))\n"
         "before = [m for m in ('jinja2', 'pandas') if m in sys.modules]\n"
-        "evaltrace.generate_dataset_scorecard_html(card)\n"
+        "evaltrace.results.generate_dataset_scorecard_html(card)\n"
         "print(before, 'jinja2' in sys.modules, 'pandas' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

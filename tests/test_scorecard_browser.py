@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from evaltrace import DatasetScorecard, save_dataset_scorecard
 from evaltrace.evals import Evaluation
-from evaltrace.evals.result import EntryResult, RunResult
+from evaltrace.results import DatasetScorecard, save_dataset_scorecard
+from evaltrace.results.model import EntryResult, RunResult
 from test_scorecard import HOSTILE, build_run
 
 CHROMIUM = Path(os.environ.get("EVALTRACE_TEST_CHROMIUM", "/usr/bin/chromium"))

@@ -13,7 +13,7 @@ import pytest
 
 import evaltrace
 from evaltrace.datasets import Dataset, DatasetError, load_dataset, run_dataset
-from evaltrace.evals import CompletionStatus, RunResult
+from evaltrace.results import CompletionStatus, RunResult
 
 EVALTRACE = str(Path(sys.executable).with_name("evaltrace"))
 
@@ -236,7 +236,7 @@ def test_stored_trace_entries_are_checked_when_the_dataset_loads(
 
 def test_the_schema_asks_for_entry_kwargs_or_trace() -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    validator = jsonschema.Draft202012Validator(evaltrace.dataset_json_schema())
+    validator = jsonschema.Draft202012Validator(evaltrace.datasets.dataset_json_schema())
 
     def valid(entry: dict[str, Any]) -> bool:
         return validator.is_valid({"entries": [entry]})

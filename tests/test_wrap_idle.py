@@ -13,8 +13,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from evaltrace import capture_traces, eval_inputs, propagate, wrap
-from evaltrace.capture import config, context
+from evaltrace import capture_traces, wrap
+from evaltrace.capture import config, context, eval_inputs, propagate
 from evaltrace.capture.config import Runtime, Settings
 from evaltrace.capture.listeners import LISTENERS
 from evaltrace.capture.processor import ScopeSpanProcessor

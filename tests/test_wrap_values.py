@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from evaltrace import capture_traces, eval_inputs, wrap
+from evaltrace import capture_traces, wrap
 from evaltrace.capture import conventions as conv
+from evaltrace.capture import eval_inputs
 from evaltrace.errors import MissingEvalInputError
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from collector_checks import answers_from_the_tool
 
 import evaltrace
-from evaltrace import CompletionStatus, evaluate_traces, last_llm_call
+from evaltrace import evaluate_traces, last_llm_call
+from evaltrace.results import CompletionStatus
 from evaltrace.testing import OTLPReceiver
 
 HERE = Path(__file__).parent

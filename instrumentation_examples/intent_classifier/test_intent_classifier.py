@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evaltrace import RunResult, run_dataset
-from evaltrace.evals import CompletionStatus
+from evaltrace.results import CompletionStatus
 
 DATASET = Path(__file__).with_name("intent_classifier.evaltrace.json")
 

@@ -40,14 +40,13 @@ import yaml
 from openai.types.chat import ChatCompletion, ChatCompletionToolParam
 from openai.types.shared_params import ResponseFormatJSONSchema
 
-from evaltrace import (
+from evaltrace import capture_traces, save_traces, wrap
+from evaltrace.results import (
     aggregate_results_to_dataframe,
-    capture_traces,
+    collect_task_outcomes,
     extract_task_outcome,
-    save_traces,
-    wrap,
+    format_outcome_summary,
 )
-from evaltrace.results import collect_task_outcomes, format_outcome_summary
 from evaltrace.testing import FakeJudgeServer
 
 MODEL = "gpt-4o-mini"

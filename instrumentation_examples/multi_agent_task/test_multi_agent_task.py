@@ -6,9 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from evaltrace import RunResult, aggregate_results_to_dataframe, analyze_agent_log, run_dataset
-from evaltrace.evals import CompletionStatus
-from evaltrace.results import collect_task_outcomes
+from evaltrace import RunResult, run_dataset
+from evaltrace.results import (
+    CompletionStatus,
+    aggregate_results_to_dataframe,
+    analyze_agent_log,
+    collect_task_outcomes,
+)
 
 HERE = Path(__file__).parent
 DATASET = HERE / "multi_agent_task.evaltrace.json"

@@ -11,8 +11,8 @@ import asyncio
 import weakref
 from typing import Any
 
-from evaltrace import Evaluable, Evaluation, Repeated, create_llm_evaluator
-from evaltrace.judges import build_aggregation_strategy
+from evaltrace import Evaluable, Evaluation
+from evaltrace.judges import Repeated, build_aggregation_strategy, create_llm_evaluator
 
 GRADER = create_llm_evaluator(
     "summary_grader",

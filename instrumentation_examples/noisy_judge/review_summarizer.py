@@ -18,7 +18,8 @@ import openai
 import yaml
 from openai.types.chat import ChatCompletion
 
-from evaltrace import configure_judge, wrap
+from evaltrace import wrap
+from evaltrace.judges import configure_judge
 from evaltrace.testing import FakeJudgeServer
 
 MODEL = "gpt-4o-mini"

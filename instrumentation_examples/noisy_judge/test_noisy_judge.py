@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evaltrace import DatasetScorecard, RunResult, generate_dataset_scorecard_html, run_dataset
-from evaltrace.evals import CompletionStatus
+from evaltrace import RunResult, run_dataset
+from evaltrace.results import CompletionStatus, DatasetScorecard, generate_dataset_scorecard_html
 
 DATASET = Path(__file__).with_name("noisy_judge.evaltrace.json")
 STRATEGIES = ["mean", "median", "majority", "min", "max", "2+ >= 0.75", "pass@2"]

@@ -9,7 +9,8 @@ the context.
 
 from __future__ import annotations
 
-from evaltrace import Evaluable, Evaluation, EvaluatorContext, Faithfulness, NamedData, evaluate
+from evaltrace import Evaluable, Evaluation, EvaluatorContext, NamedData, evaluate
+from evaltrace.judges import Faithfulness
 from evaltrace.trace import span_documents, walk_trace
 
 _FAITHFULNESS = Faithfulness()

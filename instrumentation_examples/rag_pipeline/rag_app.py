@@ -32,8 +32,10 @@ import openai
 import yaml
 from openai.types.chat import ChatCompletion
 
-from evaltrace import EvaluationResult, Metric, configure_judge, evaluate_runnable, wrap
+from evaltrace import wrap
 from evaltrace.datasets import load_dataset
+from evaltrace.judges import configure_judge
+from evaltrace.pipeline import EvaluationResult, Metric, evaluate_runnable
 from evaltrace.testing import FakeJudgeServer
 
 MODEL = "gpt-4o-mini"

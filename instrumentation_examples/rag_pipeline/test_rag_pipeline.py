@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from evaltrace import Metric, RunResult, run_dataset
-from evaltrace.evals import CompletionStatus
+from evaltrace import RunResult, run_dataset
+from evaltrace.pipeline import Metric
+from evaltrace.results import CompletionStatus
 
 from .rag_app import dataset_cases, evaluate_pipeline
 

@@ -29,7 +29,8 @@ import openai
 import yaml
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam, ChatCompletionToolParam
 
-from evaltrace import configure_judge, wrap
+from evaltrace import wrap
+from evaltrace.judges import configure_judge
 from evaltrace.testing import FakeJudgeServer
 
 MODEL = "gpt-4o-mini"

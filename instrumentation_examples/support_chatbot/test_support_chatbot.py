@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evaltrace import load_traces, run_dataset
-from evaltrace.evals import CompletionStatus
+from evaltrace.results import CompletionStatus
 from evaltrace.trace import walk_trace
 
 DATASET = Path(__file__).with_name("support_chatbot.evaltrace.json")

@@ -16,7 +16,16 @@ Example:
 
 from __future__ import annotations
 
-__all__ = ["exception_message", "exception_text", "safe_repr", "safe_str", "type_name"]
+import re
+
+__all__ = [
+    "exception_message",
+    "exception_text",
+    "printable",
+    "safe_repr",
+    "safe_str",
+    "type_name",
+]
 
 
 def type_name(value: object) -> str:
@@ -83,3 +92,27 @@ def exception_text(exc: BaseException) -> str:
         'ValueError: bad score'
     """
     return f"{type_name(exc)}: {exception_message(exc)}"
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+"""Terminal control characters, and the Unicode marks that reorder or break the text around
+them (bidirectional embeddings, overrides and isolates, line and paragraph separators)."""
+
+
+def printable(text: str) -> str:
+    r"""Return ``text`` with its terminal control characters shown instead of obeyed.
+
+    Span names, values, reasoning and error messages come from the app, its evaluators or a
+    file: an escape sequence in them could clear the screen, move the cursor, retitle the
+    window or hide what precedes a carriage return; a bidirectional override (U+202E) makes
+    text read in another order than it is. Every C0 control character but newline and tab
+    (the output's own layout), DEL, every C1 control character, and the bidirectional and
+    separator marks become a ``\u001b``-style escape, which also keeps JSON output valid JSON.
+
+    Example:
+        >>> printable("red\x1b[31m")
+        'red\\u001b[31m'
+        >>> printable("invoice\u202efdp.exe")
+        'invoice\\u202efdp.exe'
+    """
+    return _CONTROL.sub(lambda match: f"\\u{ord(match.group()):04x}", text)

@@ -11,9 +11,11 @@ from typing import Any
 
 import anyio
 
-from evaltrace import Evaluable, Evaluation, capture_traces, wrap
-from evaltrace.evals import ScoreThreshold, evaluate_inputs, results_table
+from evaltrace.capture import wrap
+from evaltrace.engine import evaluate_inputs, results_table
+from evaltrace.evals import Evaluable, Evaluation, ScoreThreshold
 from evaltrace.metrics import reciprocal_rank, token_f1
+from evaltrace.trace import capture_traces
 
 CORPUS = [
     {"id": "fr", "content": "Paris is the capital and largest city of France."},

@@ -19,6 +19,11 @@ __all__ = [
     "MissingExtraError",
     "MultipleTracesError",
     "NoTraceError",
+    "ResultFileError",
+    "ResultsFolderError",
+    "ResumeError",
+    "RunFolderBusyError",
+    "RunnableTimeoutError",
     "StopIterationError",
     "TraceFormatError",
     "UnknownEvaluatorError",
@@ -100,6 +105,40 @@ class StopIterationError(EvaltraceError, RuntimeError):
     ``RuntimeError``, and an asyncio future refuses it), so the call's ``StopIteration`` is
     this error's ``__cause__``. It usually means ``next()`` on an empty iterator.
     """
+
+
+class RunnableTimeoutError(EvaltraceError, TimeoutError):
+    """The runnable (the app) did not finish one run within its timeout."""
+
+
+class ResultFileError(EvaltraceError, ValueError):
+    """A saved result cannot be read: missing, not JSON, not a saved result, or damaged."""
+
+
+class ResultsFolderError(EvaltraceError, OSError):
+    """A results folder cannot be created or written; the message names the path and why."""
+
+
+class ResumeError(EvaltraceError, ValueError):
+    """A run cannot be resumed in the folder given.
+
+    It holds a run of another dataset, selection or shard, or one whose fingerprint
+    (evaluators, threshold, code, ...) differs, or it is damaged; it is left as it was.
+    """
+
+
+class RunFolderBusyError(EvaltraceError, RuntimeError):
+    """Another process is writing the run folder (it holds its lock)."""
+
+    def __init__(self, folder: object, holder: str) -> None:
+        super().__init__(
+            f"{folder} is being written by process {holder}; wait for that run to end (or "
+            "stop it), then try again"
+        )
+        self.folder = folder
+        """The folder."""
+        self.holder = holder
+        """The id of the process writing it, as it wrote it (``"unknown"`` if it did not)."""
 
 
 class MissingExtraError(EvaltraceError, ImportError):

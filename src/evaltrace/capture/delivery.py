@@ -1,6 +1,6 @@
 """Bounded hand-off from the app's threads to handlers and exporters, with counted results.
 
-Each handler registered with :func:`~evaltrace.add_handler` and each exporter given to
+Each handler registered with :func:`~evaltrace.trace.add_handler` and each exporter given to
 :func:`~evaltrace.init` gets a queue of its own and one daemon thread that empties it. The
 app's thread only appends to the queue; when the queue is full the span is dropped and
 counted, so a slow consumer never slows the app down or makes memory grow without bound.
@@ -55,7 +55,7 @@ Deliver: TypeAlias = Callable[[ReadableSpan | WrapRecord], Awaitable[None] | Non
 
 @dataclass(kw_only=True, frozen=True)
 class HandlerStats:
-    """What one handler was given, as counted by :func:`~evaltrace.handler_stats`."""
+    """What one handler was given, as counted by :func:`~evaltrace.trace.handler_stats`."""
 
     delivered: int
     """Spans and values the handler was given (including those it raised on)."""

@@ -91,8 +91,8 @@ class ScopeSpanProcessor(SpanProcessor):
             logger.warning(
                 "evaltrace: span %r started outside any capture_traces() block while a "
                 "capture was open, so no capture receives it. If it runs in a thread you "
-                "started, start the thread with evaltrace.propagate(fn) (or use "
-                "evaltrace.ContextThreadPoolExecutor) to carry the capture into it.",
+                "started, start the thread with evaltrace.capture.propagate(fn) (or use "
+                "evaltrace.capture.ContextThreadPoolExecutor) to carry the capture into it.",
                 span.name,
             )
 

@@ -120,7 +120,7 @@ def wrap(
     As a value hook (``wrap(data, purpose=..., name=...)``): records ``data`` on the current
     span (a span event ``evaltrace.wrap``) and in the current capture, and returns ``data``
     unchanged. With ``purpose="input"`` inside an evaluation run (see
-    :func:`evaltrace.eval_inputs`), it returns the run's input called ``name`` instead. When
+    :func:`evaltrace.capture.eval_inputs`), it returns the run's input called ``name`` instead. When
     ``data`` is callable (e.g. ``wrap(db.fetch_order, purpose="input", name="order")``), it
     returns a callable of the same kind (sync or async) that records each result; in an
     evaluation run with inputs, that callable returns the injected value and never calls

@@ -13,7 +13,7 @@ from typing import IO, Final
 
 import click
 
-from evaltrace.evals.report import printable
+from evaltrace._safe_text import printable
 
 __all__ = [
     "CLOSED_PIPE",

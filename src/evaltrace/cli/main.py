@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 import click
 
-from evaltrace import __version__
 from evaltrace.cli._terminal import (
     CLOSED_PIPE,
     INTERRUPTED,
@@ -33,6 +32,7 @@ from evaltrace.cli.report import report
 from evaltrace.cli.test import test
 from evaltrace.cli.trace import trace
 from evaltrace.errors import EvaltraceError
+from evaltrace.version import version
 
 __all__ = ["evaltrace", "main"]
 
@@ -57,9 +57,7 @@ class _Commands(click.Group):
     cls=_Commands,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.version_option(
-    __version__, "--version", prog_name="evaltrace", message="%(prog)s %(version)s"
-)
+@click.version_option(version(), "--version", prog_name="evaltrace", message="%(prog)s %(version)s")
 def evaltrace() -> None:
     """Trace capture and evaluation for LLM applications."""
 

@@ -23,8 +23,9 @@ from evaltrace.constants import (
 from evaltrace.errors import EvaltraceError
 
 if TYPE_CHECKING:
-    from evaltrace.datasets import Executor, PreparedDataset, Shard
-    from evaltrace.evals import RunResult
+    from evaltrace.datasets import PreparedDataset, Shard
+    from evaltrace.engine import Executor, Listing
+    from evaltrace.results import RunResult
 
 __all__ = ["test"]
 
@@ -290,7 +291,8 @@ def _test_traces(
     """``evaltrace test --traces FILE --evaluator NAME``: score a stored trace file."""
     import anyio
 
-    from evaltrace.datasets import DatasetError, resolve_evaluator_names, run_traces
+    from evaltrace.datasets import DatasetError, resolve_evaluator_names
+    from evaltrace.engine import run_traces
     from evaltrace.results import ResultsFolderError, check_writable, new_run_id
 
     if traces is None:
@@ -324,6 +326,7 @@ def _test_traces(
                 output_dir=parent,
                 progress=True,
                 run_id=run_id,
+                keep_entries=True if output_format == "json" else _listing(verbose),
             )
         )
     except KeyboardInterrupt:
@@ -339,6 +342,16 @@ def _test_traces(
         if page is not None:
             out(f"scorecard: {page}")
     return 0 if exit_zero or result.passed else 1
+
+
+def _listing(verbose: bool) -> Listing:
+    """What a run keeps for its report: every entry with ``-v``, else those it lists."""
+    from evaltrace.engine import Listing
+    from evaltrace.results.report import ALL_ROWS_UP_TO, MAX_LISTED_ENTRIES
+
+    if verbose:
+        return Listing(all_up_to=sys.maxsize, failing_up_to=None)
+    return Listing(all_up_to=ALL_ROWS_UP_TO, failing_up_to=MAX_LISTED_ENTRIES)
 
 
 class _Runs:
@@ -364,22 +377,20 @@ class _Runs:
     ) -> bool:
         """Run every dataset; whether Ctrl-C interrupted the runs.
 
-        Without ``hold_entries``, each run keeps no entry while it runs (they stream to its
-        folder) and is read back summarized: the entries its report lists, and the statuses
-        of all of them.
+        Without ``hold_entries``, each run keeps only the entries its report lists (they all
+        stream to its folder); its result counts the statuses of every entry.
         """
         import anyio
 
-        from evaltrace.datasets import ResumeError, run_dataset
+        from evaltrace.datasets import run_dataset
         from evaltrace.results import (
             ResultFileError,
             ResultsFolderError,
+            ResumeError,
             RunFolderBusyError,
-            iter_entries,
             load_result,
             new_run_id,
         )
-        from evaltrace.results.report import ALL_ROWS_UP_TO, MAX_LISTED_ENTRIES
 
         async def run_all() -> None:
             for item in self.datasets:
@@ -398,15 +409,9 @@ class _Runs:
                         shard=scale.shard,
                         resume=scale.resume,
                         executor=scale.executor,
-                        keep_entries=hold_entries,
+                        keep_entries=True if hold_entries else _listing(verbose),
                         force=scale.force,
                     )
-                    if not hold_entries:
-                        result = result.summarized(
-                            iter_entries(self.last_folder),
-                            all_up_to=sys.maxsize if verbose else ALL_ROWS_UP_TO,
-                            failing_up_to=None if verbose else MAX_LISTED_ENTRIES,
-                        )
                 except ResultsFolderError as exc:  # written in part: report what was
                     self.write_error = exc
                     try:

@@ -137,9 +137,9 @@ def _trace_id(trace: list[ObservationNode]) -> str:
 def _run_once(reference: str, input_file: str, output: str, select: str | None) -> int:
     import anyio
 
-    from evaltrace import save_traces
     from evaltrace.datasets import DatasetError, NotRunnableError, ReferenceLoader, RunnableAdapter
-    from evaltrace.evals import run_captured
+    from evaltrace.engine import run_captured
+    from evaltrace.trace import save_traces
 
     try:
         target = ReferenceLoader().load(reference, file="--runnable", location="", base_dir=None)

@@ -6,7 +6,7 @@ A dataset file (JSON or YAML) names the app's entry point, the evaluators and th
 evaluators (built-in names through the registry that :func:`register_evaluator` extends,
 ``"file.py:name"`` and ``"module:name"`` references to user code), and checks every entry's
 arguments against the runnable, again reporting every problem at once. :func:`run_dataset`
-runs a dataset into a :class:`~evaltrace.evals.RunResult` (and its results folder), as
+runs a dataset into a :class:`~evaltrace.results.RunResult` (and its results folder), as
 ``evaltrace test`` does; :func:`assert_dataset_pass` is that run with an assertion.
 
 Example:
@@ -20,8 +20,9 @@ Example:
     ('json:dumps', ['ExactMatch'])
 """
 
+from evaltrace.constants import DEFAULT_DATASET_TIMEOUT
 from evaltrace.datasets.assertions import DatasetPassResult, assert_dataset_pass
-from evaltrace.datasets.executor import EntrySink, Executor, LocalExecutor, RunPlan
+from evaltrace.datasets.entries import DatasetEntries, PreparedDataset
 from evaltrace.datasets.loading import MAX_DATASET_BYTES, dataset_from_data, load_dataset
 from evaltrace.datasets.model import INHERIT, Dataset, DatasetEntry, EvaluatorSpec, NamedInput
 from evaltrace.datasets.problems import DatasetError, DatasetProblem
@@ -43,14 +44,12 @@ from evaltrace.datasets.resolution import (
     resolve_evaluator_names,
 )
 from evaltrace.datasets.run import (
-    DEFAULT_DATASET_TIMEOUT,
     EntryFilter,
     NoEntriesSelectedError,
-    PreparedDataset,
-    ResumeError,
     matches_filter,
     prepare_dataset,
     run_dataset,
+    select_entries,
 )
 from evaltrace.datasets.runnable import (
     NotRunnableError,
@@ -60,7 +59,8 @@ from evaltrace.datasets.runnable import (
 )
 from evaltrace.datasets.schema import dataset_json_schema
 from evaltrace.datasets.sharding import Shard, ShardSpecError, selection_digest, shard_positions
-from evaltrace.datasets.stored import run_traces
+from evaltrace.engine import Executor, LocalExecutor
+from evaltrace.errors import ResumeError
 
 __all__ = [
     "BUILTIN_EVALUATORS",
@@ -75,7 +75,7 @@ __all__ = [
     "DatasetProblem",
     "EvaluatorBuildError",
     "EntryFilter",
-    "EntrySink",
+    "DatasetEntries",
     "Executor",
     "LocalExecutor",
     "EvaluatorSpec",
@@ -90,7 +90,6 @@ __all__ = [
     "ResolvedDataset",
     "ResolvedEvaluator",
     "ResumeError",
-    "RunPlan",
     "Runnable",
     "RunnableAdapter",
     "RunnableLifecycleError",
@@ -113,5 +112,5 @@ __all__ = [
     "run_dataset",
     "selection_digest",
     "shard_positions",
-    "run_traces",
+    "select_entries",
 ]

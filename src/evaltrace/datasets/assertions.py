@@ -7,16 +7,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
+from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_DATASET_TIMEOUT, DEFAULT_THRESHOLD
 from evaltrace.datasets.model import Dataset
-from evaltrace.datasets.run import DEFAULT_DATASET_TIMEOUT, EntryFilter, run_dataset
-from evaltrace.evals.assertions import EvalAssertionError
+from evaltrace.datasets.run import EntryFilter, run_dataset
+from evaltrace.engine import EvalAssertionError, entries_table
 from evaltrace.evals.criteria import PassCriteria, ScoreThreshold, as_pass_criteria
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.evaluator import EvaluatorFunction
-from evaltrace.evals.report import entries_table
-from evaltrace.evals.result import RunResult
 from evaltrace.evals.selectors import TraceSelector
+from evaltrace.results.model import RunResult
 
 __all__ = ["DatasetPassResult", "assert_dataset_pass"]
 

@@ -12,11 +12,11 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from evaltrace.datasets.executor import PreparedDataset
+from evaltrace.datasets.entries import PreparedDataset
 from evaltrace.datasets.references import reference_file
 from evaltrace.datasets.sharding import Shard
 from evaltrace.evals.evaluator import evaluator_name
-from evaltrace.evals.result import RunFingerprint
+from evaltrace.results.model import RunFingerprint
 from evaltrace.version import version
 
 __all__ = ["run_fingerprint"]

@@ -31,14 +31,15 @@ from typing import Any, Final
 import anyio
 
 from evaltrace._safe_text import exception_text
-from evaltrace.datasets.executor import EntrySink, LocalExecutor, PreparedDataset, RunPlan
+from evaltrace.datasets.entries import DatasetEntries, PreparedDataset
 from evaltrace.datasets.references import ReferenceLoader
 from evaltrace.datasets.run import prepare_dataset
+from evaltrace.engine import Finished, LocalExecutor, RunConfig, Scored, Work
 from evaltrace.errors import EvaltraceError, MissingExtraError
 from evaltrace.evals.evaluation import EvaluationError
-from evaltrace.evals.result import EntryResult
 from evaltrace.llm.config import configure_judge, judge_config
 from evaltrace.llm.rate_limit import RateLimiter
+from evaltrace.results.model import EntryResult
 from evaltrace.trace import span_to_json
 
 __all__ = ["RayExecutor", "RayExecutorError", "SharedRateLimiter"]
@@ -67,7 +68,7 @@ class SharedRateLimiter:
     """A rate limiter whose windows live in one Ray actor, shared by every worker of a run.
 
     Given to ``configure_judge(rate_limiter=...)`` in each worker by :class:`RayExecutor`;
-    each ``acquire`` waits for the actor's :class:`~evaltrace.RateLimiter`.
+    each ``acquire`` waits for the actor's :class:`~evaltrace.llm.RateLimiter`.
     """
 
     def __init__(self, actor: Any) -> None:
@@ -139,7 +140,7 @@ class RayExecutor:
         batch_size: Entries per Ray task; by default about eight batches per worker CPU, at
             most 1,000 entries each.
         rate_limiter: The limits every worker's judge calls share; by default the
-            :class:`~evaltrace.RateLimiter` configured in this process with
+            :class:`~evaltrace.llm.RateLimiter` configured in this process with
             ``configure_judge``, if any.
         num_cpus: CPUs of the local Ray started without ``address`` (all by default).
 
@@ -181,14 +182,20 @@ class RayExecutor:
     def __repr__(self) -> str:
         return f"RayExecutor(address={self.address!r}, batch_size={self.batch_size!r})"
 
-    async def execute(self, plan: RunPlan, finished: EntrySink) -> list[EvaluationError]:
-        """Run the plan's entries as Ray tasks; see :meth:`~evaltrace.datasets.Executor.execute`.
+    async def execute(self, work: Work, finished: Finished) -> list[EvaluationError]:
+        """Run the entries as Ray tasks; see :meth:`evaltrace.engine.Executor.execute`.
 
         Raises:
             RayExecutorError: The dataset was not loaded from a file, the runnable or
                 evaluators were given in code, or a batch failed in a worker.
         """
-        job = self._job(plan)
+        source = work.source
+        if not isinstance(source, DatasetEntries):
+            raise RayExecutorError(
+                "RayExecutor runs the entries of a dataset file (run_dataset, evaltrace test); "
+                f"this run's entries come from {type(source).__name__}: run it locally"
+            )
+        job = self._job(work, source)
         ray = self._ray
         started_here = False
         if not ray.is_initialized():
@@ -196,7 +203,7 @@ class RayExecutor:
             self._init()
             started_here = True
         try:
-            return await self._run(ray, job, plan, finished)
+            return await self._run(ray, job, work, source, finished)
         finally:
             if started_here:
                 ray.shutdown()
@@ -215,8 +222,8 @@ class RayExecutor:
             **common,
         )
 
-    def _job(self, plan: RunPlan) -> _Job:
-        prepared = plan.prepared
+    def _job(self, work: Work, source: DatasetEntries) -> _Job:
+        prepared = source.prepared
         path = prepared.dataset.path
         if path is None or prepared.from_code:
             raise RayExecutorError(
@@ -224,7 +231,7 @@ class RayExecutor:
                 "evaluators the file names: workers load the file themselves. Save the "
                 "dataset to a file (and register evaluators given in code), or run locally"
             )
-        if plan.from_trace is not None:
+        if work.config.from_trace is not None:
             raise RayExecutorError(
                 "RayExecutor cannot send from_trace= (code) to its workers; score the root "
                 "span, or run locally"
@@ -242,18 +249,19 @@ class RayExecutor:
         return _Job(
             dataset=str(path),
             paths=[os.getcwd()],
-            run_id=plan.run_id,
-            threshold=plan.threshold,
-            timeout=plan.timeout,
-            concurrency=plan.concurrency,
+            run_id=work.run_id,
+            threshold=work.config.threshold,
+            timeout=work.config.timeout,
+            concurrency=work.config.concurrency,
             judge={key: value for key, value in judge.items() if value is not None},
         )
 
     async def _run(
-        self, ray: Any, job: _Job, plan: RunPlan, finished: EntrySink
+        self, ray: Any, job: _Job, work: Work, source: DatasetEntries, finished: Finished
     ) -> list[EvaluationError]:
         workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        positions = list(plan.positions)
+        done = work.done
+        positions = [p for p in source.positions if done is None or not done(p)]
         size = self.batch_size or max(
             1, min(_MAX_BATCH, math.ceil(len(positions) / (workers * _BATCHES_PER_WORKER)))
         )
@@ -276,7 +284,7 @@ class RayExecutor:
                     batch = next(upcoming, None)
                     if batch is None:
                         break
-                    pairs = [(position, plan.selected[position]) for position in batch]
+                    pairs = [(position, source.selected[position]) for position in batch]
                     ref = task.remote(asdict(job), pairs, actor)
                     pending.append(ref)
                     batch_of[ref] = batch
@@ -295,7 +303,8 @@ class RayExecutor:
                             f"worker: {exception_text(exc)}"
                         ) from None
                     for text, spans in zip(outcome.entries, outcome.spans, strict=True):
-                        finished(EntryResult.model_validate_json(text), spans)
+                        result = EntryResult.model_validate_json(text)
+                        await finished(Scored(entry=None, result=result, lines=spans))
                     for text in outcome.errors:
                         error = EvaluationError.model_validate_json(text)
                         errors.setdefault((error.type, error.message, error.where), error)
@@ -324,25 +333,23 @@ def _run_batch(job: dict[str, Any], pairs: Sequence[tuple[int, int]], actor: Any
             sys.path.insert(0, folder)
     prepared = _prepared(spec.dataset, spec.run_id)
     positions = [position for position, _ in pairs]
-    plan = RunPlan(
-        prepared=prepared,
-        selected=[index for _, index in pairs],
-        positions=range(len(pairs)),
-        run_id=spec.run_id,
-        threshold=spec.threshold,
-        timeout=spec.timeout,
-        concurrency=spec.concurrency,
+    source = DatasetEntries(
+        prepared, selected=[index for _, index in pairs], positions=range(len(pairs))
     )
+    config = RunConfig(concurrency=spec.concurrency, timeout=spec.timeout, threshold=spec.threshold)
+    work = Work(source=source, config=config, run_id=spec.run_id)
     entries: list[str] = []
     spans: list[list[str]] = []
 
-    def collect(entry: EntryResult, records: Any) -> None:
+    async def collect(scored: Scored) -> None:
+        entry = scored.result
         entries.append(entry.model_copy(update={"index": positions[entry.index]}).model_dump_json())
-        spans.append([span if isinstance(span, str) else span_to_json(span) for span in records])
+        spans.append([s if isinstance(s, str) else span_to_json(s) for s in scored.spans()])
+        scored.release()
 
     limiter = SharedRateLimiter(actor) if actor is not None else None
     with configure_judge(**spec.judge, rate_limiter=limiter):
-        errors = anyio.run(LocalExecutor().execute, plan, collect)
+        errors = anyio.run(LocalExecutor().execute, work, collect)
     return _BatchResult(
         entries=entries, spans=spans, errors=[error.model_dump_json() for error in errors]
     )

@@ -8,30 +8,27 @@ concurrently (each under its own capture, its ``eval_input`` served to
 ``wrap(purpose="input")``, each run and each evaluation bounded by the timeout), and its
 ``teardown`` runs once, always, also when the run is interrupted.
 
-With ``output_dir``, the run writes its folder ``<output_dir>/<run-id>/`` (see
-:mod:`evaltrace.results.folder`): each entry's spans are appended to ``traces.jsonl`` as the
-entry finishes, and the capture is then released, so a long run never holds every trace in
-memory; ``result.json`` is written at the end, atomically, also when the run is interrupted
-(then with the entries that finished, and ``interrupted`` set).
+The run itself is the engine's (:func:`evaltrace.engine.execute`): with ``output_dir`` it
+writes its folder ``<output_dir>/<run-id>/`` (see :mod:`evaltrace.results.folder`), each
+entry's spans appended to ``traces.jsonl`` as the entry finishes and its capture then
+released, so a long run never holds every trace in memory; ``result.json`` is written at the
+end, atomically, also when the run is interrupted (then with the entries that finished, and
+``interrupted`` set).
 """
 
 from __future__ import annotations
 
-import contextlib
-import math
 import os
-import time
 import warnings
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from pathlib import Path
 from typing import TypeAlias
 
-from evaltrace._safe_text import exception_text, safe_repr
-from evaltrace.checks import check_count, check_timeout
+from evaltrace._safe_text import exception_text
 from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_DATASET_TIMEOUT, DEFAULT_THRESHOLD
-from evaltrace.datasets.executor import Executor, LocalExecutor, PreparedDataset, RunPlan
+from evaltrace.datasets.entries import DatasetEntries, PreparedDataset
 from evaltrace.datasets.fingerprint import run_fingerprint
 from evaltrace.datasets.loading import load_dataset
 from evaltrace.datasets.model import Dataset, DatasetEntry
@@ -45,31 +42,23 @@ from evaltrace.datasets.resolution import (
     resolve_dataset,
 )
 from evaltrace.datasets.sharding import Shard, selection_digest, shard_positions
-from evaltrace.datasets.stored import StoredTraceExecutor
-from evaltrace.errors import EvaltraceError
-from evaltrace.evals.evaluation import EvaluationError
+from evaltrace.engine import (
+    Executor,
+    Listing,
+    LocalExecutor,
+    Observer,
+    Output,
+    RunConfig,
+    Scored,
+    execute,
+)
+from evaltrace.errors import EvaltraceError, ResumeError
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
-from evaltrace.evals.result import EntryResult, EntrySelection, RunResult
 from evaltrace.evals.selectors import TraceSelector
-from evaltrace.metrics.classification import (
-    AGGREGATOR_SPEC_ADAPTER,
-    AggregatorSpec,
-    DatasetResultsTally,
-    compute_dataset_evaluator_results,
-)
-from evaltrace.results.folder import (
-    DuplicateEntryError,
-    EntryLines,
-    ResultsFolder,
-    ResultsFolderError,
-    load_result,
-    new_run_id,
-)
-from evaltrace.results.progress import RunProgress
-from evaltrace.trace import SpanRecord
+from evaltrace.metrics.classification import AggregatorSpec, compute_dataset_evaluator_results
+from evaltrace.results.model import EntryResult, EntrySelection, RunResult
 
 __all__ = [
-    "DEFAULT_DATASET_TIMEOUT",
     "DatasetSource",
     "EntryFilter",
     "NoEntriesSelectedError",
@@ -78,6 +67,7 @@ __all__ = [
     "matches_filter",
     "prepare_dataset",
     "run_dataset",
+    "select_entries",
 ]
 
 
@@ -88,14 +78,6 @@ predicate on the entry."""
 
 class NoEntriesSelectedError(EvaltraceError, ValueError):
     """The entry filter of a run matches none of the dataset's entries."""
-
-
-class ResumeError(EvaltraceError, ValueError):
-    """A run cannot be resumed in the folder given.
-
-    It holds a run of another dataset, selection or shard, or one whose fingerprint
-    (evaluators, threshold, code, ...) differs, or it is damaged.
-    """
 
 
 DatasetSource: TypeAlias = PreparedDataset | ResolvedDataset | Dataset | str | os.PathLike[str]
@@ -191,6 +173,7 @@ def _warn_unused_file_evaluators(dataset: Dataset, given: list[str]) -> None:
     listed = [spec.name for spec in dataset.evaluators] + [
         spec.name for entry in dataset.entries for spec in entry.evaluators or ()
     ]
+    listed = [name for name in listed if name not in given]  # named for their aggregators
     if not listed:
         return
     known = set(registered_evaluators())
@@ -301,7 +284,7 @@ async def run_dataset(
     shard: Shard | str | None = None,
     resume: str | os.PathLike[str] | None = None,
     executor: Executor | None = None,
-    keep_entries: bool = True,
+    keep_entries: bool | Listing = True,
     force: bool = False,
 ) -> RunResult:
     """Run every entry of a dataset through its runnable, score it, and return the result.
@@ -314,8 +297,8 @@ async def run_dataset(
         concurrency: Most entries in flight at once (in each worker, with an executor that
             has workers).
         timeout: Seconds allowed for each run of the runnable and for each evaluation
-            (:data:`DEFAULT_DATASET_TIMEOUT` by default; ``None`` for no limit). A run past it
-            makes its entry ``TIMED_OUT``.
+            (:data:`~evaltrace.constants.DEFAULT_DATASET_TIMEOUT` by default; ``None`` for no
+            limit). A run past it makes its entry ``TIMED_OUT``.
         output_dir: Where to write the run's folder (``<output_dir>/<run-id>/``); nothing is
             written by default. ``evaltrace test`` writes to ``evaltrace_results``.
         entry_filter: Run only the entries whose name or description contains this text
@@ -324,7 +307,8 @@ async def run_dataset(
         from_trace: Selects what to score from each entry's trace; default
             :func:`evaltrace.root`.
         on_entry: Called as each entry finishes, with its result, the number finished and the
-            number this run runs (in the event loop's thread; keep it quick).
+            number this run runs (in the event loop's thread; keep it quick). An exception it
+            raises ends the run (what finished is written).
         progress: Show a progress bar (plain lines when ``CI`` is set or standard error is
             not a terminal) on standard error.
         loader: The module loader shared by the datasets of one run.
@@ -340,21 +324,23 @@ async def run_dataset(
             ``output_dir`` and ``run_id`` are then not used. The run's fingerprint (the
             dataset's entries, the evaluators, the code files, threshold, timeout, ...) must
             equal the interrupted one's, and no other process may be writing the folder.
-        executor: Where the entries run: :class:`LocalExecutor` (this process, the default)
-            or a :class:`~evaltrace.datasets.RayExecutor`.
+        executor: Where the entries run: :class:`~evaltrace.engine.LocalExecutor` (this
+            process, the default) or a :class:`~evaltrace.datasets.RayExecutor`.
         keep_entries: Whether the result returned holds every entry (the default). With
             ``False`` and an ``output_dir``, each entry is written as it finishes and then
             dropped, so memory stays flat in the number of entries; the result returned then
-            has no entries (read them with :func:`~evaltrace.results.load_result` or
-            :func:`~evaltrace.results.iter_entries` from the folder).
+            has no entries but their ``counts`` (read them with
+            :func:`~evaltrace.results.load_result` or :func:`~evaltrace.results.iter_entries`
+            from the folder). A :class:`~evaltrace.engine.Listing` keeps the entries a report
+            lists.
         force: Resume even when the fingerprints differ (the differences are recorded in
             the result's ``settings["forced"]``).
 
     Returns:
-        The run's result: one :class:`~evaltrace.evals.EntryResult` per selected entry (its
-        status, evaluations, output and trace ids), the dataset-level metrics, timing and
-        settings. A ``setup`` that raised errors every entry; a ``teardown`` that raised is
-        in ``errors``.
+        The run's result: one :class:`~evaltrace.results.EntryResult` per selected entry
+        (its status, evaluations, output and trace ids), the dataset-level metrics, timing
+        and settings. A ``setup`` that raised errors every entry; a ``teardown`` that raised
+        is in ``errors``.
 
     Raises:
         DatasetError: Everything wrong with the dataset, before anything runs.
@@ -374,22 +360,65 @@ async def run_dataset(
         >>> result.status_counts  # doctest: +SKIP
         {<CompletionStatus.SUCCESS: 'SUCCESS'>: 12}
     """
-    check_count(concurrency, "concurrency")
-    check_timeout(timeout)
-    if isinstance(threshold, bool) or not (
-        isinstance(threshold, int | float) and math.isfinite(threshold) and 0 <= threshold <= 1
-    ):
-        raise ValueError(f"threshold must be a number in [0, 1], got {safe_repr(threshold)}")
+    config = RunConfig(
+        concurrency=concurrency,
+        timeout=timeout,
+        threshold=threshold,
+        from_trace=from_trace,
+        run_id=run_id,
+    )
     if not keep_entries and output_dir is None and resume is None:
         raise ValueError(
             "keep_entries=False drops each entry once it is written: give output_dir= (or "
             "resume=) for the run's folder"
         )
-    chosen_shard = Shard.parse(shard) if isinstance(shard, str) else shard or Shard(1, 1)
     prepared = prepare_dataset(dataset, runnable=runnable, evaluators=evaluators, loader=loader)
+    source = select_entries(prepared, config, entry_filter=entry_filter, shard=shard)
+    observers: list[Observer] = []
+    if on_entry is not None:
+        callback = on_entry
+
+        def observe(scored: Scored, done: int, total: int) -> None:
+            callback(scored.result, done, total)
+
+        observers.append(observe)
+    return await execute(
+        source,
+        config,
+        executor=_executor_for(prepared.dataset, executor),
+        output=_output(output_dir, resume, force),
+        keep=keep_entries,
+        observers=observers,
+        progress=progress,
+        release=True,
+    )
+
+
+def _output(
+    output_dir: str | os.PathLike[str] | None, resume: str | os.PathLike[str] | None, force: bool
+) -> Output | None:
+    if resume is not None:
+        return Output(resume=Path(resume), force=force)
+    return Output(parent=Path(output_dir)) if output_dir is not None else None
+
+
+def select_entries(
+    prepared: PreparedDataset,
+    config: RunConfig,
+    *,
+    entry_filter: EntryFilter | None = None,
+    shard: Shard | str | None = None,
+) -> DatasetEntries:
+    """The entries of ``prepared`` a run scores: those ``entry_filter`` selects, one shard.
+
+    Raises:
+        NoEntriesSelectedError: ``entry_filter`` matches no entry.
+        ShardSpecError: ``shard`` is not ``"K/N"``.
+    """
+    chosen_shard = Shard.parse(shard) if isinstance(shard, str) else shard or Shard(1, 1)
     data = prepared.dataset
     # Positions in a compact array: a run of 10**6 entries holds 8 bytes for each, not 36;
-    # none without a filter.
+    # none without a filter (bench_scale.py, streamed memory per entry).
     selected: Sequence[int] = (
         range(len(data.entries))
         if entry_filter is None
@@ -404,7 +433,7 @@ async def run_dataset(
             "entries whose name or description contains it (ignoring case)"
         )
     name = data.name or prepared.runnable.name
-    names = (data.entries[i].name or str(i) for i in selected)
+    names = [data.entries[i].name or str(i) for i in selected]
     selection = EntrySelection(
         entries=len(selected),
         digest=selection_digest(names),
@@ -413,254 +442,40 @@ async def run_dataset(
         entry_filter=entry_filter if isinstance(entry_filter, str) else None,
     )
     positions: Sequence[int] = (
-        shard_positions(name, [data.entries[i].name or str(i) for i in selected], chosen_shard)
+        shard_positions(name, names, chosen_shard)
         if chosen_shard.count > 1
         else range(len(selected))
     )
     filter_text = None if entry_filter is None else _describe_filter(entry_filter)
-    selector_name = None if from_trace is None else evaluator_name(from_trace)
-    header = RunResult(
-        run_id=run_id or "",
-        name=name,
-        source=data.source if data.path is not None else None,
-        evaluators=_evaluator_names(prepared, selected),
-        threshold=threshold,
-        settings={
-            "concurrency": concurrency,
-            "timeout": timeout,
-            "threshold": threshold,
-            "entry_filter": filter_text,
-            "runnable": prepared.runnable.name,
-            "from_trace": selector_name,
-            "executor": "local" if executor is None else _executor_name(executor),
-        },
-        selection=selection,
-        aggregators={
-            source: [
-                AGGREGATOR_SPEC_ADAPTER.dump_python(spec, mode="json", by_alias=True)
-                for spec in specs
-            ]
-            for source, specs in prepared.aggregators.items()
-        },
-        started_at=datetime.now(UTC),
-        fingerprint=run_fingerprint(
-            prepared,
-            threshold=threshold,
-            timeout=timeout,
-            entry_filter=filter_text,
-            from_trace=selector_name,
-            shard=chosen_shard,
-        ),
+    fingerprint = run_fingerprint(
+        prepared,
+        threshold=config.threshold,
+        timeout=config.timeout,
+        entry_filter=filter_text,
+        from_trace=None if config.from_trace is None else evaluator_name(config.from_trace),
+        shard=chosen_shard,
     )
-    tally = DatasetResultsTally(prepared.aggregators)
-    folder: ResultsFolder | None
-    if resume is not None:
-        folder, header, done = _reopen(resume, header, tally, force=force)
-        positions = array("q", (position for position in positions if not done.has(position)))
-    else:
-        folder = ResultsFolder.create(output_dir, run_id, header=header) if output_dir else None
-        header = header.model_copy(
-            update={"run_id": folder.run_id if folder else (run_id or new_run_id())}
-        )
-    display = RunProgress(name, len(positions)) if progress else None
-    with contextlib.ExitStack() as stack:
-        if folder is not None:
-            stack.enter_context(folder)
-        if display is not None:
-            stack.enter_context(display)
-        run = _Run(
-            header=header,
-            folder=folder,
-            display=display,
-            on_entry=on_entry,
-            tally=tally,
-            keep=len(selected) if keep_entries and resume is None else None,
-            total=len(positions),
-        )
-        plan = RunPlan(
-            prepared=prepared,
-            selected=selected,
-            positions=positions,
-            run_id=header.run_id,
-            threshold=threshold,
-            timeout=timeout,
-            concurrency=concurrency,
-            from_trace=from_trace,
-        )
-        result = await run.execute(_executor_for(data, executor), plan)
-    if resume is not None and keep_entries and folder is not None:
-        return load_result(folder.result_path)
-    return result
+    return DatasetEntries(
+        prepared,
+        selected=selected,
+        positions=positions,
+        selection=selection,
+        fingerprint=fingerprint,
+        settings={"entry_filter": filter_text},
+    )
 
 
-def _executor_for(data: Dataset, executor: Executor | None) -> Executor:
-    """The executor given, or the one the dataset needs: stored traces are only scored here."""
-    if not data.stored:
-        return executor or LocalExecutor()
-    if executor is not None and not isinstance(executor, LocalExecutor):
-        raise ValueError(
-            f"dataset {data.name or data.source!r} points at stored traces, which are scored "
-            f"in this process; run it without executor={_executor_name(executor)}"
-        )
-    return StoredTraceExecutor()
-
-
-def _evaluator_names(prepared: PreparedDataset, selected: Sequence[int]) -> list[str]:
-    """The display names of every evaluator of the selection, in first-use order."""
-    names: dict[str, None] = {}
-    seen: set[int] = set()
-    for index in selected:
-        checks = prepared.entry_evaluators[index]
-        if id(checks) in seen:  # entries with the same evaluators share one list
-            continue
-        seen.add(id(checks))
-        for check in checks:
-            names.setdefault(evaluator_name(check), None)
-    return list(names)
-
-
-def _executor_name(executor: object) -> str:
-    return type(executor).__name__
-
-
-def _reopen(
-    path: str | os.PathLike[str], header: RunResult, tally: DatasetResultsTally, *, force: bool
-) -> tuple[ResultsFolder, RunResult, EntryLines]:
-    """The interrupted run's folder, its header, and the entries it has (counted in ``tally``).
-
-    Everything is checked before the folder changes: a refused resume leaves it as it was.
-    """
-    forced: list[str] = []
-    headers: list[RunResult] = []
-
-    def check(started: RunResult) -> None:
-        headers.append(started)
-        given, recorded = header.selection, started.selection
-        if started.name != header.name or recorded is None or given is None:
-            raise ResumeError(
-                f"{path} holds a run of {started.name!r}, not of {header.name!r}; resume a "
-                "run in its own folder, with its own dataset"
-            )
-        if (recorded.digest, recorded.shard, recorded.shards) != (
-            given.digest,
-            given.shard,
-            given.shards,
-        ):
-            raise ResumeError(
-                f"{path} holds a run of {recorded.label} of {started.name!r} (entry filter "
-                f"{recorded.entry_filter!r}), but this run selects {given.label} (entry "
-                f"filter {given.entry_filter!r}); resume with the same entry filter and shard"
-            )
-        if started.fingerprint is None or header.fingerprint is None:
-            return  # written before runs had fingerprints: nothing to compare
-        differences = started.fingerprint.differences(header.fingerprint)
-        if differences and not force:
-            shown = "; ".join(d.describe(str(path), "this run") for d in differences)
-            raise ResumeError(
-                f"{path} cannot be resumed by this run: {shown}. Its entries would mix with "
-                "entries scored differently; start a new run, or resume with --force "
-                "(force=True) if you know they are comparable"
-            )
-        forced.extend(d.field for d in differences)
-
-    try:
-        folder = ResultsFolder.reopen(path, check=check)
-    except DuplicateEntryError as exc:
-        raise ResumeError(
-            f"{path} cannot be resumed: its entries.jsonl holds entry #{exc.index} twice (the "
-            "folder was written by two runs at once, or edited); it is left as it is: start "
-            "a new run"
-        ) from None
-    try:
-        if header.aggregators:
-            for line in folder.done.lines():
-                tally.add(EntryResult.model_validate_json(line).evaluations)
-    except BaseException:
-        folder.close()
-        raise
-    settings = {**header.settings, **({"forced": forced} if forced else {})}
-    return folder, headers[0].model_copy(update={"settings": settings}), folder.done
+def _executor_for(data: Dataset, executor: Executor | None) -> Executor | None:
+    """The executor given; a dataset of stored traces is only scored in this process."""
+    if not data.stored or executor is None or isinstance(executor, LocalExecutor):
+        return executor
+    raise ValueError(
+        f"dataset {data.name or data.source!r} points at stored traces, which are scored "
+        f"in this process; run it without executor={type(executor).__name__}"
+    )
 
 
 def _describe_filter(entry_filter: EntryFilter | None) -> str:
     if isinstance(entry_filter, str):
         return repr(entry_filter)
     return evaluator_name(entry_filter)
-
-
-class _Run:
-    """One run: its entries as they finish (written, tallied, dropped) and the result."""
-
-    def __init__(
-        self,
-        *,
-        header: RunResult,
-        folder: ResultsFolder | None,
-        display: RunProgress | None,
-        on_entry: Callable[[EntryResult, int, int], object] | None,
-        tally: DatasetResultsTally,
-        keep: int | None,
-        total: int,
-    ) -> None:
-        self.header = header
-        self.folder = folder
-        self.display = display
-        self.on_entry = on_entry
-        self.tally = tally
-        self.kept: list[EntryResult | None] | None = [None] * keep if keep is not None else None
-        self.total = total
-        self.done = 0
-        self.errors: list[EvaluationError] = []
-        self.write_error: ResultsFolderError | None = None
-        self.started = time.perf_counter()
-
-    async def execute(self, executor: Executor, plan: RunPlan) -> RunResult:
-        try:
-            self.errors += await executor.execute(plan, self.finished)
-        except BaseException:  # interrupted (Ctrl-C, cancelled, a failure): keep what finished
-            self._write(self._result(interrupted=True), raising=False)
-            raise
-        result = self._result(interrupted=False)
-        self._write(result, raising=True)
-        return result
-
-    def finished(self, entry: EntryResult, spans: Iterable[SpanRecord | str]) -> None:
-        """Write a finished entry with its spans, count it, report it; keep it if asked."""
-        if self.folder is not None and self.write_error is None:
-            try:
-                self.folder.add_entry(entry, spans)
-            except ResultsFolderError as exc:
-                self.write_error = exc
-        self.tally.add(entry.evaluations)
-        if self.kept is not None:
-            self.kept[entry.index] = entry
-        self.done += 1
-        if self.display is not None:
-            self.display.advance(entry)
-        if self.on_entry is not None:
-            self.on_entry(entry, self.done, self.total)
-
-    def _result(self, *, interrupted: bool) -> RunResult:
-        kept = self.kept or []
-        fields = {name: getattr(self.header, name) for name in RunResult.model_fields}
-        return RunResult(  # validated: the dataset-level details are saved as JSON data
-            **{
-                **fields,
-                "entries": [entry for entry in kept if entry is not None],
-                "dataset_results": self.tally.results(),
-                "finished_at": datetime.now(UTC),
-                "duration_s": time.perf_counter() - self.started,
-                "errors": [*self.header.errors, *self.errors],
-                "interrupted": interrupted,
-            }
-        )
-
-    def _write(self, result: RunResult, *, raising: bool) -> None:
-        if self.folder is None:
-            return
-        try:
-            self.folder.finish(result)
-        except ResultsFolderError as exc:
-            self.write_error = self.write_error or exc
-        if raising and self.write_error is not None:
-            raise self.write_error

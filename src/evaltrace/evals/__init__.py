@@ -1,9 +1,12 @@
-"""Evaluation: evaluables, evaluations, evaluators, running and asserting."""
+"""Evaluation: evaluables, evaluations, evaluators, selectors and pass criteria.
 
-from evaltrace.concurrency.sync import RunningLoopError, run
-from evaltrace.evals.assertions import EvalAssertionError, assert_pass
+What a run scores and how one evaluator scores it. Running an app over inputs, traces or a
+dataset is the engine's (:mod:`evaltrace.engine`); the saved results are
+:mod:`evaltrace.results`'.
+"""
+
 from evaltrace.evals.context import EvaluatorContext
-from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
+from evaltrace.evals.criteria import PassCriteria, ScoreThreshold, as_pass_criteria
 from evaltrace.evals.evaluable import (
     UNSET,
     Evaluable,
@@ -22,21 +25,6 @@ from evaltrace.evals.evaluator import (
     evaluate,
     evaluator_name,
 )
-from evaltrace.evals.report import results_table
-from evaltrace.evals.result import (
-    CompletionStatus,
-    EntryResult,
-    EntrySelection,
-    RunResult,
-    entry_status,
-)
-from evaltrace.evals.runner import (
-    InputResult,
-    RunOutcome,
-    evaluate_inputs,
-    run_and_evaluate,
-    run_captured,
-)
 from evaltrace.evals.selectors import (
     TraceSelector,
     by_kind,
@@ -46,22 +34,9 @@ from evaltrace.evals.selectors import (
     root,
     select,
 )
-from evaltrace.evals.stored import evaluate_traces
 
 __all__ = [
-    "CompletionStatus",
-    "EntryResult",
-    "EntrySelection",
-    "RunResult",
-    "entry_status",
-    "by_kind",
-    "by_name",
-    "first_llm_call",
-    "last_llm_call",
-    "root",
-    "select",
     "UNSET",
-    "EvalAssertionError",
     "Evaluable",
     "Evaluation",
     "EvaluationError",
@@ -70,25 +45,22 @@ __all__ = [
     "EvaluatorContext",
     "EvaluatorFunction",
     "EvaluatorOutput",
-    "InputResult",
     "NamedData",
     "PassCriteria",
-    "RunOutcome",
-    "RunningLoopError",
     "ScoreThreshold",
     "TestCase",
     "TraceSelector",
     "Unset",
-    "assert_pass",
+    "as_pass_criteria",
+    "by_kind",
+    "by_name",
     "collapse_named_data",
     "evaluate",
-    "evaluate_inputs",
-    "evaluate_traces",
     "evaluator_name",
+    "first_llm_call",
     "get_named",
     "json_value",
-    "results_table",
-    "run",
-    "run_and_evaluate",
-    "run_captured",
+    "last_llm_call",
+    "root",
+    "select",
 ]

@@ -220,7 +220,7 @@ def configure_judge(
             is retried like a 5xx reply, up to ``max_retries`` times.
         max_retries: Retries of a 429, 5xx or timed-out request, in the clients evaltrace
             builds (2 when never given).
-        rate_limiter: A :class:`~evaltrace.RateLimiter` every judge call waits for: each
+        rate_limiter: A :class:`~evaltrace.llm.RateLimiter` every judge call waits for: each
             call counts as one request and as its estimated prompt tokens (characters / 4).
 
     Returns:
@@ -262,7 +262,7 @@ def configure_judge(
     if rate_limiter is not None:
         if not isinstance(rate_limiter, RateLimiting):
             raise ConfigurationError(
-                "configure_judge(rate_limiter=...) takes an evaltrace.RateLimiter (or an "
+                "configure_judge(rate_limiter=...) takes an evaltrace.llm.RateLimiter (or an "
                 f"object with async acquire(tokens)), got {type(rate_limiter).__name__}"
             )
         given["rate_limiter"] = rate_limiter

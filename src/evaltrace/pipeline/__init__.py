@@ -2,7 +2,7 @@
 
 :func:`evaluate_runnable` runs the pipeline once per input under capture and keeps, per input,
 the input, the final output, the expected output and every component's (span's) input and
-output, in the one saved result model (:class:`~evaltrace.evals.result.RunResult`).
+output, in the one saved result model (:class:`~evaltrace.results.model.RunResult`).
 :meth:`EvaluationResult.calculate_metrics` then computes a :class:`Metric` (or any metric
 registered with :func:`register_metric`, or any callable) for the whole pipeline or for one
 component, as often as wanted, also on a result loaded from a file.
@@ -18,7 +18,6 @@ Example:
     >>> result.calculate_metrics(Metric.F1).save("f1.csv")  # doctest: +SKIP
 """
 
-from evaltrace.evals.result import ComponentRecord
 from evaltrace.metrics.registry import Metric, MetricInputError, register_metric, registered_metric
 from evaltrace.pipeline.calculators import MetricCalculator
 from evaltrace.pipeline.metrics_result import InvalidMetricResultError, MetricsResult, OutputPair
@@ -30,6 +29,7 @@ from evaltrace.pipeline.run import (
     evaluate_runnable,
     iter_evaluate_runnable,
 )
+from evaltrace.results.model import ComponentRecord
 
 __all__ = [
     "AmbiguousInputError",

@@ -1,10 +1,10 @@
 """A pipeline evaluation, Haystack-style: a view over the one saved result, ``RunResult``.
 
-:class:`EvaluationResult` holds the :class:`~evaltrace.evals.result.RunResult` that
+:class:`EvaluationResult` holds the :class:`~evaltrace.results.model.RunResult` that
 :func:`~evaltrace.pipeline.evaluate_runnable` builds: one
-:class:`~evaltrace.evals.result.EntryResult` per input, with the input, the final output, the
+:class:`~evaltrace.results.model.EntryResult` per input, with the input, the final output, the
 expected output (the entry's ``expectation``; none for a blind evaluation) and, for every span
-of the run, a :class:`~evaltrace.evals.result.ComponentRecord` with the span's input and output,
+of the run, a :class:`~evaltrace.results.model.ComponentRecord` with the span's input and output,
 grouped by span (component) name. Metrics are computed afterwards, as often as wanted, with
 :meth:`EvaluationResult.calculate_metrics`. :meth:`EvaluationResult.save` writes the
 ``RunResult`` as JSON (the same format as a dataset run's ``result.json``, with its
@@ -28,36 +28,26 @@ retriever output that is not a list, an answer that is not text) raise
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from evaltrace._safe_text import type_name
 from evaltrace.concurrency.callables import is_async_callable
 from evaltrace.concurrency.sync import run
-from evaltrace.errors import EvaltraceError
-from evaltrace.evals.result import SCHEMA_VERSION, ComponentRecord, EntryResult, RunResult
+from evaltrace.errors import ResultFileError
 from evaltrace.metrics.registry import Metric, MetricInputError, PairMetric, registered_metric
 from evaltrace.pipeline.calculators import PairScoring
 from evaltrace.pipeline.metrics_result import InvalidMetricResultError, MetricsResult, OutputPair
+from evaltrace.results.folder import load_result, save_result
+from evaltrace.results.model import ComponentRecord, EntryResult, RunResult
 
 if TYPE_CHECKING:
     import pandas
 
 __all__ = ["EvaluationResult", "ResultFileError"]
-
-_OLD_FORMAT: Final = "evaltrace.pipeline-evaluation"
-"""The marker of the file format that pipeline evaluations were saved in before RunResult."""
-
-
-class ResultFileError(EvaltraceError, ValueError):
-    """A saved evaluation result could not be read."""
 
 
 def _last_call(entry: EntryResult, component: str) -> ComponentRecord | None:
@@ -290,107 +280,47 @@ class EvaluationResult:
         return outcome
 
     def save(self, path: str | Path) -> None:
-        """Write the :class:`~evaltrace.evals.result.RunResult` as JSON (no pickle).
+        """Write the :class:`~evaltrace.results.RunResult` as JSON (no pickle), atomically.
 
-        :meth:`load` reads it back, and so does ``RunResult.model_validate_json``.
+        :meth:`load` reads it back, and so does :func:`~evaltrace.results.load_result`.
 
         Example:
             >>> result.save("eval.json")  # doctest: +SKIP
         """
-        Path(path).write_text(self.run.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        save_result(path, self.run)
 
     @classmethod
     def load(cls, path: str | Path) -> EvaluationResult:
         """Read a result written by :meth:`save` (or a dataset run's ``result.json``).
 
-        Only JSON is parsed; nothing is executed.
+        Only JSON is parsed; nothing is executed. A result an earlier evaltrace saved is
+        migrated forward as it is read.
 
         Raises:
-            ResultFileError: The file cannot be read, is not a saved result, is of another
-                ``schema_version`` (or of the format before it), or is damaged.
+            ResultFileError: The file cannot be read, is not a saved result (or is in the
+                format pipeline evaluations had before they were saved as results), or is
+                damaged.
 
         Example:
             >>> result = EvaluationResult.load("eval.json")  # doctest: +SKIP
         """
-        source = Path(path)
-        try:
-            text = source.read_text(encoding="utf-8")
-            data = json.loads(text)
-        except (OSError, ValueError) as exc:
-            raise ResultFileError(f"cannot read {source}: {exc}") from exc
-        _check_format(source, data)
-        try:
-            return cls(RunResult.model_validate_json(text))
-        except ValidationError as exc:
-            raise ResultFileError(f"{source} is a damaged saved result: {exc}") from exc
+        return cls(load_result(path))
 
     def to_dataframe(self) -> pandas.DataFrame:
-        """The entries as a pandas table, one row per input.
+        """The run as a pandas table: :meth:`RunResult.to_dataframe`, one row per input.
 
-        The columns are ``index``, ``input``, ``output``, ``expected_output``, ``error``,
-        ``duration_s``, then ``{component}.input`` and ``{component}.output`` (its last call)
-        for every component, in order of first appearance.
+        A pipeline evaluation scores nothing while it runs, so each input has one row: its
+        ``input``, ``output``, ``expectation``, error and ``duration_s``, then
+        ``{component}.input`` and ``{component}.output`` (its last call) for every
+        component, in order of first appearance.
 
         Raises:
-            ImportError: pandas is not installed (``pip install evaltrace[pandas]``).
+            MissingExtraError: pandas is not installed (``pip install evaltrace[pandas]``).
 
         Example:
             >>> result.to_dataframe()["search.output"]  # doctest: +SKIP
         """
-        try:
-            pd = importlib.import_module("pandas")
-        except ImportError as exc:
-            raise ImportError(
-                "EvaluationResult.to_dataframe() needs pandas: pip install evaltrace[pandas]"
-            ) from exc
-        names: dict[str, None] = {}
-        for entry in self.entries:
-            names.update(dict.fromkeys(entry.components))
-        rows: list[dict[str, Any]] = []
-        for entry in self.entries:
-            error = entry.error
-            row: dict[str, Any] = {
-                "index": entry.index,
-                "input": entry.input,
-                "output": entry.output,
-                "expected_output": _expected_output(entry),
-                "error": None if error is None else f"{error.type}: {error.message}",
-                "duration_s": entry.duration_s,
-            }
-            for name in names:
-                call = _last_call(entry, name)
-                row[f"{name}.input"] = call.input if call is not None else None
-                row[f"{name}.output"] = call.output if call is not None else None
-            rows.append(row)
-        columns = ["index", "input", "output", "expected_output", "error", "duration_s"]
-        columns += [f"{name}.{part}" for name in names for part in ("input", "output")]
-        frame: pandas.DataFrame = pd.DataFrame(rows, columns=columns)
-        return frame
-
-
-def _check_format(source: Path, data: Any) -> None:
-    """Refuse, with what to do, a file that is not a saved result of this schema version."""
-    if isinstance(data, dict) and data.get("format") == _OLD_FORMAT:
-        raise ResultFileError(
-            f"{source} is a pipeline evaluation in the format used before results were saved "
-            f'as RunResult ("format": "{_OLD_FORMAT}"); this version reads RunResult files '
-            f"(schema_version {SCHEMA_VERSION}) only. Run evaluate_runnable again and save "
-            "its result."
-        )
-    if not isinstance(data, dict) or "schema_version" not in data:
-        found = "a JSON object without one" if isinstance(data, dict) else type_name(data)
-        raise ResultFileError(
-            f"{source} is not a saved evaluation result: expected a JSON object with "
-            f'"schema_version": {SCHEMA_VERSION} (as EvaluationResult.save() and dataset runs '
-            f"write), found {found}"
-        )
-    version = data["schema_version"]
-    if version != SCHEMA_VERSION:
-        raise ResultFileError(
-            f"{source} was saved with schema_version {version!r}; this version of evaltrace "
-            f"reads schema_version {SCHEMA_VERSION}. Use the evaltrace version that wrote it, "
-            "or run the evaluation again."
-        )
+        return self.run.to_dataframe()
 
 
 def _pick(value: Any, key: str, what: str) -> Any:

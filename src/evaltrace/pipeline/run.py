@@ -24,26 +24,30 @@ or a component-qualified mapping ``{"retrieve": {"documents": [...]}, "<runnable
 
 from __future__ import annotations
 
-import inspect
 import math
 import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Final, TextIO, TypeAlias
+from typing import Any, TypeAlias
 
 import anyio
-from anyio.abc import TaskGroup
 
 from evaltrace.capture import conventions as conv
-from evaltrace.checks import check_count, check_timeout
 from evaltrace.constants import DEFAULT_CONCURRENCY
+from evaltrace.engine import (
+    Entry,
+    EntryPoint,
+    EntrySource,
+    Evaluators,
+    RunConfig,
+    Scored,
+    SourceInfo,
+    execute,
+)
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluable import UNSET, Evaluable
-from evaltrace.evals.result import ComponentRecord, EntryResult, RunResult
-from evaltrace.evals.runner import InputResult, RunOutcome, run_captured
 from evaltrace.pipeline.result import EvaluationResult
+from evaltrace.results.model import ComponentRecord, EntryResult
 from evaltrace.trace.tree import ObservationNode, walk_trace
 from evaltrace.trace.values import span_documents
 
@@ -55,7 +59,8 @@ __all__ = [
     "iter_evaluate_runnable",
 ]
 
-_BAR_WIDTH: Final = 30
+_NOT_SCORED = Evaluators((), ())
+"""A pipeline's inputs are run, not scored: metrics are computed afterwards."""
 
 
 class AmbiguousInputError(EvaltraceError, ValueError):
@@ -83,6 +88,57 @@ ProgressCallback: TypeAlias = Callable[[ProgressUpdate], Any]
 """Called with each :class:`ProgressUpdate`; may be sync or return an awaitable."""
 
 
+class PipelineInputs(EntrySource):
+    """A pipeline's inputs as a run's entries: each run once, kept with every component's calls."""
+
+    scored = False
+
+    def __init__(
+        self,
+        runnable: Callable[..., Any],
+        items: Sequence[Any],
+        expected: Sequence[Any],
+        *,
+        serve_inputs: bool,
+    ) -> None:
+        self.runnable = EntryPoint.of(runnable)
+        self._items = items
+        self._expected = expected
+        self._serve_inputs = serve_inputs
+
+    @property
+    def name(self) -> str:
+        """The runnable's name; its root span is also a component of that name."""
+        assert self.runnable is not None
+        return self.runnable.name
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def info(self) -> SourceInfo:
+        """Whether mapping inputs are served to ``wrap(purpose="input")``."""
+        return SourceInfo(settings={"serve_inputs": self._serve_inputs})
+
+    def entries(self) -> Iterator[Entry]:
+        """One entry per input, its expected output as the expectation."""
+        for index, item in enumerate(self._items):
+            expected = self._expected[index]
+            yield Entry(
+                index=index,
+                evaluators=_NOT_SCORED,
+                input=item,
+                case=Evaluable(expectation=UNSET if expected is None else expected),
+                served=_served(item) if self._serve_inputs else None,
+            )
+
+    def finish(self, scored: Scored) -> EntryResult:
+        """The entry with every component's calls; an ambiguous input ends the evaluation."""
+        entry = scored.entry
+        assert entry is not None
+        _check_ambiguity(entry.index, entry.input, scored.roots)
+        return scored.result.model_copy(update={"components": _component_calls(scored.roots)})
+
+
 async def evaluate_runnable(
     runnable: Callable[..., Any],
     inputs: Sequence[Any],
@@ -97,7 +153,7 @@ async def evaluate_runnable(
     """Run the runnable once per input under capture and keep everything metrics need.
 
     Each input runs in its own capture (at most ``concurrency`` at once); the result is a
-    :class:`~evaltrace.evals.result.RunResult` with one entry per input: the input, the final
+    :class:`~evaltrace.results.RunResult` with one entry per input: the input, the final
     output, the expected output (the entry's ``expectation``) and every span's input and output
     by component (span) name. Compute metrics afterwards with
     :meth:`EvaluationResult.calculate_metrics`. A runnable that raises or times out is recorded
@@ -129,29 +185,24 @@ async def evaluate_runnable(
         >>> result.calculate_metrics(Metric.F1).score  # doctest: +SKIP
         1.0
     """
-    items, expected = _validated(runnable, inputs, expected_outputs, concurrency, timeout)
+    config = RunConfig(concurrency=concurrency, timeout=timeout)
+    items, expected = _validated(runnable, inputs, expected_outputs)
     if on_progress is not None and not callable(on_progress):
         raise TypeError(f"on_progress must be callable, got {on_progress!r}")
-    name = _runnable_name(runnable)
-    bar = _ProgressBar(len(items), name) if progress and _is_terminal(sys.stderr) else None
+    source = PipelineInputs(runnable, items, expected, serve_inputs=serve_inputs)
+    callback = on_progress
 
-    async def report(update: ProgressUpdate) -> None:
-        if bar is not None:
-            bar.show(update.done)
-        if on_progress is not None:
-            outcome = on_progress(update)
-            if inspect.isawaitable(outcome):
-                await outcome
+    def observe(scored: Scored, done: int, total: int) -> object:
+        assert callback is not None
+        return callback(ProgressUpdate(done=done, total=total, latest=scored.result))
 
-    clock = _Clock.start()
-    try:
-        entries = await _run_all(
-            runnable, items, expected, concurrency, timeout, serve_inputs, report
-        )
-    finally:
-        if bar is not None:
-            bar.close()
-    return clock.result(name, entries, concurrency, timeout, serve_inputs)
+    run = await execute(
+        source,
+        config,
+        observers=[observe] if callback is not None else [],
+        progress=progress and _is_terminal(sys.stderr),
+    )
+    return EvaluationResult(run)
 
 
 async def iter_evaluate_runnable(
@@ -179,45 +230,44 @@ async def iter_evaluate_runnable(
         ...         else:
         ...             result = step
     """
-    items, expected = _validated(runnable, inputs, expected_outputs, concurrency, timeout)
-    name = _runnable_name(runnable)
-    bar = _ProgressBar(len(items), name) if progress and _is_terminal(sys.stderr) else None
+    _validated(runnable, inputs, expected_outputs)
+    RunConfig(concurrency=concurrency, timeout=timeout)
     send, receive = anyio.create_memory_object_stream[
         "ProgressUpdate | EvaluationResult | _Failure"
     ](max_buffer_size=math.inf)
 
     async def produce() -> None:
         async with send:
-            clock = _Clock.start()
             try:
-                entries = await _run_all(
-                    runnable, items, expected, concurrency, timeout, serve_inputs, send.send
+                result = await evaluate_runnable(
+                    runnable,
+                    inputs,
+                    expected_outputs,
+                    concurrency=concurrency,
+                    progress=progress,
+                    timeout=timeout,
+                    on_progress=send.send,
+                    serve_inputs=serve_inputs,
                 )
             except Exception as exc:  # handed to the consumer, which raises it
                 await send.send(_Failure(error=exc))
             else:
-                await send.send(clock.result(name, entries, concurrency, timeout, serve_inputs))
+                await send.send(result)
 
     failure: Exception | None = None
     closed = False
-    try:
-        async with anyio.create_task_group() as group, receive:
-            group.start_soon(produce)
-            async for item in receive:
-                if isinstance(item, _Failure):
-                    failure = item.error
-                    break
-                if bar is not None and isinstance(item, ProgressUpdate):
-                    bar.show(item.done)
-                try:
-                    yield item
-                except GeneratorExit:  # closed early: stop the runs, then end quietly
-                    closed = True
-                    group.cancel_scope.cancel()
-                    break
-    finally:
-        if bar is not None:
-            bar.close()
+    async with anyio.create_task_group() as group, receive:
+        group.start_soon(produce)
+        async for item in receive:
+            if isinstance(item, _Failure):
+                failure = item.error
+                break
+            try:
+                yield item
+            except GeneratorExit:  # closed early: stop the runs, then end quietly
+                closed = True
+                group.cancel_scope.cancel()
+                break
     if failure is not None and not closed:
         raise failure
 
@@ -227,47 +277,10 @@ class _Failure:
     error: Exception
 
 
-@dataclass(kw_only=True, frozen=True)
-class _Clock:
-    """When an evaluation started, to date and time its result."""
-
-    started_at: datetime
-    started: float
-
-    @classmethod
-    def start(cls) -> _Clock:
-        return cls(started_at=datetime.now(UTC), started=time.perf_counter())
-
-    def result(
-        self,
-        name: str,
-        entries: list[EntryResult],
-        concurrency: int,
-        timeout: float | None,
-        serve_inputs: bool,
-    ) -> EvaluationResult:
-        return EvaluationResult(
-            RunResult(
-                name=name,
-                entries=entries,
-                started_at=self.started_at,
-                finished_at=datetime.now(UTC),
-                duration_s=time.perf_counter() - self.started,
-                settings={
-                    "concurrency": concurrency,
-                    "timeout": timeout,
-                    "serve_inputs": serve_inputs,
-                },
-            )
-        )
-
-
 def _validated(
     runnable: Callable[..., Any],
     inputs: Sequence[Any],
     expected_outputs: Sequence[Any] | None,
-    concurrency: int,
-    timeout: float | None,
 ) -> tuple[list[Any], list[Any]]:
     if not callable(runnable):
         raise TypeError(f"runnable must be callable, got {type(runnable).__name__}")
@@ -282,64 +295,20 @@ def _validated(
         )
     items = list(inputs)
     if expected_outputs is None:
-        expected: list[Any] = [None] * len(items)
-    else:
-        if not isinstance(expected_outputs, list | tuple):
-            raise TypeError(
-                "expected_outputs must be a list with one expected output per input (or None "
-                f"for a blind evaluation), got {type(expected_outputs).__name__}"
-            )
-        expected = list(expected_outputs)
-        if len(expected) != len(items):
-            raise ValueError(
-                f"expected_outputs has {len(expected)} items but inputs has {len(items)}; give "
-                "one expected output per input (None for an input without one), or pass "
-                "expected_outputs=None for a blind evaluation"
-            )
-    check_count(concurrency, "concurrency")
-    check_timeout(timeout)
+        return items, [None] * len(items)
+    if not isinstance(expected_outputs, list | tuple):
+        raise TypeError(
+            "expected_outputs must be a list with one expected output per input (or None "
+            f"for a blind evaluation), got {type(expected_outputs).__name__}"
+        )
+    expected = list(expected_outputs)
+    if len(expected) != len(items):
+        raise ValueError(
+            f"expected_outputs has {len(expected)} items but inputs has {len(items)}; give "
+            "one expected output per input (None for an input without one), or pass "
+            "expected_outputs=None for a blind evaluation"
+        )
     return items, expected
-
-
-async def _run_all(
-    runnable: Callable[..., Any],
-    items: list[Any],
-    expected: list[Any],
-    concurrency: int,
-    timeout: float | None,
-    serve_inputs: bool,
-    report: Callable[[ProgressUpdate], Awaitable[None]],
-) -> list[EntryResult]:
-    """Run every input; the first failure (ambiguity, a failing callback) cancels the rest."""
-    limiter = anyio.CapacityLimiter(concurrency)
-    entries: list[EntryResult | None] = [None] * len(items)
-    done = 0
-    failures: list[Exception] = []
-
-    async def one(index: int, group: TaskGroup) -> None:
-        nonlocal done
-        try:
-            async with limiter:
-                item = items[index]
-                served = _served(item) if serve_inputs else None
-                outcome = await run_captured(
-                    runnable, item, inputs=served, entry=f"input #{index}", timeout=timeout
-                )
-                _check_ambiguity(index, item, outcome.trace)
-                entry = _entry(index, item, expected[index], outcome)
-            entries[index] = entry
-            done += 1
-            await report(ProgressUpdate(done=done, total=len(items), latest=entry))
-        except Exception as exc:  # raised once every task has stopped
-            failures.append(exc)
-            group.cancel_scope.cancel()
-
-    async with anyio.create_task_group() as group:
-        for index in range(len(items)):
-            group.start_soon(one, index, group)
-    if failures:
-        raise failures[0]
-    return [entry for entry in entries if entry is not None]
 
 
 def _served(item: Any) -> dict[str, Any] | None:
@@ -391,13 +360,6 @@ def _check_ambiguity(index: int, item: Any, trace: Sequence[ObservationNode]) ->
         )
 
 
-def _entry(index: int, item: Any, expected: Any, outcome: RunOutcome) -> EntryResult:
-    """The saved entry of one run, with every span's call under its component name."""
-    case = Evaluable(expectation=UNSET if expected is None else expected)
-    entry = InputResult(index=index, eval_input=item, evaluable=case, run=outcome).to_entry()
-    return entry.model_copy(update={"components": _component_calls(outcome.trace)})
-
-
 def _component_calls(trace: Sequence[ObservationNode]) -> dict[str, list[ComponentRecord]]:
     nodes = sorted(walk_trace(trace), key=lambda node: node.span.record.start_time_ns)
     components: dict[str, list[ComponentRecord]] = {}
@@ -424,35 +386,9 @@ def _component_calls(trace: Sequence[ObservationNode]) -> dict[str, list[Compone
     return components
 
 
-def _runnable_name(runnable: Callable[..., Any]) -> str:
-    name = getattr(runnable, "__name__", None)
-    return name if isinstance(name, str) and name != "<lambda>" else type(runnable).__name__
-
-
-def _is_terminal(stream: TextIO | None) -> bool:
+def _is_terminal(stream: Any) -> bool:
     isatty = getattr(stream, "isatty", None)
     try:
         return bool(isatty()) if callable(isatty) else False
     except ValueError:  # a closed stream
         return False
-
-
-class _ProgressBar:
-    """A one-line progress bar on standard error, redrawn in place after each input."""
-
-    def __init__(self, total: int, label: str) -> None:
-        self._total = total
-        self._label = label
-        self._drawn = False
-
-    def show(self, done: int) -> None:
-        filled = _BAR_WIDTH if self._total == 0 else _BAR_WIDTH * done // self._total
-        bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
-        sys.stderr.write(f"\r{self._label} [{bar}] {done}/{self._total}")
-        sys.stderr.flush()
-        self._drawn = True
-
-    def close(self) -> None:
-        if self._drawn:
-            sys.stderr.write("\n")
-            sys.stderr.flush()

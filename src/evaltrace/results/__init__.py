@@ -1,13 +1,18 @@
-"""What is built over a saved run result: the folder, reports, diffs, the scorecard, outcomes.
+"""Results: the one saved result, its store, and what is built over it.
 
-A run's folder (:class:`ResultsFolder`, :func:`load_result`) holds its ``result.json`` and
-``traces.jsonl``; :func:`render_report` draws the text report of runs and :func:`diff_results`
+:class:`RunResult` (one :class:`EntryResult` per entry, each with its
+:class:`CompletionStatus`) is the one saved, versioned result of every way of running; every
+read and write of it is here (:func:`load_result`, :func:`save_result`, :class:`ResultsFolder`,
+:func:`iter_entries`), and results saved by an earlier evaltrace are migrated as they are read.
+A run's folder holds its ``run.json``, ``entries.jsonl``, ``traces.jsonl`` and
+``result.json``. :func:`render_report` draws the text report of runs and :func:`diff_results`
 compares a run with a baseline; :class:`DatasetScorecard` and :func:`save_dataset_scorecard`
 make a self-contained HTML page of a run; :func:`run_result_to_csv` and
 :func:`aggregate_results_to_dataframe` give tables; :func:`analyze_agent_log` and
 :func:`extract_task_outcome` read multi-agent task runs from stored traces.
 """
 
+from evaltrace.errors import ResultFileError, ResultsFolderError, ResumeError, RunFolderBusyError
 from evaltrace.results.dataframe import (
     aggregate_results_to_dataframe,
     run_result_to_csv,
@@ -32,20 +37,32 @@ from evaltrace.results.folder import (
     TRACES_FILE,
     DuplicateEntryError,
     EntryLines,
-    ResultFileError,
     ResultsFolder,
-    ResultsFolderError,
-    RunFolderBusyError,
     check_writable,
     iter_entries,
     load_result,
     new_run_id,
+    parse_result,
     read_run_header,
+    save_result,
     scan_entries,
     write_atomically,
     write_result,
 )
 from evaltrace.results.merge import MergeError, merge_results
+from evaltrace.results.model import (
+    RECORD_COLUMNS,
+    SCHEMA_VERSION,
+    CompletionStatus,
+    ComponentRecord,
+    EntryResult,
+    EntrySelection,
+    FingerprintDifference,
+    RunFingerprint,
+    RunResult,
+    entry_status,
+    migrate_result,
+)
 from evaltrace.results.outcomes import (
     AgentOutcome,
     TaskDefinition,
@@ -71,25 +88,35 @@ from evaltrace.results.scorecard import (
 __all__ = [
     "ENTRIES_FILE",
     "LOCK_FILE",
+    "RECORD_COLUMNS",
     "RESULTS_DIR",
     "RESULT_FILE",
     "RUN_FILE",
+    "SCHEMA_VERSION",
     "TRACES_FILE",
     "AgentOutcome",
     "Change",
+    "CompletionStatus",
+    "ComponentRecord",
     "DatasetEntryResult",
     "DatasetScorecard",
     "DuplicateEntryError",
-    "EntryLines",
     "EntryChange",
+    "EntryLines",
+    "EntryResult",
+    "EntrySelection",
     "EvaluationChange",
+    "FingerprintDifference",
     "MergeError",
     "ResultFileError",
     "ResultsFolder",
     "ResultsFolderError",
+    "ResumeError",
     "RunDiff",
+    "RunFingerprint",
     "RunFolderBusyError",
     "RunProgress",
+    "RunResult",
     "TaskDefinition",
     "TaskOutcome",
     "TaskOutcomes",
@@ -99,6 +126,7 @@ __all__ = [
     "collect_task_outcomes",
     "combine_agent_statuses",
     "diff_results",
+    "entry_status",
     "extract_task_outcome",
     "format_outcome_summary",
     "generate_dataset_scorecard_html",
@@ -106,7 +134,9 @@ __all__ = [
     "load_result",
     "load_task_definitions",
     "merge_results",
+    "migrate_result",
     "new_run_id",
+    "parse_result",
     "print_diff",
     "print_report",
     "read_run_header",
@@ -114,6 +144,7 @@ __all__ = [
     "render_report",
     "run_result_to_csv",
     "save_dataset_scorecard",
+    "save_result",
     "scan_entries",
     "task_outcome_records",
     "task_outcomes_to_csv",

@@ -1,6 +1,6 @@
 """Results as tables: pandas DataFrames (the ``[pandas]`` extra) and CSV files (no extra).
 
-:meth:`RunResult.to_dataframe() <evaltrace.evals.result.RunResult.to_dataframe>` gives one row
+:meth:`RunResult.to_dataframe() <evaltrace.results.model.RunResult.to_dataframe>` gives one row
 per entry and evaluator; :func:`aggregate_results_to_dataframe` one row per task outcome.
 :func:`run_result_to_csv` and :func:`task_outcomes_to_csv` write the same rows as CSV with the
 standard library, so ``evaltrace report --format csv`` works without pandas.
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from evaltrace.errors import MissingExtraError
-from evaltrace.evals.result import RECORD_COLUMNS, RunResult
+from evaltrace.results.model import RECORD_COLUMNS, RunResult
 from evaltrace.results.outcomes import TaskOutcome, TaskOutcomes
 
 if TYPE_CHECKING:

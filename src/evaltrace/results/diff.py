@@ -16,7 +16,8 @@ recall, ...) compare like evaluations. A **regression** is an entry or a dataset
 that is ``worse``.
 
 Example:
-    >>> from evaltrace.evals import EntryResult, Evaluation, RunResult
+    >>> from evaltrace.evals import Evaluation
+    >>> from evaltrace.results import EntryResult, RunResult
     >>> def run(score):
     ...     evaluation = Evaluation(score=score, evaluator="exact")
     ...     entry = EntryResult(index=0, name="a", evaluations=[evaluation])
@@ -42,9 +43,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from evaltrace._safe_text import printable
 from evaltrace.evals.evaluation import Evaluation
-from evaltrace.evals.report import printable
-from evaltrace.evals.result import CompletionStatus, EntryResult, RunResult
+from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
 from evaltrace.results.report import print_rich, render_rich
 
 __all__ = [

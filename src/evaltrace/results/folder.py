@@ -53,14 +53,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from pydantic import ValidationError
 
 from evaltrace._safe_text import exception_message
 from evaltrace.constants import RESULTS_DIR
-from evaltrace.errors import EvaltraceError
-from evaltrace.evals.result import EntryResult, RunResult
+from evaltrace.errors import (
+    EvaltraceError,
+    ResultFileError,
+    ResultsFolderError,
+    RunFolderBusyError,
+)
+from evaltrace.results.model import SCHEMA_VERSION, EntryResult, RunResult, migrate_result
 from evaltrace.trace import SpanRecord, span_to_json
 
 if TYPE_CHECKING:
@@ -83,7 +88,9 @@ __all__ = [
     "iter_entries",
     "load_result",
     "new_run_id",
+    "parse_result",
     "read_run_header",
+    "save_result",
     "scan_entries",
     "write_atomically",
     "write_result",
@@ -109,31 +116,12 @@ _ENTRIES_KEY: Final = '\n  "entries": []'
 """The entries of a RunResult written with ``indent=2`` and none: the one top-level key at
 that indentation (nested keys are indented further; text in strings has no raw newline)."""
 
+_OLD_PIPELINE_FORMAT: Final = "evaltrace.pipeline-evaluation"
+"""The marker of the file format pipeline evaluations were saved in before RunResult."""
+
 _RUN_ID_FORMAT: Final = "%Y%m%dT%H%M%S.%fZ"
 _last_run_id: datetime | None = None
 _run_id_lock = threading.Lock()
-
-
-class ResultsFolderError(EvaltraceError, OSError):
-    """A results folder cannot be created or written; the message names the path and why."""
-
-
-class ResultFileError(EvaltraceError, ValueError):
-    """A ``result.json`` cannot be read: missing, not JSON, or not a saved run result."""
-
-
-class RunFolderBusyError(EvaltraceError, RuntimeError):
-    """Another process is writing the run folder (it holds its lock)."""
-
-    def __init__(self, folder: Path, holder: str) -> None:
-        super().__init__(
-            f"{folder} is being written by process {holder}; wait for that run to end (or "
-            "stop it), then try again"
-        )
-        self.folder = folder
-        """The folder."""
-        self.holder = holder
-        """The id of the process writing it, as it wrote it (``"unknown"`` if it did not)."""
 
 
 def _lock(folder: Path) -> int:
@@ -740,21 +728,72 @@ def load_result(path: str | os.PathLike[str]) -> RunResult:
         raise ResultFileError(
             f"{file}: cannot be read: {reason or exception_message(exc)}"
         ) from None
+    return parse_result(text, file)
+
+
+def parse_result(text: str | bytes, file: str | os.PathLike[str]) -> RunResult:
+    """A saved result from its JSON text, migrated forward when an earlier version wrote it.
+
+    Args:
+        text: The JSON of a ``result.json`` or ``run.json``.
+        file: How messages name where it came from.
+
+    Raises:
+        ResultFileError: It is not valid JSON, not a saved run result, damaged, or of a
+            newer version than this evaltrace reads.
+    """
     try:
-        return RunResult.model_validate_json(text)
+        return RunResult.model_validate_json(text)  # this version: read as it is
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         if errors and errors[0]["type"] == "json_invalid":
             raise ResultFileError(f"{file}: not valid JSON ({errors[0]['msg']})") from None
-        shown = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or '(top)'}: {error['msg']}"
-            for error in errors[:5]
-        )
-        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    data = json.loads(text)
+    if isinstance(data, dict) and data.get("format") == _OLD_PIPELINE_FORMAT:
         raise ResultFileError(
-            f"{file}: not a saved evaltrace run result: {shown}{more}; it is read as the "
-            f"{RESULT_FILE} that `evaltrace test` writes"
-        ) from None
+            f"{file} is a pipeline evaluation in the format used before results were saved as "
+            f'RunResult ("format": "{_OLD_PIPELINE_FORMAT}"), which kept no schema to migrate '
+            "from; run evaluate_runnable again and save its result"
+        )
+    if not isinstance(data, dict):
+        raise ResultFileError(
+            f"{file}: not a saved evaltrace run result: a JSON {type(data).__name__}, not an "
+            "object as `evaltrace test` and EvaluationResult.save() write it"
+        )
+    if data.get("schema_version", SCHEMA_VERSION) == SCHEMA_VERSION:
+        raise _not_a_result(file, errors)  # of this version (or of none): invalid as it is
+    try:
+        return RunResult.model_validate(migrate_result(data))
+    except ValueError as exc:  # pydantic's ValidationError included
+        if isinstance(exc, ValidationError):
+            raise _not_a_result(file, exc.errors(include_url=False)) from None
+        raise ResultFileError(f"{file}: {exception_message(exc)}") from None
+
+
+def _not_a_result(file: str | os.PathLike[str], errors: Sequence[Any]) -> ResultFileError:
+    shown = "; ".join(
+        f"{'.'.join(str(part) for part in error['loc']) or '(top)'}: {error['msg']}"
+        for error in errors[:5]
+    )
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    return ResultFileError(
+        f"{file}: not a saved evaltrace run result: {shown}{more}; it is read as the "
+        f"{RESULT_FILE} that `evaltrace test` writes"
+    )
+
+
+def save_result(path: str | os.PathLike[str], result: RunResult) -> Path:
+    """Write ``result`` whole (entries included) as a JSON file, atomically.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ResultsFolderError: The file cannot be written.
+    """
+    target = Path(path)
+    write_atomically(target, result.model_dump_json(indent=2) + "\n")
+    return target
 
 
 def read_run_header(folder: str | os.PathLike[str]) -> RunResult:

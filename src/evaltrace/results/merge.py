@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evaltrace.errors import EvaltraceError
-from evaltrace.evals.result import EntryResult, EntrySelection, RunResult
 from evaltrace.metrics.classification import DatasetResultsTally
 from evaltrace.results.folder import (
     ENTRIES_FILE,
@@ -45,6 +44,7 @@ from evaltrace.results.folder import (
     write_atomically,
     write_result,
 )
+from evaltrace.results.model import EntryResult, EntrySelection, RunResult
 
 __all__ = ["MergeError", "merge_results"]
 

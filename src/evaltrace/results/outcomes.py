@@ -15,7 +15,7 @@ What an agent's trace must record:
   more than once, the last value recorded counts. Another name can be given as
   ``score_name``.
 - **a timeout**: a root span that ended with a timeout error (an exception of one of the
-  types :data:`~evaltrace.evals.result.TIMEOUT_ERROR_TYPES`, such as ``TimeoutError``, raised
+  types :data:`~evaltrace.results.model.TIMEOUT_ERROR_TYPES`, such as ``TimeoutError``, raised
   out of the agent's ``@wrap`` function), or an event named :data:`TIMEOUT_EVENT` on any span
   (for a harness that stops the agent: ``span.add_event("evaltrace.timeout")``). A timeout
   inside the run that the agent recovered from (a retried model call) is not the agent's
@@ -61,7 +61,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, Vali
 
 from evaltrace._safe_text import exception_message, safe_repr
 from evaltrace.errors import ConfigurationError, TraceFormatError
-from evaltrace.evals.result import TIMEOUT_ERROR_TYPES, CompletionStatus
+from evaltrace.results.model import TIMEOUT_ERROR_TYPES, CompletionStatus
 from evaltrace.trace import LLMSpan, ObservationNode, load_traces, walk_trace
 
 __all__ = [

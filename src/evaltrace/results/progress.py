@@ -24,8 +24,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from evaltrace.evals.report import printable
-from evaltrace.evals.result import CompletionStatus, EntryResult
+from evaltrace._safe_text import printable
+from evaltrace.results.model import CompletionStatus, EntryResult
 
 __all__ = ["MAX_LISTED_FAILURES", "RunProgress", "wants_plain_output"]
 
@@ -51,6 +51,8 @@ class RunProgress:
         total: How many entries the run has.
         stream: Where to write; standard error by default.
         plain: Plain lines instead of a bar; decided by :func:`wants_plain_output` by default.
+        scored: Whether the entries are scored; entries that are only run (a pipeline's)
+            count as failing when they errored, not when nothing scored them.
 
     Example:
         >>> with RunProgress("faq", total=2, plain=True, stream=sys.stdout) as progress:
@@ -60,13 +62,22 @@ class RunProgress:
     """
 
     def __init__(
-        self, label: str, total: int, *, stream: TextIO | None = None, plain: bool | None = None
+        self,
+        label: str,
+        total: int,
+        *,
+        stream: TextIO | None = None,
+        plain: bool | None = None,
+        scored: bool = True,
     ) -> None:
         self._stream = stream if stream is not None else sys.stderr
         self._label = printable(label)
         self._total = total
         self._plain = wants_plain_output(self._stream) if plain is None else plain
         self._done = 0
+        self._scored = scored
+        self._failing = "not passed" if scored else "errored"
+        self._failed = 0
         self._statuses: Counter[CompletionStatus] = Counter()
         self._next_line = 0
         self._bar: Progress | None = None
@@ -92,15 +103,17 @@ class RunProgress:
         """Count one finished entry."""
         self._done += 1
         self._statuses[entry.status] += 1
-        failed = self._done - self._statuses[CompletionStatus.SUCCESS]
+        failing = not entry.status.passed if self._scored else entry.error is not None
+        self._failed += failing
+        failed = self._failed
         if self._bar is not None and self._task is not None:
-            shown = f"[red]{failed} not passed[/red]" if failed else ""
+            shown = f"[red]{failed} {self._failing}[/red]" if failed else ""
             self._bar.update(self._task, advance=1, failed=shown)
             return
-        if not entry.status.passed and failed <= MAX_LISTED_FAILURES:
+        if failing and failed <= MAX_LISTED_FAILURES:
             self._line(f"entry {printable(repr(entry.name))} {entry.status.value}")
         if self._done >= self._next_line or self._done == self._total:
-            self._line(f"{self._done}/{self._total} entries, {failed} not passed")
+            self._line(f"{self._done}/{self._total} entries, {failed} {self._failing}")
             self._next_line = self._done + max(1, self._total // 10)
 
     def _line(self, text: str) -> None:

@@ -29,12 +29,12 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from evaltrace._safe_text import printable
 from evaltrace.evals.display import short_text
 from evaltrace.evals.evaluable import collapse_named_data
 from evaltrace.evals.evaluation import Evaluation
-from evaltrace.evals.report import printable
-from evaltrace.evals.result import TIMEOUT_ERROR_TYPES, CompletionStatus, EntryResult, RunResult
 from evaltrace.metrics.classification import ClassificationDetails
+from evaltrace.results.model import TIMEOUT_ERROR_TYPES, CompletionStatus, EntryResult, RunResult
 
 __all__ = [
     "ALL_ROWS_UP_TO",

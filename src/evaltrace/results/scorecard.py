@@ -1,7 +1,7 @@
 r"""The HTML scorecard: one self-contained page to review a run.
 
 :meth:`DatasetScorecard.from_run` (or :meth:`~DatasetScorecard.from_folder`) gathers what a
-reviewer looks at from a saved :class:`~evaltrace.evals.result.RunResult`, its stored traces
+reviewer looks at from a saved :class:`~evaltrace.results.model.RunResult`, its stored traces
 and, optionally, a baseline run; :func:`generate_dataset_scorecard_html` renders it and
 :func:`save_dataset_scorecard` writes it. The page holds a summary (pass rate, statuses, wall
 time, the run's settings), a sortable and filterable grid of entries by evaluators coloured by
@@ -39,11 +39,11 @@ from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.errors import TraceFormatError
 from evaltrace.evals.evaluable import NamedData, Unset
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
-from evaltrace.evals.result import CompletionStatus, EntryResult, RunResult
 from evaltrace.judges.strategies import RepeatedDetails
 from evaltrace.metrics.classification import ClassificationDetails
 from evaltrace.results import charts
 from evaltrace.results.folder import RESULT_FILE, TRACES_FILE, load_result, write_atomically
+from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
 from evaltrace.results.trace_tree import TraceMessage, TraceSpan, compact_trace, roots_by_trace_id
 from evaltrace.trace import ObservationNode, load_traces
 

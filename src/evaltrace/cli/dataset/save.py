@@ -58,9 +58,9 @@ def save(
     code to run): without --runnable, a dataset that names no runnable still names none. Traces
     from a run's folder keep the names its entries had.
     """
-    from evaltrace import load_traces, split_traces
     from evaltrace.datasets import parse_reference
     from evaltrace.errors import TraceFormatError
+    from evaltrace.trace import load_traces, split_traces
 
     path, data = _dataset(name)
     try:

@@ -6,13 +6,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from evaltrace.constants import DEFAULT_CONCURRENCY
+from evaltrace.engine.inputs import InputResult, evaluate_inputs
+from evaltrace.engine.report import results_table
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.criteria import PassCriteria, as_pass_criteria
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
-from evaltrace.evals.report import results_table
-from evaltrace.evals.runner import InputResult, evaluate_inputs
 from evaltrace.evals.selectors import TraceSelector
 
 __all__ = ["EvalAssertionError", "assert_pass"]

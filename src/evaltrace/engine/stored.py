@@ -1,10 +1,11 @@
 """Scoring traces that were stored, without running anything: :func:`evaluate_traces`.
 
 Production exports its spans (``EVALTRACE_TRACE_FILE``, an OTLP collector, Phoenix); later,
-each stored trace is scored as the runner scores a live run: the selector picks what to
-score, every evaluator scores it concurrently (each once, under the timeout, errors as data),
-and the result is the one saved result, a :class:`~evaltrace.evals.RunResult` with one
-:class:`~evaltrace.evals.EntryResult` per trace.
+each stored trace is scored as a live run is: through the one run
+(:func:`~evaltrace.engine.execute`), each trace an entry whose selector picks what to score
+and whose evaluators score it concurrently (each once, under the timeout, errors as data).
+The result is the one saved result, a :class:`~evaltrace.results.RunResult` with one
+:class:`~evaltrace.results.EntryResult` per trace.
 
 A trace file is read trace by trace (:func:`~evaltrace.trace.read_traces`): only the traces
 being scored are in memory. A trace some of whose lines could not be read is not scored: its
@@ -17,43 +18,32 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import time
-import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, TypeAlias
+from typing import Any, TypeAlias
 
-import anyio
 from pydantic import JsonValue
 
 from evaltrace._safe_text import safe_repr, type_name
-from evaltrace.checks import check_count, check_threshold, check_timeout
 from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
-from evaltrace.evals.context import EvaluatorContext
+from evaltrace.engine.config import RunConfig
+from evaltrace.engine.entries import Entry, EntrySource, EvaluatorPlans, Evaluators, SourceInfo
+from evaltrace.engine.run import Listing, Observer, Output, execute
+from evaltrace.engine.scoring import Scored, trace_file_error
 from evaltrace.evals.evaluable import UNSET, Evaluable, json_value
-from evaltrace.evals.evaluation import Evaluation, EvaluationError
-from evaltrace.evals.evaluator import (
-    EvaluatorFunction,
-    PreparedEvaluator,
-    evaluator_name,
-    prepare_evaluator,
-)
-from evaltrace.evals.result import EntryResult, RunResult, entry_status
-from evaltrace.evals.runner import checkpoint_now_and_then, score_entry, with_case
-from evaltrace.evals.selectors import TraceSelector, root
-from evaltrace.evals.telemetry import export_evaluations
+from evaltrace.evals.evaluation import EvaluationError
+from evaltrace.evals.evaluator import EvaluatorFunction
+from evaltrace.evals.selectors import TraceSelector
+from evaltrace.results.model import EntryResult, RunResult
 from evaltrace.trace import (
     ObservationNode,
     StoredTrace,
     TraceFile,
-    TraceFileProblem,
     read_traces,
     split_traces,
 )
 
-__all__ = ["StoredCase", "StoredScoring", "TraceSource", "evaluate_traces", "stored_traces"]
+__all__ = ["StoredTraces", "TraceSource", "evaluate_traces", "run_traces", "stored_traces"]
 
 TraceSource: TypeAlias = (
     str
@@ -67,8 +57,6 @@ trees (each the roots of one trace, as :func:`~evaltrace.trace.split_traces` giv
 the roots of a file as :func:`~evaltrace.load_traces` returns them (split by trace id)."""
 
 logger = logging.getLogger("evaltrace")
-
-_PROBLEMS_QUOTED: Final = 3
 
 
 def stored_traces(traces: TraceSource) -> tuple[Iterable[StoredTrace], TraceFile | None]:
@@ -173,167 +161,61 @@ class _Expectations:
         ]
 
 
-def _trace_file_error(problems: Sequence[TraceFileProblem]) -> EvaluationError:
-    shown = "; ".join(str(problem) for problem in problems[:_PROBLEMS_QUOTED])
-    more = len(problems) - _PROBLEMS_QUOTED
-    if more > 0:
-        shown += f"; and {more} more"
-    return EvaluationError(type="TraceFormatError", message=shown, where="trace_file")
-
-
-@dataclass(frozen=True, kw_only=True)
-class StoredCase:
-    """One stored trace to score, with what to score it by: a dataset entry's, or a trace's."""
-
-    trace: StoredTrace
-    """The trace."""
-    index: int
-    """The entry's position in the run."""
-    evaluators: Sequence[PreparedEvaluator]
-    """Its evaluators, prepared (:func:`~evaltrace.evals.evaluator.prepare_evaluator`)."""
-    name: str | None = None
-    """The entry's name; the trace id by default."""
-    case: Evaluable | None = None
-    """The test case whose named inputs, expectation, metadata and description are kept."""
-
-
-class StoredScoring:
-    """How stored traces are scored: the selector, limits and what every entry shares."""
+class StoredTraces(EntrySource):
+    """Stored traces as a run's entries: each trace scored by the same evaluators."""
 
     def __init__(
         self,
+        traces: TraceSource,
+        evaluators: Evaluators,
         *,
-        from_trace: TraceSelector | None = None,
-        timeout: float | None = None,
-        threshold: float = DEFAULT_THRESHOLD,
-        run_id: str | None = None,
-        attributes: Mapping[str, Any] | None = None,
+        expectations: Mapping[str | int, Any] | None = None,
+        name: str | None = None,
     ) -> None:
-        check_timeout(timeout)
-        check_threshold(threshold)
-        self.from_trace = from_trace or root
-        self.timeout = timeout
-        self.threshold = threshold
-        self.run_id = run_id if run_id is not None else uuid.uuid4().hex
-        self.attributes: Mapping[str, Any] = dict(attributes) if attributes is not None else {}
+        self._traces, self._file = stored_traces(traces)
+        self._evaluators = evaluators
+        self._expectations = _Expectations(expectations)
+        path = Path(self._file.path) if self._file is not None else None
+        self._path = path
+        self._name = name or (path.stem if path is not None else "stored traces")
+        self._count = len(self._file) if self._file is not None else None
+        self._taken = 0
 
-    async def entry(self, item: StoredCase) -> EntryResult:
-        """Score one stored trace into its entry; never raises but for a cancellation."""
-        stored, roots, index = item.trace, item.trace.roots, item.index
-        names = [prepared.name for prepared in item.evaluators]
-        name = item.name or stored.trace_id or f"#{index}"
-        fields: dict[str, Any] = {"index": index, "name": name}
-        if roots:
-            top = roots[0].span
-            fields.update(
-                description=top.name,
-                input=top.input,
-                output=top.output,
-                started_at=top.started_at,
-                duration_s=top.duration_ms / 1000,
-                trace_ids=list(dict.fromkeys(f"{node.span.trace_id:032x}" for node in roots)),
-            )
-        elif stored.trace_id:
-            fields["trace_ids"] = [stored.trace_id]
-        if item.case is not None:
-            fields.update(
-                description=item.case.description or fields.get("description"),
-                eval_input=item.case.eval_input,
-                expectation=item.case.expectation,
-                eval_metadata=item.case.eval_metadata,
-            )
-        error: EvaluationError | None = None
-        evaluable: Evaluable | None = None
-        if not stored.complete:
-            error = _trace_file_error(stored.problems)
-        else:
-            try:
-                evaluable = with_case(self.from_trace(roots), item.case)
-            except Exception as exc:  # a selector that finds nothing is reported per trace
-                error = EvaluationError.from_exception(exc, where="from_trace")
-        if error is not None or evaluable is None:
-            assert error is not None
-            evaluations = [Evaluation.errored(error, evaluator=n) for n in names]
-        else:
-            ctx = EvaluatorContext(
-                evaluable=evaluable,
-                trace=roots,
-                entry_name=name,
-                entry_index=index,
-                run_id=self.run_id,
-                attributes=self.attributes,
-                duration_s=fields.get("duration_s"),
-            )
-            label = f"scoring trace {name}"
-            evaluations = await score_entry(item.evaluators, ctx, self.timeout, label=label)
-            fields.update(
-                eval_input=evaluable.eval_input,
-                eval_output=evaluable.eval_output,
-                expectation=evaluable.expectation,
-                eval_metadata=evaluable.eval_metadata,
-            )
-        export_evaluations(evaluations, roots, threshold=self.threshold)
-        return EntryResult(
-            **fields,
-            evaluations=evaluations,
-            error=error,
-            status=entry_status(evaluations, error, threshold=self.threshold),
+    @property
+    def name(self) -> str:
+        """The run's name: the file's, without its suffix, unless given."""
+        return self._name
+
+    def __len__(self) -> int:
+        return self._count if self._count is not None else self._taken
+
+    def info(self) -> SourceInfo:
+        """The trace file, and the evaluators' names."""
+        path = str(self._path) if self._path is not None else None
+        return SourceInfo(
+            source=path,
+            evaluators=list(self._evaluators.names),
+            settings={"traces": path},
         )
 
-    async def score(
-        self,
-        items: Iterable[StoredCase],
-        *,
-        concurrency: int = DEFAULT_CONCURRENCY,
-        on_entry: Callable[[EntryResult, StoredTrace], object] | None = None,
-        keep: bool = True,
-    ) -> list[EntryResult]:
-        """Score every item, ``concurrency`` at a time, taking each from ``items`` when due.
+    def entries(self) -> Iterator[Entry]:
+        """One entry per trace, in the order of the file, each read when it is due."""
+        for index, stored in enumerate(self._traces):
+            self._taken = index + 1
+            expectation = self._expectations.of(stored.trace_id, index)
+            yield Entry(
+                index=index,
+                evaluators=self._evaluators,
+                case=None if expectation is UNSET else Evaluable(expectation=expectation),
+                name=stored.trace_id or f"#{index}",
+                trace=stored,
+            )
 
-        Args:
-            items: The stored traces to score, each with its evaluators.
-            concurrency: Most items scored at once.
-            on_entry: Called with each entry as it is scored, and its trace.
-            keep: Whether to return the entries; with ``False`` each one is dropped once
-                ``on_entry`` has it, so memory does not grow with the items.
-
-        Returns:
-            The entries, in the order of their ``index`` (none when not kept).
-
-        Raises:
-            Exception: What taking an item from ``items`` raised (a bad item, a trace file
-                that went away), after the entries under way finished.
-        """
-        check_count(concurrency, "concurrency")
-        entries: list[EntryResult] = []
-        pending = iter(items)
-        failures: list[Exception] = []
-
-        async def worker() -> None:
-            done = 0
-            while not failures:
-                try:  # workers share one iterator: each trace is taken once
-                    item = next(pending)
-                except StopIteration:
-                    return
-                except Exception as exc:  # a bad item, or the file went away: raised below
-                    failures.append(exc)
-                    return
-                entry = await self.entry(item)
-                if keep:
-                    entries.append(entry)
-                if on_entry is not None:
-                    _report(on_entry, entry, item.trace)
-                done += 1
-                await checkpoint_now_and_then(done)
-
-        async with anyio.create_task_group() as group:
-            for _ in range(concurrency):
-                group.start_soon(worker)
-        if failures:
-            raise failures[0]
-        entries.sort(key=lambda entry: entry.index)
-        return entries
+    def errors(self) -> Iterable[EvaluationError]:
+        """Lines of the file that belong to no trace, and expectations matching no trace."""
+        found = self._file.problems if self._file is not None else ()
+        unmatched = self._expectations.unmatched()
+        return [*(trace_file_error([problem]) for problem in found), *unmatched]
 
 
 async def evaluate_traces(
@@ -384,7 +266,7 @@ async def evaluate_traces(
         attributes: Attributes of the whole run, given to evaluators as
             :attr:`EvaluatorContext.attributes`.
         on_entry: Called as each trace is scored, with its entry and the trace (in the event
-            loop's thread; keep it quick); e.g. to write the results folder as the run goes.
+            loop's thread; keep it quick). An exception it raises is logged, not propagated.
 
     Returns:
         The saved result: one entry per trace, in the order of the traces (its ``name`` and
@@ -404,63 +286,97 @@ async def evaluate_traces(
         >>> result.entries[0].status  # doctest: +SKIP
         <CompletionStatus.SUCCESS: 'SUCCESS'>
     """
-    check_count(concurrency, "concurrency")
-    scoring = StoredScoring(
+    return await run_traces(
+        traces,
+        evaluators,
         from_trace=from_trace,
+        expectations=expectations,
+        concurrency=concurrency,
         timeout=timeout,
         threshold=threshold,
+        name=name,
         run_id=run_id,
         attributes=attributes,
+        on_entry=on_entry,
     )
-    prepared = [prepare_evaluator(check) for check in _evaluators(evaluators)]
-    given = _Expectations(expectations)
-    started_at = datetime.now(UTC)
-    started = time.perf_counter()
-    items, source = stored_traces(traces)
-    cases = (
-        StoredCase(
-            trace=stored,
-            index=index,
-            evaluators=prepared,
-            case=_expecting(given.of(stored.trace_id, index)),
-        )
-        for index, stored in enumerate(items)
-    )
-    entries = await scoring.score(cases, concurrency=concurrency, on_entry=on_entry)
-    errors = [_trace_file_error([problem]) for problem in source.problems] if source else []
-    path = Path(source.path) if source is not None else None
-    return RunResult(
-        run_id=scoring.run_id,
-        name=name or (path.stem if path is not None else "stored traces"),
-        source=str(path) if path is not None else None,
-        evaluators=[one.name for one in prepared],
-        entries=entries,
-        started_at=started_at,
-        finished_at=datetime.now(UTC),
-        duration_s=time.perf_counter() - started,
+
+
+async def run_traces(
+    traces: TraceSource,
+    evaluators: Sequence[EvaluatorFunction],
+    *,
+    from_trace: TraceSelector | None = None,
+    expectations: Mapping[str | int, Any] | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    timeout: float | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    name: str | None = None,
+    run_id: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    on_entry: Callable[[EntryResult, StoredTrace], object] | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    progress: bool = False,
+    keep_entries: bool | Listing = True,
+) -> RunResult:
+    """:func:`evaluate_traces`, writing a results folder as a dataset run does.
+
+    ``evaltrace test --traces FILE`` runs this: the run's folder
+    (``<output_dir>/<run-id>/``: ``traces.jsonl`` with each scored trace, ``entries.jsonl``,
+    ``result.json``) is written as the traces are scored, with progress on standard error.
+
+    Args:
+        traces: As for :func:`evaluate_traces`, and the arguments it takes.
+        evaluators: The evaluators of every trace.
+        from_trace: Selects what to score from each trace.
+        expectations: Expected outputs, by trace id or position.
+        concurrency: Most traces scored at once.
+        timeout: Seconds allowed for each evaluation.
+        threshold: The score each evaluation must reach for its entry to pass.
+        name: The run's name.
+        run_id: The run's id (and folder name).
+        attributes: Attributes of the whole run, given to evaluators.
+        on_entry: Called as each trace is scored, with its entry and the trace.
+        output_dir: Where to write the run's folder; nothing is written by default.
+        progress: Show progress on standard error.
+        keep_entries: Whether the result returned holds every entry (or, with a
+            :class:`~evaltrace.engine.Listing`, those a report lists).
+
+    Raises:
+        ResultsFolderError: ``output_dir`` cannot be written.
+        OSError: The trace file cannot be read.
+    """
+    config = RunConfig(
+        concurrency=concurrency,
+        timeout=timeout,
         threshold=threshold,
-        settings={
-            "concurrency": concurrency,
-            "timeout": timeout,
-            "threshold": threshold,
-            "from_trace": None if from_trace is None else evaluator_name(from_trace),
-            "traces": str(path) if path is not None else None,
-        },
-        errors=[*errors, *given.unmatched()],
+        from_trace=from_trace,
+        run_id=run_id,
+        attributes=attributes if attributes is not None else {},
     )
+    plan = EvaluatorPlans().of(_evaluators(evaluators))
+    source = StoredTraces(traces, plan, expectations=expectations, name=name)
+    observers: list[Observer] = []
+    if on_entry is not None:
+        callback = on_entry
 
+        def observe(scored: Scored, done: int, total: int) -> None:
+            assert scored.entry is not None and scored.entry.trace is not None
+            try:
+                callback(scored.result, scored.entry.trace)
+            except Exception:  # a broken progress display must not lose the run
+                logger.warning("evaltrace: the on_entry callback raised", exc_info=True)
 
-def _expecting(expectation: Any) -> Evaluable | None:
-    return None if expectation is UNSET else Evaluable(expectation=expectation)
-
-
-def _report(
-    on_entry: Callable[[EntryResult, StoredTrace], object], entry: EntryResult, stored: StoredTrace
-) -> None:
-    try:
-        on_entry(entry, stored)
-    except Exception:  # a broken progress display must not lose the run
-        logger.warning("evaltrace: the on_entry callback raised", exc_info=True)
+        observers.append(observe)
+    output = Output(parent=Path(output_dir)) if output_dir is not None else None
+    return await execute(
+        source,
+        config,
+        output=output,
+        keep=keep_entries,
+        observers=observers,
+        progress=progress,
+        release=True,
+    )
 
 
 def _evaluators(evaluators: object) -> list[EvaluatorFunction]:

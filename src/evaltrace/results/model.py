@@ -27,7 +27,6 @@ FAILED_PARTIAL_SCORE   some scored evaluation is below the threshold, not all ar
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -39,7 +38,6 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
-    PrivateAttr,
     ValidatorFunctionWrapHandler,
     field_validator,
 )
@@ -70,13 +68,26 @@ __all__ = [
     "RunFingerprint",
     "RunResult",
     "entry_status",
+    "migrate_result",
 ]
 
-SCHEMA_VERSION: Final = 1
-"""The version of the saved format; raised when a field changes meaning or is removed."""
+SCHEMA_VERSION: Final = 2
+"""The version of the saved format; raised when a field is added, changes meaning or is
+removed. Results saved with an earlier version are migrated forward when read
+(:func:`migrate_result`), never refused.
+
+* 1: evaltrace 0.1.0.
+* 2: ``counts`` (the statuses of every entry) and ``fingerprint``.
+"""
 
 TIMEOUT_ERROR_TYPES: Final = frozenset(
-    {"EvaluatorTimeoutError", "TimeoutError", "APITimeoutError", "ReadTimeout"}
+    {
+        "EvaluatorTimeoutError",
+        "RunnableTimeoutError",
+        "TimeoutError",
+        "APITimeoutError",
+        "ReadTimeout",
+    }
 )
 """Error types that mean "took too long" rather than "failed"."""
 
@@ -87,6 +98,9 @@ RECORD_COLUMNS: Final = (
     "entry",
     "description",
     "entry_status",
+    "input",
+    "output",
+    "expectation",
     "evaluator",
     "evaluation_status",
     "score",
@@ -97,7 +111,7 @@ RECORD_COLUMNS: Final = (
     "reasoning",
     "duration_s",
 )
-"""The columns of :meth:`RunResult.to_records`, before the ``meta.*`` columns."""
+"""The columns of :meth:`RunResult.to_records`, before the component and ``meta.*`` ones."""
 
 
 class CompletionStatus(StrEnum):
@@ -411,8 +425,8 @@ class RunResult(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    schema_version: Literal[1] = SCHEMA_VERSION
-    """The version of this format."""
+    schema_version: Literal[2] = SCHEMA_VERSION
+    """The version of this format (older ones are migrated when read)."""
     run_id: str = ""
     """A sortable id unique to the run (the results folder's name)."""
     name: str
@@ -422,7 +436,12 @@ class RunResult(BaseModel):
     evaluators: list[str] = Field(default_factory=list)
     """The evaluators' display names, in order."""
     entries: list[EntryResult] = Field(default_factory=list)
-    """One result per entry, in entry order."""
+    """One result per entry, in entry order. A result returned by a run that streamed its
+    entries to its folder (``keep_entries=False``) holds none, or only those a report lists;
+    :attr:`counts` always tells of every entry."""
+    counts: dict[CompletionStatus, int] = Field(default_factory=dict)
+    """How many entries ended with each status (statuses with none are left out); derived
+    from :attr:`entries` when not given."""
     dataset_results: dict[str, Evaluation] = Field(default_factory=dict)
     """Dataset-level results (precision, recall, F-beta, ...), keyed ``"{evaluator}::{type}"``."""
     started_at: datetime | None = None
@@ -456,25 +475,26 @@ class RunResult(BaseModel):
     def _plain_dataset_details(cls, results: dict[str, Evaluation]) -> dict[str, Evaluation]:
         return {key: _plain_details(evaluation) for key, evaluation in results.items()}
 
-    _tally: dict[CompletionStatus, int] | None = PrivateAttr(default=None)
-    """Set on a :meth:`summarized` result: the statuses of every entry, listed or not."""
+    def model_post_init(self, context: Any) -> None:
+        """Derive :attr:`counts` from the entries when it was not given."""
+        if "counts" not in self.model_fields_set and self.entries:
+            counts = dict(Counter(entry.status for entry in self.entries))
+            object.__setattr__(self, "counts", counts)  # frozen: set once, as it is made
 
     @property
     def status_counts(self) -> dict[CompletionStatus, int]:
         """How many entries ended with each status (statuses with none are left out)."""
-        if self._tally is not None:
-            return dict(self._tally)
-        return dict(Counter(entry.status for entry in self.entries))
+        return dict(self.counts)
 
     @property
     def entry_count(self) -> int:
-        """How many entries the run has (of a :meth:`summarized` result, listed or not)."""
-        return len(self.entries) if self._tally is None else sum(self._tally.values())
+        """How many entries the run has, held in :attr:`entries` or not."""
+        return sum(self.counts.values())
 
     @property
     def passed(self) -> bool:
         """Whether the run completed without errors, has entries, and every one succeeded."""
-        counts = self.status_counts
+        counts = self.counts
         return (
             not self.interrupted
             and not self.errors
@@ -482,53 +502,18 @@ class RunResult(BaseModel):
             and all(status.passed for status in counts)
         )
 
-    def summarized(
-        self, entries: Iterable[EntryResult], *, all_up_to: int, failing_up_to: int | None
-    ) -> RunResult:
-        """This run holding only the entries a report lists, and the statuses of all of them.
-
-        For runs too large to hold: ``entries`` (such as :func:`~evaltrace.results.iter_entries`
-        of the run's folder) is read once. The result keeps every entry when there are at most
-        ``all_up_to``, else only the ones that did not pass (the first ``failing_up_to`` of
-        them in entry order; all with ``None``). Its :attr:`status_counts`, :attr:`entry_count`
-        and :attr:`passed` are those of every entry; it is for reading, not for saving.
-
-        Example:
-            >>> ok = EntryResult(index=0, name="a", evaluations=[Evaluation(score=1.0)])
-            >>> bad = EntryResult(index=1, name="b", evaluations=[Evaluation(score=0.0)])
-            >>> small = RunResult(name="r").summarized([bad, ok], all_up_to=1, failing_up_to=5)
-            >>> [entry.name for entry in small.entries], small.entry_count, small.passed
-            (['b'], 2, False)
-        """
-        tally: Counter[CompletionStatus] = Counter()
-        passing: list[EntryResult] = []
-        failing: list[tuple[int, EntryResult]] = []  # a heap of the first ones by -index
-        for entry in entries:
-            tally[entry.status] += 1
-            if entry.status.passed:
-                if tally.total() <= all_up_to:
-                    passing.append(entry)
-            elif failing_up_to is None or len(failing) < failing_up_to:
-                heapq.heappush(failing, (-entry.index, entry))
-            elif failing_up_to > 0 and entry.index < -failing[0][0]:
-                heapq.heapreplace(failing, (-entry.index, entry))
-        kept = [entry for _, entry in failing]
-        if tally.total() <= all_up_to:
-            kept += passing
-        kept.sort(key=lambda entry: entry.index)
-        summary = self.model_copy(update={"entries": kept})
-        summary._tally = dict(tally)
-        return summary
-
     def to_records(self) -> list[dict[str, Any]]:
         """The run as flat rows: one per entry and evaluation, in entry and evaluator order.
 
-        Each row has the :data:`RECORD_COLUMNS` (``duration_s`` is the entry's latency,
-        ``passed`` whether the evaluation reached the run's threshold) and one ``meta.<key>``
-        column per key of any entry's ``eval_metadata`` (nested objects flattened with dots:
-        ``meta.source.page``; ``None`` where an entry lacks the key). An entry with no
-        evaluation (its runnable failed before any evaluator ran) still gives one row, with
-        ``evaluator=None`` and the entry's error.
+        Each row has the :data:`RECORD_COLUMNS` (``input``, ``output`` and ``expectation``
+        as saved, ``None`` for an absent expectation; ``duration_s`` the entry's latency;
+        ``passed`` whether the evaluation reached the run's threshold); then, for a run that
+        kept its components (a pipeline evaluation), ``<component>.input`` and
+        ``<component>.output`` of each component's last call; then one ``meta.<key>`` column
+        per key of any entry's ``eval_metadata`` (nested objects flattened with dots:
+        ``meta.source.page``). A column an entry lacks is ``None`` in its rows. An entry with
+        no evaluation (its runnable failed before any evaluator ran, or nothing scores it)
+        still gives one row, with ``evaluator=None`` and the entry's error.
 
         Example:
             >>> entry = EntryResult(index=0, name="a", eval_metadata={"topic": "geo"},
@@ -539,6 +524,9 @@ class RunResult(BaseModel):
         """
         metadata = [_flat_metadata(entry.eval_metadata or {}) for entry in self.entries]
         meta_columns = sorted({key for flat in metadata for key in flat})
+        components = list(
+            dict.fromkeys(name for entry in self.entries for name in entry.components)
+        )
         rows: list[dict[str, Any]] = []
         for entry, flat in zip(self.entries, metadata, strict=True):
             common = {
@@ -548,7 +536,16 @@ class RunResult(BaseModel):
                 "entry": entry.name,
                 "description": entry.description,
                 "entry_status": entry.status.value,
+                "input": entry.input,
+                "output": entry.output,
+                "expectation": entry.expectation if entry.has_expectation else None,
             }
+            calls: dict[str, Any] = {}
+            for name in components:
+                last = entry.components.get(name)
+                call = last[-1] if last else None
+                calls[f"{name}.input"] = call.input if call is not None else None
+                calls[f"{name}.output"] = call.output if call is not None else None
             meta = {column: flat.get(column) for column in meta_columns}
             evaluations: Sequence[Evaluation | None] = entry.evaluations or [None]
             for evaluation in evaluations:
@@ -565,6 +562,7 @@ class RunResult(BaseModel):
                         "error_message": None if error is None else error.message,
                         "reasoning": None if evaluation is None else evaluation.reasoning,
                         "duration_s": entry.duration_s,
+                        **calls,
                         **meta,
                     }
                 )
@@ -598,3 +596,28 @@ def _flat_metadata(metadata: Mapping[str, JsonValue], prefix: str = "meta.") -> 
         else:
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+def migrate_result(data: dict[str, Any]) -> dict[str, Any]:
+    """A saved result's data (``result.json``, ``run.json``), migrated to :data:`SCHEMA_VERSION`.
+
+    Each version's step is applied in turn; a result of this version is returned as it is.
+
+    Raises:
+        ValueError: The version is newer than this evaltrace knows, or not a version.
+
+    Example:
+        >>> migrate_result({"schema_version": 1, "name": "old"})["schema_version"]
+        2
+    """
+    version = data.get("schema_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"schema_version {version!r} is not a version of the saved format")
+    if version > SCHEMA_VERSION:
+        raise ValueError(
+            f"it was saved with schema_version {version}, by a newer evaltrace (this one reads "
+            f"up to {SCHEMA_VERSION}): upgrade evaltrace to read it"
+        )
+    if version == 1:  # 0.1.0: counts are derived from the entries, no fingerprint was made
+        data = {**data, "schema_version": 2}
+    return data

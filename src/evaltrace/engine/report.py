@@ -8,46 +8,24 @@ rather than obeyed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evaltrace._safe_text import printable
+from evaltrace.engine.inputs import InputResult
 from evaltrace.evals.criteria import PassCriteria, ScoreThreshold
 from evaltrace.evals.display import short_text
 from evaltrace.evals.evaluable import collapse_named_data
 from evaltrace.evals.evaluation import Evaluation
-from evaltrace.evals.result import EntryResult
-from evaltrace.evals.runner import InputResult
+from evaltrace.results.model import EntryResult
 
-__all__ = ["entries_table", "printable", "results_table"]
+__all__ = ["entries_table", "results_table"]
 
 _ALL_ROWS_UP_TO = 10
 _MAX_LISTED_INPUTS = 50
 _VALUE_WIDTH = 24
 _WHY_WIDTH = 60
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
-"""Terminal control characters, and the Unicode marks that reorder or break the text around
-them (bidirectional embeddings, overrides and isolates, line and paragraph separators)."""
-
-
-def printable(text: str) -> str:
-    r"""Return ``text`` with its terminal control characters shown instead of obeyed.
-
-    Span names, values, reasoning and error messages come from the app, its evaluators or a
-    file: an escape sequence in them could clear the screen, move the cursor, retitle the
-    window or hide what precedes a carriage return; a bidirectional override (U+202E) makes
-    text read in another order than it is. Every C0 control character but newline and tab
-    (the output's own layout), DEL, every C1 control character, and the bidirectional and
-    separator marks become a ``\u001b``-style escape, which also keeps JSON output valid JSON.
-
-    Example:
-        >>> printable("red\x1b[31m")
-        'red\\u001b[31m'
-        >>> printable("invoice\u202efdp.exe")
-        'invoice\\u202efdp.exe'
-    """
-    return _CONTROL.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 @dataclass(frozen=True, kw_only=True)

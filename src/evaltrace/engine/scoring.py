@@ -1,0 +1,430 @@
+"""One entry, run (or read) and scored into its saved result: :func:`score`.
+
+Every way of running scores its entries here: a live run of the app under its own capture, a
+stored trace read back, or a test case that carries its output already. The selector picks
+what to score from the trace, the entry's evaluators score it concurrently (each under the
+timeout, failures as data), and :func:`entry_result` builds the saved
+:class:`~evaltrace.results.EntryResult` (the one place it is built). Nothing here raises but a
+cancellation of the run: a runnable that raises, a selector that finds nothing, a stored
+trace that cannot be read, an evaluator that hangs are each the entry's error, and no entry
+ends with fewer evaluations than evaluators.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import types
+from collections.abc import Coroutine, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import anyio
+
+from evaltrace.capture import conventions as conv
+from evaltrace.concurrency import StrayCancellationError, is_stray_cancellation
+from evaltrace.engine.entries import Entry
+from evaltrace.engine.runs import EntryPoint, RunOutcome, run_captured
+from evaltrace.evals.context import EvaluatorContext
+from evaltrace.evals.evaluable import UNSET, Evaluable, Unset, json_value, saved_value
+from evaltrace.evals.evaluation import Evaluation, EvaluationError
+from evaltrace.evals.evaluator import PreparedEvaluator, evaluate_prepared
+from evaltrace.evals.selectors import TraceSelector, root
+from evaltrace.evals.telemetry import export_evaluations
+from evaltrace.results.model import EntryResult, entry_status
+from evaltrace.trace import ObservationNode, SpanRecord, SpanView, TraceFileProblem, walk_trace
+
+__all__ = [
+    "Scored",
+    "entry_result",
+    "failed_entry",
+    "score",
+    "trace_file_error",
+    "with_case",
+]
+
+_PROBLEMS_QUOTED: Final = 3
+"""How many problems of a stored trace its error quotes."""
+
+
+@dataclass(kw_only=True, slots=True)
+class Scored:
+    """One entry, scored: its saved result, and what its run left in memory."""
+
+    entry: Entry | None
+    """The entry (``None`` for one scored in another process, handed back as data)."""
+    result: EntryResult
+    """Its saved result."""
+    evaluable: Evaluable | None = None
+    """What the evaluators scored (``None`` when nothing could be)."""
+    run: RunOutcome | None = None
+    """The run of the app, with its live capture (``None`` when nothing ran here)."""
+    roots: Sequence[ObservationNode] = ()
+    """The trace scored (the run's, or the stored one)."""
+    lines: Sequence[str] | None = None
+    """Its spans as lines of ``traces.jsonl``, when it was scored in another process."""
+
+    def spans(self) -> Iterator[SpanRecord | str]:
+        """Its spans, as records or as lines already encoded."""
+        if self.lines is not None:
+            yield from self.lines
+            return
+        for node in walk_trace(self.roots):  # the tree holds each span as a record already
+            yield node.span.record
+
+    def release(self) -> None:
+        """Drop the run's capture (its spans), once they are written."""
+        if self.run is not None:
+            self.run.handler.clear()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Scoring:
+    """What every entry of a run shares when it is scored."""
+
+    runnable: EntryPoint | None
+    """The app (``None`` when no entry runs)."""
+    from_trace: TraceSelector | None
+    """The selector; ``None`` for :func:`evaltrace.root`."""
+    timeout: float | None
+    """Seconds allowed for each run and each evaluation."""
+    threshold: float
+    """The score that passes."""
+    run_id: str
+    """The run's id, given to evaluators."""
+    attributes: Mapping[str, Any]
+    """The run's attributes, given to evaluators."""
+
+
+async def score(entry: Entry, scoring: Scoring) -> Scored:
+    """Run (or read) ``entry`` and score it; never raises but for a cancellation of the run."""
+    try:
+        return await _score(entry, scoring)
+    except Exception as exc:  # a failure outside any evaluator still errors only its entry
+        error = EvaluationError.from_exception(exc, where="runner")
+    except BaseException as exc:
+        if not is_stray_cancellation(exc):
+            raise
+        stray = StrayCancellationError(f"scoring {entry.label}")
+        stray.__cause__ = exc
+        error = EvaluationError.from_exception(stray, where="runner")
+    return Scored(entry=entry, result=failed_entry(entry, error, threshold=scoring.threshold))
+
+
+async def _score(entry: Entry, scoring: Scoring) -> Scored:
+    case = entry.case
+    run: RunOutcome | None = None
+    roots: Sequence[ObservationNode] = ()
+    error: EvaluationError | None = None
+    evaluable: Evaluable | None = None
+    if entry.trace is not None:
+        roots = entry.trace.roots
+        if not entry.trace.complete:
+            error = trace_file_error(entry.trace.problems)
+    elif case is not None and case.eval_output is not None:
+        evaluable = case  # carries its output: scored as it is, nothing runs
+    else:
+        assert scoring.runnable is not None, "a source of entries to run names its runnable"
+        run = await run_captured(
+            scoring.runnable,
+            entry.input,
+            inputs=entry.inputs(),
+            entry=entry.label,
+            timeout=scoring.timeout,
+        )
+        roots = run.trace
+        if run.error is not None:
+            error = EvaluationError.from_exception(run.error, where="runnable")
+    prepared = entry.evaluators.prepared
+    if error is None and evaluable is None and prepared:
+        try:
+            evaluable = with_case((scoring.from_trace or root)(roots), case)
+        except Exception as exc:  # a selector that finds nothing is reported per entry
+            error = EvaluationError.from_exception(exc, where="from_trace")
+    if error is not None:
+        evaluations = [Evaluation.errored(error, evaluator=n) for n in entry.evaluators.names]
+    elif evaluable is None:
+        evaluations = []  # nothing scores it (a pipeline's input): saved as it ran
+    else:
+        ctx = EvaluatorContext(
+            evaluable=evaluable,
+            trace=roots if roots or run is not None else None,
+            entry_name=entry.name,
+            entry_index=entry.index,
+            run_id=scoring.run_id,
+            attributes=scoring.attributes,
+            duration_s=run.duration_s if run is not None else _duration(entry),
+        )
+        evaluations = await evaluate_all(prepared, ctx, scoring.timeout, label=entry.label)
+    if roots:
+        export_evaluations(evaluations, roots, threshold=scoring.threshold)
+    result = entry_result(
+        entry,
+        evaluations=evaluations,
+        error=error,
+        evaluable=evaluable,
+        run=run,
+        roots=roots,
+        threshold=scoring.threshold,
+    )
+    return Scored(entry=entry, result=result, evaluable=evaluable, run=run, roots=roots)
+
+
+def _duration(entry: Entry) -> float | None:
+    if entry.trace is None or not entry.trace.roots:
+        return None
+    return entry.trace.roots[0].span.duration_ms / 1000
+
+
+def entry_result(
+    entry: Entry,
+    *,
+    evaluations: list[Evaluation],
+    error: EvaluationError | None,
+    evaluable: Evaluable | None = None,
+    run: RunOutcome | None = None,
+    roots: Sequence[ObservationNode] = (),
+    threshold: float,
+) -> EntryResult:
+    """The saved result of ``entry``: what it was given, what it produced, how it scored.
+
+    Args:
+        entry: The entry.
+        evaluations: One evaluation per evaluator, in their order.
+        error: What failed before the evaluators ran (the runnable, the selector, the stored
+            trace, the runnable's ``setup``), if anything.
+        evaluable: What the evaluators scored.
+        run: The run of the app, if it ran here.
+        roots: The trace scored.
+        threshold: The score that passes, for the status.
+    """
+    case = evaluable if evaluable is not None else entry.case
+    fields: dict[str, Any] = {
+        "index": entry.index,
+        "name": entry.name if entry.name is not None else str(entry.index),
+        "evaluations": evaluations,
+        "error": error,
+        "status": entry_status(evaluations, error, threshold=threshold),
+    }
+    if run is not None:
+        span = _run_span(roots)
+        fields.update(
+            # The run's root span holds its input and output encoded already: each is
+            # encoded once, by the capture codec, on its way to the saved result.
+            input=span.input if span is not None else saved_value(entry.input),
+            output=span.output if span is not None else saved_value(run.output),
+            started_at=run.started_at,
+            duration_s=run.duration_s,
+            trace_ids=[f"{trace_id:032x}" for trace_id in run.handler.trace_ids],
+        )
+    elif entry.trace is not None:
+        if roots:
+            top = roots[0].span
+            fields.update(
+                description=top.name,
+                input=top.input,
+                output=top.output,
+                started_at=top.started_at,
+                duration_s=top.duration_ms / 1000,
+                trace_ids=list(dict.fromkeys(f"{node.span.trace_id:032x}" for node in roots)),
+            )
+        elif entry.trace.trace_id:
+            fields["trace_ids"] = [entry.trace.trace_id]
+    elif entry.input is not None:
+        fields["input"] = saved_value(entry.input)
+    if case is not None:
+        fields.update(
+            eval_input=case.eval_input,
+            expectation=case.expectation,
+            eval_metadata=case.eval_metadata,
+        )
+        if case.description is not None or "description" not in fields:
+            fields["description"] = case.description
+        if evaluable is not None:
+            fields["eval_output"] = evaluable.eval_output
+    return EntryResult(**fields)
+
+
+def _run_span(roots: Sequence[ObservationNode]) -> SpanView | None:
+    """The root span :func:`~evaltrace.engine.run_captured` made around the run, if found."""
+    for node in roots:
+        if node.span.attributes.get(conv.RUN_SPAN_ATTRIBUTE) is True:
+            return node.span
+    return None
+
+
+def failed_entry(entry: Entry, error: EvaluationError, *, threshold: float) -> EntryResult:
+    """The result of an entry that failed before it was scored: every evaluation errored.
+
+    For a runnable whose ``setup`` raised, and a failure outside any evaluator.
+    """
+    evaluations = [Evaluation.errored(error, evaluator=name) for name in entry.evaluators.names]
+    return entry_result(entry, evaluations=evaluations, error=error, threshold=threshold)
+
+
+def trace_file_error(problems: Sequence[TraceFileProblem]) -> EvaluationError:
+    """The error of an entry whose stored trace could not be read (``LOG_FILE_ERROR``)."""
+    shown = "; ".join(str(problem) for problem in problems[:_PROBLEMS_QUOTED])
+    more = len(problems) - _PROBLEMS_QUOTED
+    if more > 0:
+        shown += f"; and {more} more"
+    return EvaluationError(type="TraceFormatError", message=shown, where="trace_file")
+
+
+def with_case(
+    selected: Evaluable, base: Evaluable | None, expected_output: Any = UNSET
+) -> Evaluable:
+    """What a selector picked, with the test case's inputs, expectation and metadata.
+
+    Args:
+        selected: The evaluable a selector built from the trace.
+        base: The test case (a dataset entry's), whose named inputs, expectation, metadata and
+            description are kept; ``None`` for none.
+        expected_output: An expectation that replaces the case's.
+    """
+    updates: dict[str, Any] = {}
+    if base is not None:
+        if base.eval_input:
+            updates["eval_input"] = list(base.eval_input)
+        if base.has_expectation:
+            updates["expectation"] = base.expectation
+        if base.eval_metadata is not None:
+            updates["eval_metadata"] = base.eval_metadata
+        if base.description is not None:
+            updates["description"] = base.description
+    if not isinstance(expected_output, Unset):
+        updates["expectation"] = json_value(expected_output)
+    return selected.model_copy(update=updates) if updates else selected
+
+
+async def evaluate_all(
+    evaluators: Sequence[PreparedEvaluator],
+    ctx: EvaluatorContext,
+    timeout: float | None,
+    *,
+    label: str,
+) -> list[Evaluation]:
+    """Score one entry with each evaluator, concurrently; the results in evaluator order.
+
+    The row never ends short: a failure outside any evaluator (or a cancellation that is not
+    one of the caller) errors the evaluations that did not come back, and only a cancellation
+    of the caller is raised.
+    """
+    names = [prepared.name for prepared in evaluators]
+    try:
+        evaluations = await _evaluate_concurrently(evaluators, ctx, timeout)
+    except Exception as exc:  # a failure outside any evaluator still errors only its row
+        return _errored_row(exc, names)
+    except BaseException as exc:
+        if not is_stray_cancellation(exc):
+            raise
+        stray = StrayCancellationError(f"scoring {label}")
+        stray.__cause__ = exc
+        return _errored_row(stray, names)
+    if len(evaluations) < len(names):
+        evaluations += [_missing(name) for name in names[len(evaluations) :]]
+    return evaluations
+
+
+async def _evaluate_concurrently(
+    evaluators: Sequence[PreparedEvaluator], ctx: EvaluatorContext, timeout: float | None
+) -> list[Evaluation]:
+    """The evaluations, each evaluator started concurrently; in evaluator order.
+
+    On asyncio each evaluator starts in this task, in its own copy of the context, so one
+    that finishes without waiting (a pure scorer) costs no task: the runner's overhead figure
+    of bench/README.md (``bench_runner.py``, 0.43x pydantic-evals) depends on it. The first
+    one that has to wait is driven on in this task, so a cancel scope it entered stays in the
+    task that entered it, while the evaluators after it start as tasks and wait alongside it.
+    Other event loops (trio) get a task per evaluator, in a task group.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # another anyio backend (trio)
+        return await _evaluate_in_task_group(evaluators, ctx, timeout)
+    results: list[Evaluation] = []
+    for position, prepared in enumerate(evaluators):
+        context = contextvars.copy_context()
+        coroutine = evaluate_prepared(prepared, ctx, timeout)
+        try:
+            awaited = context.run(coroutine.send, None)
+        except StopIteration as finished:
+            results.append(finished.value)
+            continue
+        rest = [
+            loop.create_task(evaluate_prepared(later, ctx, timeout))
+            for later in evaluators[position + 1 :]
+        ]
+        try:
+            results.append(await _drive(coroutine, awaited, context))
+            for task in rest:
+                results.append(await task)
+        except BaseException:  # cancelled: the others must not run on, orphaned
+            for task in rest:
+                task.cancel()
+            raise
+        break
+    return results
+
+
+@types.coroutine
+def _drive(
+    coroutine: Coroutine[Any, Any, Evaluation],
+    awaited: Any,
+    context: contextvars.Context,
+) -> Generator[Any, Any, Evaluation]:
+    """Await ``coroutine``, which already ran up to its first wait (on ``awaited``).
+
+    It goes on in the task awaiting this, in ``context``: what the task's event loop sends
+    or throws (a cancellation) is passed to it, as ``await`` itself would.
+    """
+    while True:
+        try:
+            sent = yield awaited
+        except GeneratorExit:
+            coroutine.close()
+            raise
+        except BaseException as exc:  # thrown in by the task: a cancellation
+            try:
+                awaited = context.run(coroutine.throw, exc)
+            except StopIteration as finished:
+                result: Evaluation = finished.value
+                return result
+        else:
+            try:
+                awaited = context.run(coroutine.send, sent)
+            except StopIteration as finished:
+                result = finished.value
+                return result
+
+
+async def _evaluate_in_task_group(
+    evaluators: Sequence[PreparedEvaluator], ctx: EvaluatorContext, timeout: float | None
+) -> list[Evaluation]:
+    slots: list[Evaluation | None] = [None] * len(evaluators)
+
+    async def one(position: int) -> None:
+        slots[position] = await evaluate_prepared(evaluators[position], ctx, timeout)
+
+    async with anyio.create_task_group() as group:
+        for position in range(len(evaluators)):
+            group.start_soon(one, position)
+    return [slot if slot is not None else _missing(None) for slot in slots]
+
+
+def _missing(name: str | None) -> Evaluation:
+    """The result standing in for an evaluation that never came back (never a pass)."""
+    return Evaluation.errored(
+        EvaluationError(
+            type="MissingEvaluation",
+            message="no result came back for this evaluator; the input counts as failed",
+            where="runner",
+        ),
+        evaluator=name,
+    )
+
+
+def _errored_row(error: BaseException, names: Sequence[str]) -> list[Evaluation]:
+    """One errored evaluation per evaluator, for a failure outside any evaluator."""
+    errored = Evaluation.errored(error, where="runner")
+    return [errored.model_copy(update={"evaluator": name}) for name in names]
