@@ -398,6 +398,16 @@ def test_a_bad_resource_attribute_is_skipped_and_the_others_are_kept(
     assert (span.resource["team"], span.resource["tier"]) == ("search", "a b")
 
 
+def test_a_bad_span_limit_of_the_sdk_warns_and_the_default_limits_are_used() -> None:
+    # The SDK's TracerProvider reads these itself, and raised at the first traced call.
+    result = run_app({"OTEL_ATTRIBUTE_COUNT_LIMIT": "abc"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Paris\n"
+    (line,) = result.stderr.splitlines()
+    assert "OTEL_ATTRIBUTE_COUNT_LIMIT" in line and "abc" in line
+    assert line.endswith("; using OpenTelemetry's default span limits"), line
+
+
 def test_a_problem_is_logged_once_however_often_the_runtime_is_built() -> None:
     app = """
     import evaltrace

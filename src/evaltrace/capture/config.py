@@ -18,10 +18,11 @@ import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanLimits
 from opentelemetry.sdk.trace import TracerProvider as SDKTracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
@@ -421,7 +422,7 @@ def _build_runtime(settings: Settings, explicit: otel_trace.TracerProvider | Non
                 settings.project_name,
             )
     else:
-        provider = SDKTracerProvider(resource=_resource(settings))
+        provider = _new_provider(settings)
         if explicit is None and isinstance(candidate, otel_trace.ProxyTracerProvider):
             if not settings.disabled:  # disabled: leave the global provider to the app
                 otel_trace.set_tracer_provider(provider)
@@ -439,6 +440,32 @@ def _build_runtime(settings: Settings, explicit: otel_trace.TracerProvider | Non
         _add_exporter(rt, exporter)
     rt.otlp_added = _exports_over_otlp(settings, owns)
     return rt
+
+
+_DEFAULT_SPAN_LIMITS: Final = SpanLimits(
+    max_attributes=128,
+    max_events=128,
+    max_links=128,
+    max_span_attributes=128,
+    max_event_attributes=128,
+    max_link_attributes=128,
+    max_attribute_length=SpanLimits.UNSET,
+    max_span_attribute_length=SpanLimits.UNSET,
+)
+"""OpenTelemetry's default span limits, every one given, so that none is read from the
+environment."""
+
+
+def _new_provider(settings: Settings) -> SDKTracerProvider:
+    """The tracer provider evaltrace creates; never raises because of the environment."""
+    resource = _resource(settings)
+    try:
+        return SDKTracerProvider(resource=resource)
+    except ValueError as exc:  # the SDK reads its span limits (OTEL_*_LIMIT) itself
+        logger.warning(
+            "evaltrace: %s; using OpenTelemetry's default span limits", exception_text(exc)
+        )
+        return SDKTracerProvider(resource=resource, span_limits=_DEFAULT_SPAN_LIMITS)
 
 
 def _resource(settings: Settings) -> Resource:
