@@ -671,7 +671,7 @@ def _timeout(reader: _Reader, protocol: Protocol) -> float | None:
     if protocol == "grpc" and specific is not None and not _is_float(specific):
         # The SDK's gRPC exporter converts this variable itself when it is made, whatever it is
         # given, and raises on a value that is not a number.
-        reader.pick([OTEL_EXPORTER_OTLP_TIMEOUT], _seconds, 10.0, unit=" s")
+        reader.pick([OTEL_EXPORTER_OTLP_TIMEOUT], _seconds, 10.0, show=_number, unit=" s")
         reader.problem(
             OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,
             specific,
