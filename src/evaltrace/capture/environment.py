@@ -79,7 +79,6 @@ size), ``OTEL_BSP_SCHEDULE_DELAY`` (5000 ms: how long a partial batch waits for 
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import re
@@ -600,21 +599,8 @@ def _otlp(reader: _Reader) -> OTLPSettings | None:
     )[1]
     certificates = [_certificate(reader, names) for names in _CERTIFICATES]
     usable = timeout is not None and headers is not None and all(ok for ok, _ in certificates)
-    if (
-        protocol_variable is not None
-        and protocol == "grpc"
-        and url is not None
-        and importlib.util.find_spec(_GRPC_EXPORTER) is None
-    ):
-        reader.problem(
-            protocol_variable,
-            "grpc",
-            "needs the gRPC exporter, which is not installed: pip install 'evaltrace[grpc]' "
-            "(or use http/protobuf)",
-            "no OTLP export",
-            "grpc",
-        )
-        usable = False
+    if protocol_variable is not None and protocol == "grpc" and url is not None:
+        usable = _grpc_exporter_installed(reader, protocol_variable) and usable
     if url is None or not usable:
         return None
     assert timeout is not None and headers is not None
@@ -630,6 +616,25 @@ def _otlp(reader: _Reader) -> OTLPSettings | None:
         client_key_file=client_key,
         client_certificate_file=client_certificate,
     )
+
+
+def _grpc_exporter_installed(reader: _Reader, variable: str) -> bool:
+    """Whether the gRPC exporter ``variable`` asks for is installed (a problem when not)."""
+    # importlib.util (with importlib._abc) is imported only here: `import evaltrace` stays
+    # within its bench/bench_capture.py import-time figure.
+    import importlib.util
+
+    if importlib.util.find_spec(_GRPC_EXPORTER) is not None:
+        return True
+    reader.problem(
+        variable,
+        "grpc",
+        "needs the gRPC exporter, which is not installed: pip install 'evaltrace[grpc]' "
+        "(or use http/protobuf)",
+        "no OTLP export",
+        "grpc",
+    )
+    return False
 
 
 def _protocol(name: str, raw: str) -> Protocol:
