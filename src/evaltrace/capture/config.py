@@ -1,43 +1,13 @@
 """Configuration in one place: :func:`init`, :func:`flush`, :func:`shutdown`.
 
-Environment variables are read once, when this module is imported:
-
-``EVALTRACE_DISABLED``
-    ``1``/``true`` turns instrumentation off: ``@wrap`` returns the function unchanged and
-    ``wrap(value, ...)`` returns the value unchanged.
-``EVALTRACE_CAPTURE_CONTENT``
-    ``0``/``false`` keeps input, output and ``wrap`` values off the exported spans (in-memory
-    captures for evaluation still receive the values).
-``EVALTRACE_MAX_VALUE_BYTES``
-    Size limit of one value on a span, in bytes of JSON (default 1,000,000); larger values
-    are replaced by a truncation marker with a preview.
-``EVALTRACE_REDACT_KEYS``
-    Comma-separated extra key names whose values are redacted (added to the defaults).
-``EVALTRACE_SERVICE_NAME`` (or ``OTEL_SERVICE_NAME``)
-    The ``service.name`` of the tracer provider evaltrace creates when the app has none
-    (else ``service.name`` of ``OTEL_RESOURCE_ATTRIBUTES``, else ``evaltrace-app``).
-``EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS``
-    How long process exit (and :func:`shutdown`) may wait for exporters and handlers to
-    take the spans still queued (default 5000); whatever is left then is dropped, counted
-    and logged.
-``EVALTRACE_PROJECT_NAME``
-    The ``openinference.project.name`` resource attribute of a provider evaltrace creates
-    (Arize Phoenix files the spans under that project).
-``EVALTRACE_TRACE_FILE``
-    A JSONL file every finished span is appended to (any provider).
-``EVALTRACE_EXPORT_ON_APP_PROVIDER``
-    ``1``/``true``: export over OTLP per the ``OTEL_*`` variables even when the app set
-    up its own tracer provider (which, being configured by the same variables, usually
-    exports already).
-``EVALTRACE_EXPORT_EVALUATIONS``
-    ``1``/``true``: each evaluation the runner makes is emitted as a
-    ``gen_ai.evaluation.result`` event on a short span in the trace of the run it scored
-    (see :mod:`evaltrace.evals.telemetry`).
-``OTEL_SDK_DISABLED``
-    ``true`` turns OpenTelemetry off, and evaltrace with it (as ``EVALTRACE_DISABLED``).
-``OTEL_EXPORTER_OTLP_*``, ``OTEL_RESOURCE_ATTRIBUTES``
-    Export over OTLP from a provider evaltrace creates: see
-    :mod:`evaltrace.capture.exporters`.
+The environment is read once, when this module is imported, by
+:func:`~evaltrace.capture.environment.read_environment`, which documents every variable
+(the ``OTEL_BSP_*`` ones are read again each time an exporter is added). Following
+OpenTelemetry, a variable whose value cannot be used never raises: the runtime logs the
+problem once, as a warning on the ``evaltrace`` logger (the variable, the value, what is used
+instead), when it is built, and uses the fallback. Arguments given in code to :func:`init`
+are checked strictly: a wrong one is a :class:`~evaltrace.errors.ConfigurationError` and
+changes nothing.
 """
 
 from __future__ import annotations
@@ -47,25 +17,31 @@ import logging
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanLimits
 from opentelemetry.sdk.trace import TracerProvider as SDKTracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from evaltrace._safe_text import exception_text, safe_repr, type_name
-from evaltrace.capture.codec import DEFAULT_REDACT_KEYS, Codec
 from evaltrace.capture.context import arm
+from evaltrace.capture.environment import (
+    MIN_VALUE_BYTES,
+    Environment,
+    Problem,
+    Settings,
+    read_batching,
+    read_environment,
+)
 from evaltrace.capture.exporters import (
     EVALTRACE_TRACE_FILE,
     PROJECT_NAME_ATTRIBUTE,
     JsonLinesExporter,
-    OTLPSettings,
     otlp_exporter,
-    otlp_settings_from_env,
-    resource_attributes_from_env,
+    settled_variables,
 )
 from evaltrace.capture.instrumentors import (
     check_instrument,
@@ -81,128 +57,37 @@ __all__ = ["Runtime", "Settings", "flush", "init", "runtime", "settings_from_env
 
 logger = logging.getLogger("evaltrace")
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
-
-
-@dataclass(kw_only=True, frozen=True)
-class Settings:
-    """The configuration in effect."""
-
-    service_name: str = "evaltrace-app"
-    """``service.name`` of a tracer provider that evaltrace creates."""
-    disabled: bool = False
-    """Whether instrumentation is off."""
-    capture_content: bool = True
-    """Whether values go on spans (in-memory captures always get them)."""
-    max_value_bytes: int = 1_000_000
-    """Size limit of one value on a span, in bytes of JSON."""
-    redact_keys: frozenset[str] = field(default_factory=lambda: DEFAULT_REDACT_KEYS)
-    """Key names whose values are redacted."""
-    max_generator_items: int = 1000
-    """How many yielded items of a decorated generator are kept as its output."""
-    shutdown_timeout_millis: int = 5000
-    """How long process exit and :func:`shutdown` may wait for exporters and handlers."""
-    project_name: str | None = None
-    """``openinference.project.name`` on the resource of a provider evaltrace creates."""
-    resource_attributes: Mapping[str, str] = field(default_factory=dict)
-    """Resource attributes of a provider evaltrace creates (``OTEL_RESOURCE_ATTRIBUTES``)."""
-    otlp: OTLPSettings | None = None
-    """Where spans go over OTLP (the ``OTEL_EXPORTER_OTLP_*`` variables); ``None``: nowhere."""
-    trace_file: str | None = None
-    """A JSONL file every finished span is appended to."""
-    export_on_app_provider: bool = False
-    """Whether the OTLP export of :attr:`otlp` is added to a provider the app set up too."""
-    export_evaluations: bool = False
-    """Whether each evaluation is emitted as a ``gen_ai.evaluation.result`` event in the trace
-    of the run it scored."""
-
-    def codec(self) -> Codec:
-        """The value codec for these settings."""
-        return Codec(max_bytes=self.max_value_bytes, redact_keys=self.redact_keys)
-
-
-def _env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ConfigurationError(f"{name}={raw!r} is not a boolean; use 1/0, true/false or yes/no")
-
 
 def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
-    """Read the ``EVALTRACE_*`` environment variables into :class:`Settings`."""
-    env = os.environ if env is None else env
-    max_bytes_raw = env.get("EVALTRACE_MAX_VALUE_BYTES")
-    max_bytes = Settings.max_value_bytes
-    if max_bytes_raw is not None:
-        try:
-            max_bytes = int(max_bytes_raw)
-        except ValueError:
-            raise ConfigurationError(
-                f"EVALTRACE_MAX_VALUE_BYTES={max_bytes_raw!r} is not a whole number of bytes"
-            ) from None
-        _check_max_bytes(max_bytes, "EVALTRACE_MAX_VALUE_BYTES")
-    timeout_raw = env.get("EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS")
-    timeout = Settings.shutdown_timeout_millis
-    if timeout_raw is not None:
-        try:
-            timeout = int(timeout_raw)
-        except ValueError:
-            timeout = -1
-        if timeout < 0:
-            raise ConfigurationError(
-                f"EVALTRACE_SHUTDOWN_TIMEOUT_MILLIS={timeout_raw!r} is not a whole number of "
-                "milliseconds (0 or more)"
-            )
-    extra_keys = {k.strip().lower() for k in env.get("EVALTRACE_REDACT_KEYS", "").split(",")}
-    resource = resource_attributes_from_env(env)
-    return Settings(
-        service_name=env.get("EVALTRACE_SERVICE_NAME")
-        or env.get("OTEL_SERVICE_NAME")
-        or resource.get("service.name")
-        or Settings.service_name,
-        disabled=_env_bool(env, "EVALTRACE_DISABLED", False) or _sdk_disabled(env),
-        capture_content=_env_bool(env, "EVALTRACE_CAPTURE_CONTENT", True),
-        max_value_bytes=max_bytes,
-        redact_keys=DEFAULT_REDACT_KEYS | {k for k in extra_keys if k},
-        shutdown_timeout_millis=timeout,
-        project_name=env.get("EVALTRACE_PROJECT_NAME", "").strip() or None,
-        resource_attributes=resource,
-        otlp=otlp_settings_from_env(env),
-        trace_file=env.get(EVALTRACE_TRACE_FILE, "").strip() or None,
-        export_on_app_provider=_env_bool(env, "EVALTRACE_EXPORT_ON_APP_PROVIDER", False),
-        export_evaluations=_env_bool(env, "EVALTRACE_EXPORT_EVALUATIONS", False),
-    )
+    """The :class:`Settings` the environment asks for (``os.environ`` by default).
 
-
-def _sdk_disabled(env: Mapping[str, str]) -> bool:
-    """``OTEL_SDK_DISABLED``, read as the SDK reads it: only ``true`` turns it off."""
-    raw = env.get("OTEL_SDK_DISABLED")
-    value = "" if raw is None else raw.strip().lower()
-    if value not in ("true", "false", ""):
-        raise ConfigurationError(
-            f"OTEL_SDK_DISABLED={raw!r} is neither 'true' nor 'false' (OpenTelemetry reads "
-            "only 'true' as true, so this value would leave the SDK on)"
-        )
-    return value == "true"
+    A variable whose value cannot be used gets its fallback; see
+    :func:`~evaltrace.capture.environment.read_environment` for the problems.
+    """
+    return read_environment(env).settings
 
 
 def _check_max_bytes(value: int, source: str) -> None:
-    if value < 256:
-        raise ConfigurationError(f"{source}={value} is too small; it must be at least 256 bytes")
+    if value < MIN_VALUE_BYTES:
+        raise ConfigurationError(
+            f"{source}={value} is too small; it must be at least {MIN_VALUE_BYTES} bytes"
+        )
 
 
-_ENV_ERROR: ConfigurationError | None = None
-try:
-    _ENV_SETTINGS = settings_from_env()
-except ConfigurationError as exc:  # reported by init(), where the app can see it
-    _ENV_ERROR = exc
-    _ENV_SETTINGS = Settings()
+_ENVIRONMENT: Environment = read_environment()
+"""The environment as read when evaltrace was imported."""
+_ENV_SETTINGS = _ENVIRONMENT.settings
+_REPORTED: set[Problem] = set()
+"""The problems logged so far: each is logged once per process, however often the runtime is
+built (``init``, ``shutdown`` and the next traced call)."""
+
+
+def _report(problems: Iterable[Problem]) -> None:
+    """Log each of ``problems`` not logged before, as one warning line."""
+    for problem in problems:
+        if problem not in _REPORTED:
+            _REPORTED.add(problem)
+            logger.warning("evaltrace: %s", problem)
 
 
 class Runtime:
@@ -318,12 +203,11 @@ def init(
         resource) stays the one made first.
 
     Raises:
-        ConfigurationError: An argument or environment variable is invalid, an exporter it
-            asks for cannot be made, or an instrumentor is missing; nothing is changed then.
+        ConfigurationError: An argument is invalid, or an instrumentor it asks for is
+            missing; nothing is changed then. Environment variables never raise: a value that
+            cannot be used is logged once as a warning and its fallback is used.
     """
     global RUNTIME
-    if _ENV_ERROR is not None:
-        raise _ENV_ERROR
     keys = _check_options(
         service_name=service_name,
         capture_content=capture_content,
@@ -382,14 +266,15 @@ def _update_runtime(rt: Runtime, new: Settings) -> None:
     rt.codec = new.codec()
     rt.processor.shutdown_timeout_millis = new.shutdown_timeout_millis
     if not rt.otlp_added and _exports_over_otlp(new, rt.owns_provider):
-        otlp = new.otlp
-        assert otlp is not None
-        _add_exporter(rt, otlp_exporter(otlp))
+        for exporter in _otlp_exporters(new):
+            _add_exporter(rt, exporter)
         rt.otlp_added = True
 
 
 def _add_exporter(rt: Runtime, exporter: SpanExporter) -> None:
-    rt.processor.add_exporter(exporter)
+    batching, problems = read_batching(os.environ)
+    _report(problems)
+    rt.processor.add_exporter(exporter, batching)
     rt.spans_now_leave_process()
 
 
@@ -521,9 +406,10 @@ def _is_exporter(value: object) -> bool:
 def _build_runtime(settings: Settings, explicit: otel_trace.TracerProvider | None) -> Runtime:
     from evaltrace.capture.processor import ScopeSpanProcessor
 
+    _report(_ENVIRONMENT.problems)
     candidate = explicit if explicit is not None else otel_trace.get_tracer_provider()
     owns = not isinstance(candidate, SDKTracerProvider)
-    exporters = _environment_exporters(settings, owns)  # may raise: nothing is changed yet
+    exporters = _environment_exporters(settings, owns)
     if isinstance(candidate, SDKTracerProvider):
         provider = candidate
         if settings.project_name is not None:
@@ -536,7 +422,7 @@ def _build_runtime(settings: Settings, explicit: otel_trace.TracerProvider | Non
                 settings.project_name,
             )
     else:
-        provider = SDKTracerProvider(resource=_resource(settings))
+        provider = _new_provider(settings)
         if explicit is None and isinstance(candidate, otel_trace.ProxyTracerProvider):
             if not settings.disabled:  # disabled: leave the global provider to the app
                 otel_trace.set_tracer_provider(provider)
@@ -556,6 +442,32 @@ def _build_runtime(settings: Settings, explicit: otel_trace.TracerProvider | Non
     return rt
 
 
+_DEFAULT_SPAN_LIMITS: Final = SpanLimits(
+    max_attributes=128,
+    max_events=128,
+    max_links=128,
+    max_span_attributes=128,
+    max_event_attributes=128,
+    max_link_attributes=128,
+    max_attribute_length=SpanLimits.UNSET,
+    max_span_attribute_length=SpanLimits.UNSET,
+)
+"""OpenTelemetry's default span limits, every one given, so that none is read from the
+environment."""
+
+
+def _new_provider(settings: Settings) -> SDKTracerProvider:
+    """The tracer provider evaltrace creates; never raises because of the environment."""
+    resource = _resource(settings)
+    try:
+        return SDKTracerProvider(resource=resource)
+    except ValueError as exc:  # the SDK reads its span limits (OTEL_*_LIMIT) itself
+        logger.warning(
+            "evaltrace: %s; using OpenTelemetry's default span limits", exception_text(exc)
+        )
+        return SDKTracerProvider(resource=resource, span_limits=_DEFAULT_SPAN_LIMITS)
+
+
 def _resource(settings: Settings) -> Resource:
     """The resource of a provider evaltrace creates."""
     attributes: dict[str, str] = {
@@ -564,23 +476,53 @@ def _resource(settings: Settings) -> Resource:
     }
     if settings.project_name is not None:
         attributes[PROJECT_NAME_ATTRIBUTE] = settings.project_name
-    return Resource.create(attributes)
+    with settled_variables():  # the SDK reads OTEL_RESOURCE_ATTRIBUTES again
+        return Resource.create(attributes)
 
 
 def _environment_exporters(settings: Settings, owns_provider: bool) -> list[SpanExporter]:
-    """The exporters the environment asks for, on the provider in use."""
+    """The exporters the environment asks for, on the provider in use; never raises."""
     if settings.disabled:
         return []
-    exporters = []
-    if _exports_over_otlp(settings, owns_provider):
-        assert settings.otlp is not None
-        exporters.append(otlp_exporter(settings.otlp))
+    exporters = _otlp_exporters(settings) if _exports_over_otlp(settings, owns_provider) else []
     if settings.trace_file is not None:
         try:
             exporters.append(JsonLinesExporter(settings.trace_file))
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"{EVALTRACE_TRACE_FILE}: {exc}") from None
+        except ConfigurationError as exc:  # read_environment checked it; it changed since
+            _report(
+                [
+                    Problem(
+                        variable=EVALTRACE_TRACE_FILE,
+                        value=settings.trace_file,
+                        reason=f"cannot be used: {exc}",
+                        used="no trace file",
+                    )
+                ]
+            )
     return exporters
+
+
+def _otlp_exporters(settings: Settings) -> list[SpanExporter]:
+    """The OTLP exporter of ``settings`` (none when it cannot be made); never raises."""
+    otlp = settings.otlp
+    assert otlp is not None
+    try:
+        return [otlp_exporter(otlp)]
+    except Exception as exc:  # the SDK's exporter reads more variables itself: never fatal
+        _report(
+            [
+                Problem(
+                    variable="OTEL_EXPORTER_OTLP_*",
+                    value=otlp.endpoint,
+                    reason=(
+                        f"cannot be exported to: the OpenTelemetry SDK's {otlp.protocol} "
+                        f"exporter could not be made ({exception_text(exc)})"
+                    ),
+                    used="no OTLP export",
+                )
+            ]
+        )
+        return []
 
 
 _EXIT_HOOK_REGISTERED = False

@@ -26,8 +26,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from evaltrace._safe_text import exception_text, safe_str, type_name
+from evaltrace.capture.environment import BatchSettings
 from evaltrace.capture.values import WrapRecord
-from evaltrace.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import asyncio
@@ -341,19 +341,6 @@ _EXPORT_QUEUES: list[ExportQueue] = []
 _EXPORT_QUEUES_LOCK = threading.Lock()
 
 
-def _env_int(name: str, default: int, minimum: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigurationError(f"{name}={raw!r} is not a whole number") from None
-    if value < minimum:
-        raise ConfigurationError(f"{name}={raw!r} must be at least {minimum}")
-    return value
-
-
 class _ExporterLogs(logging.Filter):
     """Keeps what an exporter logs while evaltrace runs it out of the app's log.
 
@@ -388,9 +375,8 @@ def _quiet_exporter_logs(exporter: SpanExporter) -> None:
 class ExportQueue(_BoundedQueue[ReadableSpan]):
     """One exporter's queue and thread: spans are exported in batches, results counted.
 
-    Sizes follow the OpenTelemetry batch processor's variables, read when the queue is made:
-    ``OTEL_BSP_MAX_QUEUE_SIZE`` (2048), ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` (512) and
-    ``OTEL_BSP_SCHEDULE_DELAY`` (5000 ms: how long a partial batch waits for more spans).
+    Sizes follow the OpenTelemetry batch processor's variables (``OTEL_BSP_*``), which
+    :func:`~evaltrace.capture.environment.read_batching` reads when an exporter is added.
 
     A failing exporter is reported once, as a warning that quotes the reason it gave (what
     it logged, or what it raised); later failures are logged at debug level, and a recovery
@@ -398,11 +384,11 @@ class ExportQueue(_BoundedQueue[ReadableSpan]):
     log (see :class:`_ExporterLogs`).
     """
 
-    def __init__(self, exporter: SpanExporter) -> None:
-        super().__init__(_env_int("OTEL_BSP_MAX_QUEUE_SIZE", 2048, 1))
+    def __init__(self, exporter: SpanExporter, batching: BatchSettings) -> None:
+        super().__init__(batching.max_queue_size)
         self.exporter = exporter
-        self._batch_size = min(_env_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512, 1), self._max)
-        self._delay = _env_int("OTEL_BSP_SCHEDULE_DELAY", 5000, 0) / 1000
+        self._batch_size = min(batching.max_export_batch_size, self._max)
+        self._delay = batching.schedule_delay_millis / 1000
         self._exported = 0
         self._exporting = 0
         self._abandoned = False

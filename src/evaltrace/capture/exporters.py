@@ -1,25 +1,14 @@
 """The exporters evaltrace builds from the environment: OTLP (HTTP or gRPC) and a JSONL file.
 
-The ``OTEL_*`` variables are read as the OpenTelemetry Python SDK documents them:
-
-``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
-    The full URL spans are sent to, used as given.
-``OTEL_EXPORTER_OTLP_ENDPOINT``
-    The collector's base URL; over HTTP, ``/v1/traces`` is appended. Over gRPC both are used
-    as given (``http://host:4317``; ``http`` means an insecure channel).
-``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` / ``OTEL_EXPORTER_OTLP_PROTOCOL``
-    ``http/protobuf`` (the default) or ``grpc`` (needs ``pip install 'evaltrace[grpc]'``).
-``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` / ``OTEL_EXPORTER_OTLP_HEADERS``
-    ``key=value`` pairs separated by commas, values URL-encoded (``authorization=Bearer%20x``).
-``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`` / ``OTEL_EXPORTER_OTLP_TIMEOUT``
-    Seconds one export may take, retries included (10 by default).
-``OTEL_RESOURCE_ATTRIBUTES``
-    ``key=value`` pairs separated by commas, values URL-encoded, put on the resource of a
-    tracer provider evaltrace creates.
-
-The traces-specific variable wins over the generic one. Compression, certificates and the
-other ``OTEL_EXPORTER_OTLP_*`` variables are read by the SDK's exporter classes themselves.
-Spans are exported over OTLP only when one of the two endpoint variables is set.
+:mod:`evaltrace.capture.environment` reads the ``OTEL_EXPORTER_OTLP_*`` variables into
+:class:`OTLPSettings`; :func:`otlp_exporter` builds the OpenTelemetry SDK's exporter from
+them. The SDK's exporter classes read the same variables again when they are made, and some
+raise on a value they cannot use (the gRPC exporter on a compression it does not know, or a
+timeout that is not a number). So every setting is passed to them explicitly, which makes
+them ignore the variable; where they read a variable whatever they are given (the HTTP
+exporter adds the headers variable to the headers it is given), evaltrace keeps what it
+refused from being sent, and the warnings they log about values evaltrace has already
+reported go to evaltrace's debug log instead.
 
 ``EVALTRACE_TRACE_FILE`` names a file that each finished span is appended to as one line of
 the JSONL trace format, which :func:`evaltrace.load_traces` reads.
@@ -27,41 +16,33 @@ the JSONL trace format, which :func:`evaltrace.load_traces` reads.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeAlias
-from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
-from opentelemetry.sdk.environment_variables import (
-    OTEL_EXPORTER_OTLP_ENDPOINT,
-    OTEL_EXPORTER_OTLP_HEADERS,
-    OTEL_EXPORTER_OTLP_PROTOCOL,
-    OTEL_EXPORTER_OTLP_TIMEOUT,
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
-    OTEL_EXPORTER_OTLP_TRACES_HEADERS,
-    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
-    OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,
-    OTEL_RESOURCE_ATTRIBUTES,
-)
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from opentelemetry.util.re import parse_env_headers
 
-from evaltrace._safe_text import exception_text
+from evaltrace._safe_text import exception_text, safe_str
 from evaltrace.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import requests
 
 __all__ = [
     "EVALTRACE_TRACE_FILE",
     "PROJECT_NAME_ATTRIBUTE",
+    "Compression",
     "JsonLinesExporter",
     "OTLPSettings",
     "Protocol",
     "otlp_exporter",
-    "otlp_settings_from_env",
-    "resource_attributes_from_env",
+    "settled_variables",
     "span_json_line",
 ]
 
@@ -76,8 +57,8 @@ PROJECT_NAME_ATTRIBUTE: Final = "openinference.project.name"
 Protocol: TypeAlias = Literal["http/protobuf", "grpc"]
 """The OTLP transports evaltrace builds exporters for."""
 
-_PROTOCOLS: Final[Mapping[str, Protocol]] = {"http/protobuf": "http/protobuf", "grpc": "grpc"}
-_TRACES_PATH: Final = "/v1/traces"
+Compression: TypeAlias = Literal["gzip", "deflate", "none"]
+"""How OTLP export requests are compressed."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -90,149 +71,18 @@ class OTLPSettings:
     """``http/protobuf`` or ``grpc``."""
     headers: Mapping[str, str] = field(default_factory=dict)
     """Headers sent with every export request (names lower-cased)."""
-    timeout_seconds: float | None = None
-    """How long one export may take, retries included; ``None`` keeps the SDK's 10 s."""
-
-
-def _first(env: Mapping[str, str], *names: str) -> tuple[str, str] | None:
-    """The first of ``names`` set to a non-blank value, with that value."""
-    for name in names:
-        value = env.get(name, "").strip()
-        if value:
-            return name, value
-    return None
-
-
-def otlp_settings_from_env(env: Mapping[str, str]) -> OTLPSettings | None:
-    """Read the ``OTEL_EXPORTER_OTLP_*`` variables.
-
-    Args:
-        env: The environment (``os.environ``).
-
-    Returns:
-        The settings, or ``None`` when no endpoint variable is set (no OTLP export then).
-
-    Raises:
-        ConfigurationError: A variable holds a value the SDK could not use; the message names
-            it and what it expects.
-
-    Example:
-        >>> otlp_settings_from_env({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"})
-        OTLPSettings(endpoint='http://collector:4318/v1/traces', protocol='http/protobuf', \
-headers={}, timeout_seconds=None)
-    """
-    protocol = _protocol(env)
-    specific = _first(env, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
-    found = specific or _first(env, OTEL_EXPORTER_OTLP_ENDPOINT)
-    if found is None:
-        return None
-    name, endpoint = found
-    _check_url(name, endpoint)
-    if specific is None and protocol == "http/protobuf":
-        endpoint = endpoint.rstrip("/") + _TRACES_PATH
-    return OTLPSettings(
-        endpoint=endpoint,
-        protocol=protocol,
-        headers=_headers(env),
-        timeout_seconds=_timeout(env),
-    )
-
-
-def _protocol(env: Mapping[str, str]) -> Protocol:
-    found = _first(env, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL)
-    if found is None:
-        return "http/protobuf"
-    name, raw = found
-    protocol = _PROTOCOLS.get(raw.lower())
-    if protocol is None:
-        hint = (
-            " (the OpenTelemetry Python SDK has no http/json trace exporter)"
-            if raw.lower() == "http/json"
-            else ""
-        )
-        raise ConfigurationError(
-            f"{name}={raw!r} is not a protocol evaltrace can export with{hint}; use "
-            "'http/protobuf' (the default) or 'grpc' (pip install 'evaltrace[grpc]')"
-        )
-    return protocol
-
-
-def _check_url(name: str, url: str) -> None:
-    try:
-        parts = urlsplit(url)
-        _ = parts.port  # raises on a port that is not a number
-    except ValueError as exc:
-        raise ConfigurationError(f"{name}={url!r} is not a URL: {exc}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError(
-            f"{name}={url!r} is not an http:// or https:// URL with a host; e.g. "
-            f"{name}=http://localhost:4318"
-        )
-
-
-def _headers(env: Mapping[str, str]) -> dict[str, str]:
-    found = _first(env, OTEL_EXPORTER_OTLP_TRACES_HEADERS, OTEL_EXPORTER_OTLP_HEADERS)
-    if found is None:
-        return {}
-    name, raw = found
-    headers: dict[str, str] = {}
-    for item in raw.split(","):
-        if not item.strip():
-            continue
-        # The SDK's own parser (liberal, as its exporters use it) skips what it cannot read;
-        # here a pair it skips is an error, so that a typo never silently drops a header.
-        parsed = parse_env_headers(item, liberal=True)
-        if not parsed:
-            raise ConfigurationError(
-                f"{name} has the entry {item.strip()!r}, which is not key=value; the variable "
-                "holds comma-separated pairs with URL-encoded values, e.g. "
-                f"{name}=authorization=Bearer%20secret,x-team=search"
-            )
-        headers.update(parsed)
-    return headers
-
-
-def _timeout(env: Mapping[str, str]) -> float | None:
-    found = _first(env, OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, OTEL_EXPORTER_OTLP_TIMEOUT)
-    if found is None:
-        return None
-    name, raw = found
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds < float("inf"):
-        raise ConfigurationError(
-            f"{name}={raw!r} is not a number of seconds above 0 (the OpenTelemetry Python "
-            f"SDK reads it in seconds), e.g. {name}=10"
-        )
-    return seconds
-
-
-def resource_attributes_from_env(env: Mapping[str, str]) -> dict[str, str]:
-    """Read ``OTEL_RESOURCE_ATTRIBUTES`` (comma-separated ``key=value``, values URL-encoded).
-
-    Raises:
-        ConfigurationError: An entry is not ``key=value`` with a non-empty key.
-
-    Example:
-        >>> resource_attributes_from_env({"OTEL_RESOURCE_ATTRIBUTES": "team=search,tier=a%20b"})
-        {'team': 'search', 'tier': 'a b'}
-    """
-    raw = env.get(OTEL_RESOURCE_ATTRIBUTES, "")
-    attributes: dict[str, str] = {}
-    for item in raw.split(","):
-        if not item.strip():
-            continue
-        key, equals, value = item.partition("=")
-        if not equals or not key.strip():
-            raise ConfigurationError(
-                f"{OTEL_RESOURCE_ATTRIBUTES} has the entry {item.strip()!r}, which is not "
-                "key=value; the variable holds comma-separated pairs with URL-encoded values, "
-                f"e.g. {OTEL_RESOURCE_ATTRIBUTES}=deployment.environment=prod,team=search"
-            )
-        attributes[key.strip()] = unquote(value.strip())
-    return attributes
+    refused_headers: frozenset[str] = frozenset()
+    """Names of headers the variable holds with a value that was refused: never sent."""
+    timeout_seconds: float = 10.0
+    """How long one export may take, retries included."""
+    compression: Compression = "none"
+    """How export requests are compressed."""
+    certificate_file: str | None = None
+    """The CA certificates that verify the collector (``None``: the system's)."""
+    client_key_file: str | None = None
+    """The private key of the client certificate, for mutual TLS."""
+    client_certificate_file: str | None = None
+    """The client certificate, for mutual TLS."""
 
 
 def otlp_exporter(settings: OTLPSettings) -> SpanExporter:
@@ -241,29 +91,128 @@ def otlp_exporter(settings: OTLPSettings) -> SpanExporter:
     Raises:
         ConfigurationError: ``grpc`` was asked for and the ``[grpc]`` extra is not installed.
     """
-    if settings.protocol == "grpc":
-        try:
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-                OTLPSpanExporter as GRPCSpanExporter,
-            )
-        except ImportError as exc:
-            raise ConfigurationError(
-                "OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs the gRPC exporter, which is not "
-                f"installed ({exception_text(exc)}). Install it with: "
-                "pip install 'evaltrace[grpc]' (or use OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf)"
-            ) from exc
-        return GRPCSpanExporter(
-            endpoint=settings.endpoint,
-            headers=dict(settings.headers) or None,
-            timeout=settings.timeout_seconds,
+    with settled_variables():
+        if settings.protocol == "grpc":
+            return _grpc_exporter(settings)
+        return _http_exporter(settings)
+
+
+def _grpc_exporter(settings: OTLPSettings) -> SpanExporter:
+    try:
+        import grpc  # type: ignore[import-untyped]
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter as GRPCSpanExporter,
         )
+    except ImportError as exc:
+        raise ConfigurationError(
+            "OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs the gRPC exporter, which is not "
+            f"installed ({exception_text(exc)}). Install it with: "
+            "pip install 'evaltrace[grpc]' (or use OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf)"
+        ) from exc
+    compression = {
+        "gzip": grpc.Compression.Gzip,
+        "deflate": grpc.Compression.Deflate,
+        "none": grpc.Compression.NoCompression,
+    }[settings.compression]
+    return GRPCSpanExporter(
+        endpoint=settings.endpoint,
+        headers=tuple(settings.headers.items()) or None,
+        timeout=settings.timeout_seconds,
+        compression=compression,
+    )
+
+
+def _http_exporter(settings: OTLPSettings) -> SpanExporter:
+    from opentelemetry.exporter.otlp.proto.http import Compression as HTTPCompression
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     return OTLPSpanExporter(
         endpoint=settings.endpoint,
+        certificate_file=settings.certificate_file,
+        client_key_file=settings.client_key_file,
+        client_certificate_file=settings.client_certificate_file,
         headers=dict(settings.headers) or None,
         timeout=settings.timeout_seconds,
+        compression=HTTPCompression(settings.compression),
+        session=(_session_without(settings.refused_headers) if settings.refused_headers else None),
     )
+
+
+def _session_without(refused: frozenset[str]) -> requests.Session:
+    """A requests session that never sends a header named in ``refused``.
+
+    The SDK's HTTP exporter adds the headers of the variable to those it is given (or reads
+    them all when given none), refused ones included; the session drops them before requests
+    checks and sends them.
+    """
+    return _refusing_session_class()(refused)
+
+
+@functools.cache
+def _refusing_session_class() -> Callable[[frozenset[str]], requests.Session]:
+    # requests is imported only when a refused header needs it (it loads in ~40 ms).
+    import requests
+
+    class RefusingSession(requests.Session):
+        def __init__(self, refused: frozenset[str]) -> None:
+            super().__init__()
+            self.refused = refused
+
+        def prepare_request(self, request: requests.Request) -> requests.PreparedRequest:
+            request.headers = {
+                name: value
+                for name, value in (request.headers or {}).items()
+                if name.lower() not in self.refused
+            }
+            for name in self.refused:
+                self.headers.pop(name, None)
+            return super().prepare_request(request)
+
+    return RefusingSession
+
+
+_SETTLED_MESSAGES: Final = {
+    # logger -> how the warnings it logs about a value evaltrace has reported begin
+    "opentelemetry.util.re": "Header format invalid",
+    "opentelemetry.sdk.resources": "Invalid key value resource attribute pair",
+}
+
+
+class _Settled(logging.Filter):
+    """Drops the SDK's warnings about the values of variables evaltrace has reported.
+
+    Not bound to a thread: the SDK runs resource detectors in a pool of its own, and a
+    variable's value is the same on every thread.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # a record whose arguments do not fit its format
+            message = safe_str(record.msg)
+        prefix = _SETTLED_MESSAGES.get(record.name)
+        if prefix is None or not message.startswith(prefix):
+            return True
+        logging.getLogger("evaltrace").debug("evaltrace: the OpenTelemetry SDK says: %s", message)
+        return False
+
+
+@contextmanager
+def settled_variables() -> Iterator[None]:
+    """Keep the SDK's warnings about variables evaltrace has reported out of the app's log.
+
+    While an SDK class is made that reads the variables evaltrace has read (and reported once
+    already), what the SDK says about their values goes to evaltrace's debug log.
+    """
+    settled = _Settled()
+    loggers = [logging.getLogger(name) for name in _SETTLED_MESSAGES]
+    for logger in loggers:
+        logger.addFilter(settled)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(settled)
 
 
 class JsonLinesExporter(SpanExporter):

@@ -13,6 +13,7 @@ from opentelemetry.trace import SpanContext
 
 from evaltrace.capture.context import RunScope, current_scope
 from evaltrace.capture.delivery import ExportQueue
+from evaltrace.capture.environment import BatchSettings
 from evaltrace.capture.listeners import LISTENERS
 
 __all__ = ["ScopeSpanProcessor"]
@@ -50,9 +51,12 @@ class ScopeSpanProcessor(SpanProcessor):
         """How long :meth:`shutdown` (called by the provider at exit) may take."""
         self._shut_down = False
 
-    def add_exporter(self, exporter: SpanExporter) -> None:
-        """Send every sampled finished span to ``exporter`` too, through a queue of its own."""
-        self.exports = (*self.exports, ExportQueue(exporter))
+    def add_exporter(self, exporter: SpanExporter, batching: BatchSettings) -> None:
+        """Send every sampled finished span to ``exporter`` too, through a queue of its own.
+
+        The queue batches spans as ``batching`` says.
+        """
+        self.exports = (*self.exports, ExportQueue(exporter, batching))
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         """Remember the capture of ``span``."""
