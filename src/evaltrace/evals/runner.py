@@ -468,6 +468,9 @@ def with_case(
 ) -> Evaluable:
     """What a selector picked, with the test case's inputs, expectation and metadata.
 
+    The case's metadata is added to the selector's (a model call's, for instance); where a key
+    is in both, the case's value is kept.
+
     Args:
         selected: The evaluable a selector built from the trace.
         base: The test case (a dataset entry's), whose named inputs, expectation, metadata and
@@ -481,7 +484,7 @@ def with_case(
         if base.has_expectation:
             updates["expectation"] = base.expectation
         if base.eval_metadata is not None:
-            updates["eval_metadata"] = base.eval_metadata
+            updates["eval_metadata"] = {**(selected.eval_metadata or {}), **base.eval_metadata}
         if base.description is not None:
             updates["description"] = base.description
     if not isinstance(expected_output, Unset):
