@@ -574,7 +574,7 @@ print("exiting")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "EvaluatorTimeoutError",
-        "EvaluatorTimeoutError runnable",
+        "RunnableTimeoutError runnable",
         "exiting",
     ]
 

@@ -19,6 +19,7 @@ __all__ = [
     "MissingExtraError",
     "MultipleTracesError",
     "NoTraceError",
+    "RunnableTimeoutError",
     "TraceFormatError",
     "UnknownEvaluatorError",
 ]
@@ -89,7 +90,11 @@ class UnknownEvaluatorError(EvaltraceError, LookupError):
 
 
 class EvaluatorTimeoutError(EvaltraceError, TimeoutError):
-    """An evaluator (or a runnable) did not finish within its timeout."""
+    """An evaluator did not finish within its timeout."""
+
+
+class RunnableTimeoutError(EvaltraceError, TimeoutError):
+    """A runnable (the app under evaluation) did not finish within its timeout."""
 
 
 class MissingExtraError(EvaltraceError, ImportError):

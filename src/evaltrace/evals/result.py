@@ -59,7 +59,13 @@ SCHEMA_VERSION: Final = 1
 """The version of the saved format; raised when a field changes meaning or is removed."""
 
 TIMEOUT_ERROR_TYPES: Final = frozenset(
-    {"EvaluatorTimeoutError", "TimeoutError", "APITimeoutError", "ReadTimeout"}
+    {
+        "RunnableTimeoutError",
+        "EvaluatorTimeoutError",
+        "TimeoutError",
+        "APITimeoutError",
+        "ReadTimeout",
+    }
 )
 """Error types that mean "took too long" rather than "failed"."""
 

@@ -32,7 +32,7 @@ from evaltrace.capture import conventions as conv
 from evaltrace.capture.context import eval_inputs as _eval_inputs_scope
 from evaltrace.capture.wrap import start_span_call
 from evaltrace.checks import check_count, check_threshold, check_timeout
-from evaltrace.errors import EvaluatorTimeoutError
+from evaltrace.errors import RunnableTimeoutError
 from evaltrace.evals.cancellation import StrayCancellationError, is_stray_cancellation
 from evaltrace.evals.context import EvaluatorContext
 from evaltrace.evals.evaluable import UNSET, Evaluable, Unset, json_value, saved_value
@@ -268,7 +268,7 @@ async def _run_captured(
                 with anyio.fail_after(timeout):
                     output = await runnable(eval_input)
         except TimeoutError:
-            error = EvaluatorTimeoutError(f"runnable {name!r} did not finish within {timeout:g} s")
+            error = RunnableTimeoutError(f"runnable {name!r} did not finish within {timeout:g} s")
             _record_failure(call, error)
         except Exception as exc:  # the app's failure is reported as data
             error = exc
