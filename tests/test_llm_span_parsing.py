@@ -474,6 +474,31 @@ def test_odd_request_and_response_bodies_never_raise(
     assert isinstance(view.usage, TokenUsage)
 
 
+def test_llm_span_by_its_kind_with_wrap_values_and_no_model_call_reads_by_its_kind(
+    spans: SpanFactory,
+) -> None:
+    events = [
+        {
+            "name": "evaltrace.wrap",
+            "attributes": {
+                "evaltrace.wrap.name": "answer",
+                "evaltrace.wrap.purpose": "output",
+                "evaltrace.wrap.value": json.dumps(ANSWER),
+            },
+        }
+    ]
+    span = spans.make(
+        "answer",
+        {"openinference.span.kind": "LLM", "input.value": json.dumps({"question": USER})},
+        events=events,
+    )
+    view = span_view(SpanRecord.from_readable(span))
+
+    assert isinstance(view, LLMSpan)
+    assert view.source == "kind"
+    assert [value.name for value in view.named_values] == ["answer"]
+
+
 def test_an_instrumented_span_is_read_from_its_attributes_not_its_body(
     spans: SpanFactory,
 ) -> None:

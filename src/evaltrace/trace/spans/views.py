@@ -217,7 +217,8 @@ def _view(record: SpanRecord, named_values: tuple[WrapRecord, ...]) -> ObserveSp
     }
     if not is_llm(attributes):
         return ObserveSpan(**common)
-    if not any(key.startswith(_MODEL_CALL_PREFIXES) for key in attributes):
+    by_conventions = any(key.startswith(_MODEL_CALL_PREFIXES) for key in attributes)
+    if not by_conventions:
         # A model call by its kind (``@wrap(kind="llm")``): its input and output may be the
         # request and response of the client call it wraps.
         call = openai_call(common["input"], common["output"])
@@ -235,17 +236,20 @@ def _view(record: SpanRecord, named_values: tuple[WrapRecord, ...]) -> ObserveSp
             )
         if not record.events:
             return LLMSpan(**common, source="kind")
+    inputs = input_messages(record)
     outputs, output_finish_reasons = output_messages(record)
     return LLMSpan(
         **common,
         model=llm_model(attributes),
         provider=llm_provider(attributes),
-        input_messages=input_messages(record),
+        input_messages=inputs,
         output_messages=outputs,
         usage=token_usage(attributes),
         finish_reasons=finish_reasons(attributes, output_finish_reasons, common["output"]),
         parameters=request_parameters(attributes),
         tools=tool_definitions(attributes),
+        # Events alone (GenAI messages as span events) record a call only when they hold one.
+        source="conventions" if by_conventions or inputs or outputs else "kind",
     )
 
 
