@@ -300,6 +300,45 @@ def test_exit_exports_what_is_still_queued() -> None:
     assert result.stdout.split() == ["exported", "7"]
 
 
+def test_export_stats_at_exit_word_queued_spans_as_in_flight() -> None:
+    result = run_python(
+        """
+        from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+        import evaltrace
+
+        class Printing(SpanExporter):
+            def export(self, spans):
+                print("exported", len(spans), flush=True)
+                return SpanExportResult.SUCCESS
+
+        evaltrace.init(exporters=[Printing()])
+
+        @evaltrace.wrap
+        def f(x):
+            return x
+
+        for i in range(14):
+            f(i)
+        print(evaltrace.export_stats(), flush=True)
+        """,
+        OTEL_BSP_SCHEDULE_DELAY="60000",  # the batch waits: all 14 are queued when printed
+    )
+    assert result.returncode == 0, result.stderr
+    stats, exported = result.stdout.splitlines()
+    assert stats == (
+        "0 spans exported, 0 failed, 0 dropped, 14 in flight (queued or being exported: "
+        "evaltrace.flush() waits for them; exit exports them within the shutdown timeout)"
+    )
+    assert exported == "exported 14"
+
+
+def test_export_stats_count_queued_and_exporting_spans_as_in_flight() -> None:
+    stats = ExportStats(exported=3, failed=1, dropped=0, queued=5, exporting=2)
+
+    assert stats.in_flight == 7
+    assert str(stats).startswith("3 spans exported, 1 failed, 0 dropped, 7 in flight")
+
+
 def test_a_forked_child_exports_its_own_spans() -> None:
     result = run_python(
         """

@@ -19,6 +19,7 @@ from evaltrace.trace import (
     SpanRecord,
     TokenUsage,
     ToolCall,
+    ToolDefinition,
     span_view,
 )
 
@@ -27,6 +28,12 @@ SYSTEM = "You are a helpful weather assistant. Use the tools when needed."
 USER = "What's the weather in Paris today?"
 ANSWER = "It's 18 °C and sunny in Paris today."
 WEATHER_CALL = ToolCall(id="call_Vx81pQ", name="get_weather", arguments='{"city":"Paris"}')
+WEATHER_TOOL = ToolDefinition(
+    name="get_weather",
+    description="Current weather for a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
+WEATHER_RESULT = '{"temperature_c": 18, "conditions": "sunny"}'
 
 
 class SpanFactory:
@@ -95,7 +102,9 @@ def test_openinference_tool_call_request_reads_every_field(spans: SpanFactory) -
         LLMMessage(role="assistant", content=None, tool_calls=(WEATHER_CALL,)),
     )
     assert view.tool_calls == (WEATHER_CALL,)
-    assert view.usage == TokenUsage(input_tokens=82, output_tokens=16, total_tokens=98)
+    assert view.usage == TokenUsage(
+        input_tokens=82, output_tokens=16, total_tokens=98, cache_read_tokens=0
+    )
     assert view.finish_reasons == ("tool_calls",)
     assert view.parameters["model"] == "gpt-4o-mini"
     assert view.parameters["temperature"] == 0
@@ -153,7 +162,13 @@ def test_genai_tool_call_reads_every_field(spans: SpanFactory) -> None:
     )
     assert view.output_messages == (LLMMessage(role="assistant", tool_calls=(WEATHER_CALL,)),)
     assert view.tool_calls == (WEATHER_CALL,)
-    assert view.usage == TokenUsage(input_tokens=82, output_tokens=16, total_tokens=98)
+    assert view.usage == TokenUsage(
+        input_tokens=82,
+        output_tokens=16,
+        total_tokens=98,
+        cache_read_tokens=64,
+        cache_creation_tokens=0,
+    )
     assert view.finish_reasons == ("tool_calls",)
     assert view.parameters == {"temperature": 0.0, "max_tokens": 256}
     assert view.output_text == ""
@@ -229,7 +244,7 @@ def test_llm_span_without_output_messages_falls_back_to_output_value(
     assert view.finish_reasons == ()
 
 
-def test_llm_span_by_its_kind_alone_reads_finish_reasons_from_its_output(
+def test_llm_span_by_its_kind_alone_reads_a_choices_output_as_the_reply(
     spans: SpanFactory,
 ) -> None:
     output = {"choices": [{"finish_reason": "stop", "message": {"content": ANSWER}}]}
@@ -247,12 +262,297 @@ def test_llm_span_by_its_kind_alone_reads_finish_reasons_from_its_output(
 
     assert isinstance(view, LLMSpan)
     assert (view.model, view.provider) == (None, None)
-    assert (view.input_messages, view.output_messages) == ((), ())
+    assert view.input_messages == ()
+    assert view.output_messages == (LLMMessage(role="assistant", content=ANSWER),)
     assert view.usage == TokenUsage()
     assert view.parameters == {}
     assert view.finish_reasons == ("stop",)
+    assert view.source == "input_output"
     assert view.input == {"question": USER}
     assert view.output == output
+
+
+def test_llm_span_whose_input_and_output_are_not_a_model_call_reads_by_its_kind_alone(
+    spans: SpanFactory,
+) -> None:
+    span = spans.make(
+        "answer",
+        {
+            "openinference.span.kind": "LLM",
+            "input.value": json.dumps({"question": USER}),
+            "input.mime_type": "application/json",
+            "output.value": ANSWER,
+            "output.mime_type": "text/plain",
+        },
+    )
+    view = span_view(SpanRecord.from_readable(span))
+
+    assert isinstance(view, LLMSpan)
+    assert view.source == "kind"
+    assert (view.model, view.input_messages, view.output_messages) == (None, (), ())
+    assert view.output_text == ANSWER
+
+
+# --- @wrap(kind="llm") around a client call: OpenAI-shaped input and output ---------------------
+
+
+def test_wrap_llm_span_reads_a_chat_completions_request_and_response(
+    spans: SpanFactory,
+) -> None:
+    view = llm_view(spans, "wrap_openai_chat_tool_call.json")
+
+    assert view.source == "input_output"
+    assert view.model == "gpt-4o-mini-2024-07-18"
+    assert view.provider is None
+    assert view.input_messages == (
+        LLMMessage(role="system", content=SYSTEM),
+        LLMMessage(role="user", content=USER),
+    )
+    assert view.output_messages == (
+        LLMMessage(role="assistant", content=None, tool_calls=(WEATHER_CALL,)),
+    )
+    assert view.tool_calls == (WEATHER_CALL,)
+    assert view.tools == (WEATHER_TOOL,)
+    assert view.usage == TokenUsage(
+        input_tokens=82, output_tokens=16, total_tokens=98, cache_read_tokens=64
+    )
+    assert view.finish_reasons == ("tool_calls",)
+    assert view.parameters == {"temperature": 0}
+    assert view.output_text == ""
+
+
+def test_wrap_llm_span_reads_the_tool_round_trip_of_a_chat_request(spans: SpanFactory) -> None:
+    view = llm_view(spans, "wrap_openai_chat_tool_result.json")
+
+    assert view.input_messages == (
+        LLMMessage(role="system", content=SYSTEM),
+        LLMMessage(role="user", content=USER),
+        LLMMessage(role="assistant", tool_calls=(WEATHER_CALL,)),
+        LLMMessage(role="tool", content=WEATHER_RESULT, tool_call_id="call_Vx81pQ"),
+    )
+    assert view.output_messages == (LLMMessage(role="assistant", content=ANSWER),)
+    assert view.output_text == ANSWER
+    assert view.usage == TokenUsage(
+        input_tokens=121,
+        output_tokens=12,
+        total_tokens=133,
+        cache_read_tokens=0,
+        cache_creation_tokens=96,
+    )
+    assert view.finish_reasons == ("stop",)
+
+
+def test_wrap_llm_span_reads_a_responses_api_request_and_response(spans: SpanFactory) -> None:
+    view = llm_view(spans, "wrap_openai_responses.json")
+
+    assert view.source == "input_output"
+    assert view.model == "gpt-5-mini-2025-08-07"
+    assert view.input_messages == (
+        LLMMessage(role="system", content=SYSTEM),
+        LLMMessage(role="user", content=USER),
+        LLMMessage(role="assistant", tool_calls=(WEATHER_CALL,)),
+        LLMMessage(role="tool", content=WEATHER_RESULT, tool_call_id="call_Vx81pQ"),
+    )
+    assert view.output_messages == (LLMMessage(role="assistant", content=ANSWER),)
+    assert view.output_text == ANSWER
+    assert view.tools == (WEATHER_TOOL,)
+    assert view.usage == TokenUsage(
+        input_tokens=121,
+        output_tokens=12,
+        total_tokens=133,
+        cache_read_tokens=96,
+        cache_creation_tokens=0,
+    )
+    assert view.parameters == {"reasoning": {"effort": "low"}}
+
+
+def wrap_llm_span(spans: SpanFactory, input_value: Any, output_value: Any) -> LLMSpan:
+    attributes = {
+        "openinference.span.kind": "LLM",
+        "input.value": json.dumps(input_value),
+        "input.mime_type": "application/json",
+        "output.value": json.dumps(output_value),
+        "output.mime_type": "application/json",
+    }
+    view = span_view(SpanRecord.from_readable(spans.make("call_model", attributes)))
+    assert isinstance(view, LLMSpan)
+    return view
+
+
+def test_wrap_llm_span_reads_bound_arguments_and_a_text_reply(spans: SpanFactory) -> None:
+    arguments = {
+        "messages": [{"role": "user", "content": USER}],
+        "model": "gpt-4o-mini",
+        "temperature": 0.2,
+        "tools": None,
+    }
+
+    view = wrap_llm_span(spans, arguments, ANSWER)
+
+    assert view.model == "gpt-4o-mini"
+    assert view.input_messages == (LLMMessage(role="user", content=USER),)
+    assert view.output_messages == (LLMMessage(role="assistant", content=ANSWER),)
+    assert view.parameters == {"temperature": 0.2}
+    assert view.tools == ()
+    assert view.usage == TokenUsage()
+
+
+def test_wrap_llm_span_reads_a_request_given_as_the_one_argument(spans: SpanFactory) -> None:
+    request = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": USER}]}
+
+    view = wrap_llm_span(spans, {"request": request}, {"role": "assistant", "content": ANSWER})
+
+    assert view.model == "gpt-4o-mini"
+    assert view.input_messages == (LLMMessage(role="user", content=USER),)
+    assert view.output_messages == (LLMMessage(role="assistant", content=ANSWER),)
+
+
+def test_wrap_llm_span_reads_a_responses_text_input_and_a_function_call(
+    spans: SpanFactory,
+) -> None:
+    response = {
+        "object": "response",
+        "model": "gpt-5-mini",
+        "output": [
+            {
+                "type": "function_call",
+                "call_id": "call_Vx81pQ",
+                "name": "get_weather",
+                "arguments": '{"city":"Paris"}',
+            }
+        ],
+        "incomplete_details": None,
+        "usage": {"input_tokens": 30, "output_tokens": 9, "total_tokens": 39},
+    }
+
+    view = wrap_llm_span(spans, {"model": "gpt-5-mini", "input": USER}, response)
+
+    assert view.input_messages == (LLMMessage(role="user", content=USER),)
+    assert view.output_messages == (LLMMessage(role="assistant", tool_calls=(WEATHER_CALL,)),)
+    assert view.tool_calls == (WEATHER_CALL,)
+    assert view.usage == TokenUsage(input_tokens=30, output_tokens=9, total_tokens=39)
+
+
+def test_an_incomplete_response_gives_its_reason_as_the_finish_reason(
+    spans: SpanFactory,
+) -> None:
+    response = {
+        "object": "response",
+        "status": "incomplete",
+        "incomplete_details": {"reason": "max_output_tokens"},
+        "output": [],
+    }
+
+    view = wrap_llm_span(spans, {"model": "gpt-5-mini", "input": USER}, response)
+
+    assert view.finish_reasons == ("max_output_tokens",)
+
+
+@pytest.mark.parametrize(
+    ("input_value", "output_value"),
+    [
+        ({"messages": "not a list", "model": 3}, {"choices": "none"}),
+        (
+            {"messages": [1, None, {"role": 5, "content": {"x": 1}}]},
+            {"choices": [7, {"message": 3}]},
+        ),
+        ({"input": [{"type": "function_call"}, {"type": "function_call_output"}, 4]}, []),
+        ({"input": USER, "tools": [3, {"type": "function"}, {"function": "x"}]}, {"output": 9}),
+        ({"messages": []}, {"usage": {"prompt_tokens": "many", "prompt_tokens_details": 3}}),
+        ({"instructions": ["a", 1]}, {"output": [{"type": "message", "content": "plain"}]}),
+        ({"request": {"request": {"messages": [{"role": "user", "content": "deep"}]}}}, None),
+    ],
+)
+def test_odd_request_and_response_bodies_never_raise(
+    spans: SpanFactory, input_value: Any, output_value: Any
+) -> None:
+    view = wrap_llm_span(spans, input_value, output_value)
+
+    assert all(isinstance(message, LLMMessage) for message in view.input_messages)
+    assert all(isinstance(message, LLMMessage) for message in view.output_messages)
+    assert all(isinstance(tool, ToolDefinition) for tool in view.tools)
+    assert isinstance(view.usage, TokenUsage)
+
+
+def test_llm_span_by_its_kind_with_wrap_values_and_no_model_call_reads_by_its_kind(
+    spans: SpanFactory,
+) -> None:
+    events = [
+        {
+            "name": "evaltrace.wrap",
+            "attributes": {
+                "evaltrace.wrap.name": "answer",
+                "evaltrace.wrap.purpose": "output",
+                "evaltrace.wrap.value": json.dumps(ANSWER),
+            },
+        }
+    ]
+    span = spans.make(
+        "answer",
+        {"openinference.span.kind": "LLM", "input.value": json.dumps({"question": USER})},
+        events=events,
+    )
+    view = span_view(SpanRecord.from_readable(span))
+
+    assert isinstance(view, LLMSpan)
+    assert view.source == "kind"
+    assert [value.name for value in view.named_values] == ["answer"]
+
+
+def test_an_instrumented_span_is_read_from_its_attributes_not_its_body(
+    spans: SpanFactory,
+) -> None:
+    view = llm_view(spans, "openinference_openai_tool_call.json")
+
+    assert view.source == "conventions"
+
+
+# --- tools and cache token counts in the conventions ----------------------------------------------
+
+
+def test_openinference_tool_definitions_and_cache_reads_are_read(spans: SpanFactory) -> None:
+    view = llm_view(spans, "openinference_openai_tool_call.json")
+
+    assert view.tools == (WEATHER_TOOL,)
+    assert view.usage.cache_read_tokens == 0
+    assert view.usage.cache_creation_tokens is None
+
+
+def test_openinference_tool_name_and_description_attributes_are_read(
+    spans: SpanFactory,
+) -> None:
+    span = spans.make(
+        "chat",
+        {
+            "openinference.span.kind": "LLM",
+            "llm.tools.0.tool.name": "get_weather",
+            "llm.tools.0.tool.description": "Current weather for a city.",
+            "llm.token_count.prompt_details.cache_write": 40,
+        },
+    )
+    view = span_view(SpanRecord.from_readable(span))
+
+    assert isinstance(view, LLMSpan)
+    assert view.tools == (
+        ToolDefinition(name="get_weather", description="Current weather for a city."),
+    )
+    assert view.usage.cache_creation_tokens == 40
+
+
+def test_genai_tool_definitions_and_cache_tokens_are_read(spans: SpanFactory) -> None:
+    view = llm_view(spans, "genai_chat_tool_call.json")
+
+    assert view.tools == (WEATHER_TOOL,)
+    assert (view.usage.cache_read_tokens, view.usage.cache_creation_tokens) == (64, 0)
+
+
+def test_tool_definition_as_dict_is_the_function_tool_shape() -> None:
+    assert WEATHER_TOOL.as_dict() == {
+        "type": "function",
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": WEATHER_TOOL.parameters,
+    }
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,11 @@ instrumentor and the OpenTelemetry GenAI one (``opentelemetry-instrumentation-op
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import openai
 import pytest
@@ -162,6 +164,113 @@ def test_first_llm_call_picks_the_instrumented_call_inside_a_kind_only_wrapper(
     evaluable = first_llm_call(handler.trace)
 
     assert evaluable.input_value("messages")[0]["content"] == "What is the capital of France?"
+    assert evaluable.output_value("output") == "Paris."
+
+
+# @wrap(kind="llm") around the client call, no instrumentor -----------------------------
+
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+
+
+def test_a_wrapped_chat_completions_call_reads_as_a_model_call(
+    fake_judge: FakeJudgeServer,
+) -> None:
+    fake_judge.add_rule("weather", tool_call="get_weather", json={"city": "Paris"})
+    client = openai.OpenAI(base_url=fake_judge.base_url, api_key="test", max_retries=0)
+
+    @wrap(kind="llm")
+    def call_model(messages: list[dict[str, str]], model: str, tools: list[dict[str, Any]]) -> Any:
+        return client.chat.completions.create(
+            model=model,
+            messages=messages,  # type: ignore[arg-type]
+            tools=tools,  # type: ignore[arg-type]
+        )
+
+    messages = [
+        {"role": "system", "content": "Use the tools."},
+        {"role": "user", "content": "What is the weather in Paris?"},
+    ]
+    with capture_traces() as handler:
+        response = call_model(messages, "gpt-4o-mini", [WEATHER_TOOL])
+
+    (node,) = handler.trace
+    span = node.span
+    assert isinstance(span, LLMSpan)
+    assert span.source == "input_output"
+    assert span.model == response.model == "gpt-4o-mini"
+    assert [(m.role, m.content) for m in span.input_messages] == [
+        ("system", "Use the tools."),
+        ("user", "What is the weather in Paris?"),
+    ]
+    (call,) = span.tool_calls
+    assert (call.id, call.name) == (response.choices[0].message.tool_calls[0].id, "get_weather")
+    assert json.loads(call.arguments) == {"city": "Paris"}
+    assert [tool.name for tool in span.tools] == ["get_weather"]
+    assert response.usage is not None
+    assert (span.usage.input_tokens, span.usage.output_tokens) == (
+        response.usage.prompt_tokens,
+        response.usage.completion_tokens,
+    )
+    assert span.finish_reasons == ("tool_calls",)
+    metadata = last_llm_call(handler.trace).eval_metadata
+    assert metadata is not None
+    assert (metadata["llm_model"], metadata["span_id"]) == ("gpt-4o-mini", f"{span.span_id:016x}")
+
+
+def test_a_wrapped_responses_api_call_reads_as_a_model_call(fake_judge: FakeJudgeServer) -> None:
+    fake_judge.add_rule("Capital", content="Paris.")
+    client = openai.OpenAI(base_url=fake_judge.base_url, api_key="test", max_retries=0)
+
+    @wrap(kind="llm")
+    def respond(**request: Any) -> Any:
+        return client.responses.create(**request)
+
+    with capture_traces() as handler:
+        respond(model="gpt-5-mini", instructions="Answer briefly.", input="Capital of France?")
+
+    (node,) = handler.trace
+    span = node.span
+    assert isinstance(span, LLMSpan)
+    assert [(m.role, m.content) for m in span.input_messages] == [
+        ("system", "Answer briefly."),
+        ("user", "Capital of France?"),
+    ]
+    assert span.output_text == "Paris."
+    assert span.model == "gpt-5-mini"
+    assert span.usage.input_tokens is not None and span.usage.output_tokens is not None
+    assert span.usage.cache_read_tokens == 0
+    assert last_llm_call(handler.trace).output_value("output") == "Paris."
+
+
+def test_an_instrumented_call_inside_a_wrapped_one_is_chosen(
+    instrumented: str, fake_judge: FakeJudgeServer
+) -> None:
+    fake_judge.add_rule("Capital", content="Paris.")
+    client = openai.OpenAI(base_url=fake_judge.base_url, api_key="test", max_retries=0)
+
+    @wrap(kind="llm")
+    def call_model(messages: list[dict[str, str]], model: str) -> Any:
+        return client.chat.completions.create(model=model, messages=messages)  # type: ignore[arg-type]
+
+    with capture_traces() as handler:
+        call_model([{"role": "user", "content": "Capital of France?"}], "gpt-4o-mini")
+
+    evaluable = last_llm_call(handler.trace)
+    (wrapper,) = handler.trace
+    (inner,) = wrapper.children
+    assert evaluable.eval_metadata is not None
+    assert evaluable.eval_metadata["span_id"] == f"{inner.span.span_id:016x}"
     assert evaluable.output_value("output") == "Paris."
 
 

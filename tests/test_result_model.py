@@ -36,6 +36,9 @@ SKIPPED = Evaluation.skip("nothing to compare")
 TRACE_UNREADABLE = EvaluationError(type="TraceFormatError", message="line 3", where="trace_file")
 RUNNABLE_RAISED = EvaluationError(type="ValueError", message="boom", where="runnable")
 RUNNABLE_TIMED_OUT = EvaluationError(type="EvaluatorTimeoutError", message="5 s", where="runnable")
+RUNNABLE_PAST_TIMEOUT = EvaluationError(
+    type="RunnableTimeoutError", message="5 s", where="runnable"
+)
 
 
 @pytest.mark.parametrize(
@@ -51,6 +54,7 @@ RUNNABLE_TIMED_OUT = EvaluationError(type="EvaluatorTimeoutError", message="5 s"
         ([errored("EvaluatorTimeoutError")], RUNNABLE_RAISED, S.ERROR),
         # TIMED_OUT: only timeouts went wrong
         ([errored("EvaluatorTimeoutError", "runnable")], RUNNABLE_TIMED_OUT, S.TIMED_OUT),
+        ([errored("RunnableTimeoutError", "runnable")], RUNNABLE_PAST_TIMEOUT, S.TIMED_OUT),
         ([scored(1.0), errored("TimeoutError")], None, S.TIMED_OUT),
         ([errored("APITimeoutError", "judge")], None, S.TIMED_OUT),
         # NO_SCORE_LOGGED: nothing scored the entry

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import openai
 import pytest
 from opentelemetry import trace as otel
 
@@ -37,6 +38,8 @@ from evaltrace.results import (
     write_scorecard,
 )
 from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
+from evaltrace.testing import FakeJudgeServer
+from evaltrace.trace import capture_traces
 
 HOSTILE = "</script><script>alert(1)</script> <img src=x onerror=alert(1)> {{7*7}}"
 """An output that must show as text: it would close the data element, add an element whose
@@ -225,6 +228,38 @@ def test_each_entry_carries_its_trace_as_a_tree_with_timings_and_messages(
     ]
     assert chat.start_ms >= agent.start_ms >= 0 and agent.duration_ms >= chat.duration_ms
     assert {value.name for value in agent.values} == {"documents", "answer"}
+
+
+def test_a_model_call_recorded_by_wrap_shows_as_a_chat(
+    tmp_path: Path, fake_judge: FakeJudgeServer
+) -> None:
+    fake_judge.add_rule("Capital", content="Paris.")
+    client = openai.OpenAI(base_url=fake_judge.base_url, api_key="test", max_retries=0)
+
+    @wrap(kind="llm")
+    def call_model(messages: list[dict[str, str]], model: str) -> Any:
+        return client.chat.completions.create(model=model, messages=messages)  # type: ignore[arg-type]
+
+    with capture_traces() as handler:
+        response = call_model([{"role": "user", "content": "Capital of France?"}], "gpt-4o-mini")
+    save_traces(handler.trace, tmp_path / "traces.jsonl")
+    trace_ids = [f"{trace_id:032x}" for trace_id in handler.trace_ids]
+    run = RunResult(name="chat", entries=[EntryResult(index=0, name="q", trace_ids=trace_ids)])
+    (tmp_path / "result.json").write_text(run.model_dump_json(), encoding="utf-8")
+
+    (chat,) = DatasetScorecard.from_folder(tmp_path).entries[0].trace
+
+    assert response.usage is not None
+    assert (chat.kind, chat.model, chat.input_tokens, chat.output_tokens) == (
+        "llm",
+        "gpt-4o-mini",
+        response.usage.prompt_tokens,
+        response.usage.completion_tokens,
+    )
+    assert [(m.direction, m.role, m.content) for m in chat.messages] == [
+        ("in", "user", "Capital of France?"),
+        ("out", "assistant", "Paris."),
+    ]
 
 
 def test_the_failing_entry_keeps_its_error_and_its_trace(card: DatasetScorecard) -> None:

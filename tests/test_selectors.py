@@ -12,7 +12,7 @@ from evaltrace.capture import config
 from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import DuplicateWrapNameError, MultipleTracesError, NoTraceError
 from evaltrace.evals import by_kind, by_name, first_llm_call, last_llm_call, root, select
-from evaltrace.evals.evaluable import NamedData
+from evaltrace.evals.evaluable import Evaluable, NamedData
 from evaltrace.trace import ObservationNode, build_trace, split_traces
 from span_factory import T0, Spans, wrap_event
 
@@ -401,3 +401,113 @@ def test_last_llm_call_on_a_kind_only_span_keeps_its_arguments() -> None:
     assert [(item.name, item.value) for item in evaluable.eval_output] == [
         ("output", "hello there")
     ]
+
+
+def openai_llm(request: dict[str, Any], response: Any) -> dict[str, Any]:
+    """What ``@wrap(kind="llm")`` records around a client call: the request and the response."""
+    return kind_only_llm(request, response)
+
+
+CHAT_REQUEST = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Hi"}]}
+CHAT_RESPONSE = {
+    "object": "chat.completion",
+    "model": "gpt-4o-mini-2024-07-18",
+    "choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": "Hello"}}],
+    "usage": {
+        "prompt_tokens": 8,
+        "completion_tokens": 2,
+        "total_tokens": 10,
+        "prompt_tokens_details": {"cached_tokens": 4},
+    },
+}
+
+
+def test_last_llm_call_reads_a_wrapped_client_call_as_a_model_call(spans: Spans) -> None:
+    spans.end(spans.start("call_model", 0, attributes=openai_llm(CHAT_REQUEST, CHAT_RESPONSE)), 1)
+
+    evaluable = last_llm_call(build_trace(spans.finished()))
+
+    assert evaluable.eval_input == [
+        NamedData(name="messages", value=[{"role": "user", "content": "Hi", "tool_calls": []}])
+    ]
+    assert evaluable.eval_output == [NamedData(name="output", value="Hello")]
+
+
+def test_llm_selectors_put_model_tokens_and_ids_in_eval_metadata(spans: Spans) -> None:
+    call = spans.start("call_model", 0, attributes=openai_llm(CHAT_REQUEST, CHAT_RESPONSE))
+    spans.end(call, 1)
+    (finished,) = spans.finished()
+
+    for selector in (last_llm_call, first_llm_call, by_name("call_model")):
+        evaluable = selector(build_trace(spans.finished()))
+        assert evaluable.eval_metadata == {
+            "llm_model": "gpt-4o-mini-2024-07-18",
+            "llm_input_tokens": 8,
+            "llm_output_tokens": 2,
+            "llm_total_tokens": 10,
+            "llm_cache_read_tokens": 4,
+            "trace_id": f"{finished.context.trace_id:032x}",
+            "span_id": f"{finished.context.span_id:016x}",
+        }, selector
+
+
+def test_llm_metadata_keys_hold_the_provider_of_an_instrumented_call(spans: Spans) -> None:
+    attributes = {**chat("Q", "A"), "gen_ai.provider.name": "openai"}
+    attributes["gen_ai.usage.cache_creation.input_tokens"] = 16
+    spans.end(spans.start("chat", 0, attributes=attributes), 1)
+
+    metadata = last_llm_call(build_trace(spans.finished())).eval_metadata
+
+    assert metadata is not None
+    assert (metadata["llm_model"], metadata["llm_provider"]) == ("gpt-4o-mini", "openai")
+    assert metadata["llm_cache_creation_tokens"] == 16
+    assert "llm_input_tokens" not in metadata  # not recorded: left out, never None
+
+
+def test_root_that_is_a_model_call_puts_its_metadata_in_the_evaluable(spans: Spans) -> None:
+    spans.end(spans.start("call_model", 0, attributes=openai_llm(CHAT_REQUEST, CHAT_RESPONSE)), 1)
+
+    evaluable = root(build_trace(spans.finished()))
+
+    assert evaluable.eval_metadata is not None
+    assert evaluable.eval_metadata["llm_model"] == "gpt-4o-mini-2024-07-18"
+    assert evaluable.eval_input == [
+        NamedData(name="model", value="gpt-4o-mini"),
+        NamedData(name="messages", value=[{"role": "user", "content": "Hi"}]),
+    ]
+
+
+def test_a_call_read_from_attributes_is_chosen_over_the_wrapper_around_it(spans: Spans) -> None:
+    wrapper = spans.start("call_model", 0, attributes=openai_llm(CHAT_REQUEST, CHAT_RESPONSE))
+    spans.end(spans.start("chat", 1, parent=wrapper, attributes=chat("Hi", "Hello there")), 2)
+    spans.end(wrapper, 3)
+    trace = build_trace(spans.finished())
+
+    for selector in (last_llm_call, first_llm_call):
+        evaluable = selector(trace)
+        assert evaluable.output_value("output") == "Hello there", selector.__name__
+
+
+@pytest.mark.anyio
+async def test_the_entrys_metadata_is_kept_beside_the_calls() -> None:
+    @wrap(kind="llm")
+    def call_model(messages: list[dict[str, str]], model: str) -> dict[str, Any]:
+        return CHAT_RESPONSE
+
+    def app(question: str) -> None:
+        call_model([{"role": "user", "content": question}], "gpt-4o-mini")
+
+    seen: list[dict[str, Any] | None] = []
+
+    def record(evaluable: Any) -> float:
+        seen.append(evaluable.eval_metadata)
+        return 1.0
+
+    case = Evaluable(eval_metadata={"topic": "greetings", "llm_model": "as the entry says"})
+    await run_and_evaluate(record, app, "Hi", from_trace=last_llm_call, evaluable=case)
+
+    (metadata,) = seen
+    assert metadata is not None
+    assert metadata["topic"] == "greetings"
+    assert metadata["llm_model"] == "as the entry says"  # the entry's value wins
+    assert metadata["llm_total_tokens"] == 10

@@ -95,7 +95,11 @@ class UnknownEvaluatorError(EvaltraceError, LookupError):
 
 
 class EvaluatorTimeoutError(EvaltraceError, TimeoutError):
-    """An evaluator (or a runnable) did not finish within its timeout."""
+    """An evaluator did not finish within its timeout."""
+
+
+class RunnableTimeoutError(EvaltraceError, TimeoutError):
+    """A runnable (the app under evaluation) did not finish within its timeout."""
 
 
 class StopIterationError(EvaltraceError, RuntimeError):
@@ -105,10 +109,6 @@ class StopIterationError(EvaltraceError, RuntimeError):
     ``RuntimeError``, and an asyncio future refuses it), so the call's ``StopIteration`` is
     this error's ``__cause__``. It usually means ``next()`` on an empty iterator.
     """
-
-
-class RunnableTimeoutError(EvaltraceError, TimeoutError):
-    """The runnable (the app) did not finish one run within its timeout."""
 
 
 class ResultFileError(EvaltraceError, ValueError):

@@ -87,6 +87,29 @@ class ExportStats:
     """Spans in the export calls under way now (every span given to an exporter is in
     exactly one of the five counts)."""
 
+    @property
+    def in_flight(self) -> int:
+        """Spans not yet exported nor lost: queued or being exported."""
+        return self.queued + self.exporting
+
+    def __str__(self) -> str:
+        """The counts in words; spans in flight are not lost: flush or exit exports them.
+
+        Example:
+            >>> print(ExportStats(exported=2, failed=0, dropped=0, queued=0))
+            2 spans exported, 0 failed, 0 dropped, 0 in flight
+        """
+        text = (
+            f"{self.exported} spans exported, {self.failed} failed, {self.dropped} dropped, "
+            f"{self.in_flight} in flight"
+        )
+        if self.in_flight:
+            text += (
+                " (queued or being exported: evaltrace.flush() waits for them; exit exports "
+                "them within the shutdown timeout)"
+            )
+        return text
+
     def since(self, earlier: ExportStats) -> ExportStats:
         """What happened since ``earlier``.
 
@@ -574,6 +597,11 @@ class ExportQueue(_BoundedQueue[ReadableSpan]):
 
 def export_stats() -> ExportStats:
     """Counts of what the exporters given to :func:`~evaltrace.init` did, since start-up.
+
+    A snapshot: spans wait in a queue for a batch (``OTEL_BSP_SCHEDULE_DELAY``, 5 s), so
+    right after the app's calls most are in flight, not exported. Call
+    :func:`~evaltrace.flush` first to count them as exported or failed; at exit, evaltrace
+    exports them without being asked.
 
     Example:
         >>> stats = export_stats()

@@ -281,6 +281,9 @@ def with_case(
         base: The test case (a dataset entry's), whose named inputs, expectation, metadata and
             description are kept; ``None`` for none.
         expected_output: An expectation that replaces the case's.
+
+    The case's metadata is added to the selector's (a model call's, for instance); where a key
+    is in both, the case's value is kept.
     """
     updates: dict[str, Any] = {}
     if base is not None:
@@ -289,7 +292,7 @@ def with_case(
         if base.has_expectation:
             updates["expectation"] = base.expectation
         if base.eval_metadata is not None:
-            updates["eval_metadata"] = base.eval_metadata
+            updates["eval_metadata"] = {**(selected.eval_metadata or {}), **base.eval_metadata}
         if base.description is not None:
             updates["description"] = base.description
     if not isinstance(expected_output, Unset):

@@ -4,12 +4,17 @@ A selector is any callable ``(trace: list[ObservationNode]) -> Evaluable``; pass
 ``from_trace=`` to the runners. The ones here cover the usual choices: the run as a whole
 (:func:`root`), a model call (:func:`last_llm_call`, :func:`first_llm_call`), a span by name or
 kind (:func:`by_name`, :func:`by_kind`) or by any test (:func:`select`).
+
+An evaluable read from a model call (an :class:`~evaltrace.trace.LLMSpan`) carries what the
+span recorded about the call in ``eval_metadata``, under the keys of :data:`LLM_METADATA_KEYS`;
+a key is present only when the span recorded its value. The runners keep these beside the
+metadata a dataset entry gives, and the entry's value wins where a key is in both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from pydantic import JsonValue
 
@@ -21,17 +26,35 @@ from evaltrace.trace.tree import ObservationNode, SpanPredicate, split_traces, w
 from evaltrace.trace.values import collect_values, wrap_records
 
 __all__ = [
+    "LLM_METADATA_KEYS",
     "TraceSelector",
     "by_kind",
     "by_name",
     "first_llm_call",
     "last_llm_call",
+    "llm_metadata",
     "root",
     "select",
 ]
 
 TraceSelector: TypeAlias = Callable[[Sequence[ObservationNode]], Evaluable]
 """A function that picks what to evaluate from a trace (a list of root nodes)."""
+
+LLM_METADATA_KEYS: Final = (
+    "llm_model",
+    "llm_provider",
+    "llm_input_tokens",
+    "llm_output_tokens",
+    "llm_total_tokens",
+    "llm_cache_read_tokens",
+    "llm_cache_creation_tokens",
+    "trace_id",
+    "span_id",
+)
+"""The ``eval_metadata`` keys of an evaluable read from a model call: the span's model and
+provider (:attr:`~evaltrace.trace.LLMSpan.model`, :attr:`~evaltrace.trace.LLMSpan.provider`),
+its token counts (:class:`~evaltrace.trace.TokenUsage`: input, output, total, read from and
+written to the prompt cache), and its trace and span ids (32 and 16 lower-case hex digits)."""
 
 _NAMES_LISTED = 20
 _TRACES_LISTED = 5
@@ -61,11 +84,15 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     input (or output), raise :class:`~evaltrace.errors.MultipleTracesError`. Evaluate each
     trace of :func:`~evaltrace.trace.split_traces` on its own instead.
 
+    When the run is one model call (its root span is an LLM span, as in a run of a
+    ``@wrap(kind="llm")`` function), ``eval_metadata`` holds what :func:`last_llm_call` puts
+    there.
+
     Args:
         trace: The trace (its roots).
 
     Returns:
-        The evaluable, without expectation or metadata.
+        The evaluable, without expectation; without metadata unless the run is a model call.
 
     Raises:
         NoTraceError: The trace is empty.
@@ -84,6 +111,7 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     recorded = wrap_records(trace)
     inputs = collect_values((value for value in recorded if value.purpose == "input"), "input")
     outputs = collect_values((value for value in recorded if value.purpose != "input"), "output")
+    first = traces[0][0].span
     return Evaluable.model_construct(
         eval_input=(_named(inputs) if inputs else _arguments(_root_with(traces, "input").input)),
         eval_output=(
@@ -93,22 +121,29 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
                 NamedData.model_construct(name="output", value=_root_with(traces, "output").output)
             ]
         ),
+        eval_metadata=(
+            llm_metadata(first) if len(traces) == 1 and isinstance(first, LLMSpan) else None
+        ),
     )
 
 
 def last_llm_call(trace: Sequence[ObservationNode]) -> Evaluable:
     """Evaluate the model call that ended last.
 
-    A model call is an LLM span that records the call: a model name or messages, as an
-    instrumented client writes them. A span that is an LLM span by its kind alone (such as
-    ``@wrap(kind="llm")`` around a client call) counts only when no span below it records a
-    call, so the instrumented call inside a decorated function is chosen over the decorator's
-    span, which ends after it.
+    A model call is an LLM span. The one that records the call best stands for it: an
+    instrumented client's span (``llm.*`` or ``gen_ai.*`` attributes with a model name or
+    messages) over a ``@wrap(kind="llm")`` span whose input and output are the OpenAI request
+    and response (:attr:`~evaltrace.trace.LLMSpan.source` ``"input_output"``), and either over a
+    span that is an LLM span by its kind alone. A span counts only when no span below it
+    records the call better, so the instrumented call inside a decorated function is chosen
+    over the decorator's span, which ends after it.
 
     ``eval_input`` is one item ``"messages"``: the input messages as dictionaries with ``role``,
     ``content`` and ``tool_calls``; a span that records no messages (``@wrap(kind="llm")`` alone)
     adds its arguments, one item each. ``eval_output`` is ``"output"`` (the returned text) and,
-    when the model asked for tools, ``"tool_calls"``.
+    when the model asked for tools, ``"tool_calls"``. ``eval_metadata`` holds the span's model,
+    provider, token counts and ids under the keys of :data:`LLM_METADATA_KEYS`
+    (:func:`llm_metadata`).
 
     Raises:
         NoTraceError: The trace holds no model call.
@@ -175,24 +210,32 @@ def _selector(predicate: SpanPredicate, looked_for: str, label: str) -> TraceSel
     return selector
 
 
-def _records_a_call(span: ObserveSpan | LLMSpan) -> bool:
-    return isinstance(span, LLMSpan) and bool(
+def _call_rank(span: ObserveSpan | LLMSpan) -> int:
+    """How well a span records a model call (higher is better; -1: not a model call).
+
+    2: read from the conventions; 1: from its OpenAI-shaped input and output; 0: an LLM span
+    by its kind alone, or one that recorded no model name and no message.
+    """
+    if not isinstance(span, LLMSpan):
+        return -1
+    if span.source == "kind" or not (
         span.model is not None or span.input_messages or span.output_messages
-    )
+    ):
+        return 0
+    return 2 if span.source == "conventions" else 1
 
 
 def _model_calls(trace: Sequence[ObservationNode]) -> SpanPredicate:
     """A test for the LLM spans that stand for a model call (see :func:`last_llm_call`)."""
     nodes = list(walk_trace(trace))
-    below: dict[int, bool] = {}  # id(node) -> a span under it records a call
+    rank: dict[int, int] = {id(node): _call_rank(node.span) for node in nodes}
+    below: dict[int, int] = {}  # id(node) -> the best rank of a span under it
     for node in reversed(nodes):  # children before their parents
-        below[id(node)] = any(
-            _records_a_call(child.span) or below[id(child)] for child in node.children
+        below[id(node)] = max(
+            (max(rank[id(child)], below[id(child)]) for child in node.children), default=-1
         )
     chosen = {
-        id(node.span)
-        for node in nodes
-        if _records_a_call(node.span) or (isinstance(node.span, LLMSpan) and not below[id(node)])
+        id(node.span) for node in nodes if rank[id(node)] >= 0 and rank[id(node)] >= below[id(node)]
     }
     return lambda span: id(span) in chosen
 
@@ -254,7 +297,37 @@ def _llm_evaluable(span: LLMSpan) -> Evaluable:
     inputs = [NamedData.model_construct(name="messages", value=messages)]
     if not messages:  # an LLM span by its kind alone: its arguments are what the model was asked
         inputs += [item for item in _arguments(span.input) if item.name != "messages"]
-    return Evaluable.model_construct(eval_input=inputs, eval_output=outputs)
+    return Evaluable.model_construct(
+        eval_input=inputs, eval_output=outputs, eval_metadata=llm_metadata(span)
+    )
+
+
+def llm_metadata(span: LLMSpan) -> dict[str, JsonValue]:
+    """What a model call's span recorded, as ``eval_metadata`` (:data:`LLM_METADATA_KEYS`).
+
+    A key whose value the span did not record is left out.
+
+    Example:
+        >>> llm_metadata(span)  # doctest: +SKIP
+        {'llm_model': 'gpt-4o-mini', 'llm_input_tokens': 8, ..., 'span_id': '00f067aa0ba902b7'}
+    """
+    usage = span.usage
+    values: tuple[JsonValue, ...] = (
+        span.model,
+        span.provider,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.total_tokens,
+        usage.cache_read_tokens,
+        usage.cache_creation_tokens,
+        f"{span.trace_id:032x}",
+        f"{span.span_id:016x}",
+    )
+    return {
+        key: value
+        for key, value in zip(LLM_METADATA_KEYS, values, strict=True)
+        if value is not None
+    }
 
 
 def _check_names(traces: list[list[ObservationNode]]) -> None:

@@ -82,8 +82,8 @@ removed. Results saved with an earlier version are migrated forward when read
 
 TIMEOUT_ERROR_TYPES: Final = frozenset(
     {
-        "EvaluatorTimeoutError",
         "RunnableTimeoutError",
+        "EvaluatorTimeoutError",
         "TimeoutError",
         "APITimeoutError",
         "ReadTimeout",

@@ -32,6 +32,7 @@ from evaltrace.trace.spans import (
     StatusCode,
     TokenUsage,
     ToolCall,
+    ToolDefinition,
     parse_named_values,
     span_view,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "StoredTrace",
     "TokenUsage",
     "ToolCall",
+    "ToolDefinition",
     "TraceFile",
     "TraceFileProblem",
     "build_trace",

@@ -1,7 +1,8 @@
-"""What a model call said: its messages, the tool calls they carry, and its token counts.
+"""What a model call said: its messages and tool calls, the tools it offered, its token counts.
 
 These are the parts of an :class:`~evaltrace.trace.spans.views.LLMSpan`, read from span
-attributes by the parsers of :mod:`evaltrace.trace.spans.parsers`.
+attributes by the parsers of :mod:`evaltrace.trace.spans.parsers`, or from the input and
+output of a span of kind ``llm`` by :mod:`evaltrace.trace.spans.openai_bodies`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LLMMessage", "TokenUsage", "ToolCall"]
+__all__ = ["LLMMessage", "TokenUsage", "ToolCall", "ToolDefinition"]
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -26,6 +27,34 @@ class ToolCall:
     def as_dict(self) -> dict[str, Any]:
         """Return the call as JSON-compatible data."""
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ToolDefinition:
+    """A tool offered to a model: a function it may call, or a provider's built-in tool."""
+
+    name: str
+    """The tool name (for a built-in tool without one, its type, such as ``web_search``)."""
+    description: str | None = None
+    """What the tool does, as the model was told."""
+    parameters: Any = None
+    """The JSON Schema of the tool's arguments (JSON data), ``None`` when not recorded."""
+    type: str = "function"
+    """``function``, or the type of a built-in tool."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the definition as JSON-compatible data.
+
+        Example:
+            >>> ToolDefinition(name="get_weather").as_dict()
+            {'type': 'function', 'name': 'get_weather', 'description': None, 'parameters': None}
+        """
+        return {
+            "type": self.type,
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+        }
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -75,3 +104,7 @@ class TokenUsage:
     """Completion (output) tokens."""
     total_tokens: int | None = None
     """Total tokens: as recorded, else the sum of the counts that were recorded."""
+    cache_read_tokens: int | None = None
+    """Of the input tokens, those read from the provider's prompt cache."""
+    cache_creation_tokens: int | None = None
+    """Of the input tokens, those written to the provider's prompt cache."""

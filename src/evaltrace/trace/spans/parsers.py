@@ -20,23 +20,33 @@ from typing import Any
 from evaltrace.capture import conventions as conv
 from evaltrace.capture.codec import decode
 from evaltrace.capture.values import Purpose, WrapRecord
-from evaltrace.trace.spans.messages import LLMMessage, TokenUsage, ToolCall
+from evaltrace.trace.spans.messages import LLMMessage, TokenUsage, ToolCall, ToolDefinition
 from evaltrace.trace.spans.records import SpanRecord
 
 __all__ = [
+    "content_text",
     "decode_json",
     "finish_reasons",
+    "first_int",
+    "first_str",
     "input_messages",
+    "int_or_none",
     "is_llm",
     "json_text",
     "llm_model",
     "llm_provider",
+    "message_or_none",
+    "openai_tool_call",
     "output_messages",
     "parse_named_values",
+    "present",
     "request_parameters",
     "span_kind",
     "str_or_none",
     "token_usage",
+    "tool_call_or_none",
+    "tool_definition",
+    "tool_definitions",
 ]
 
 _PURPOSES: Mapping[str, Purpose] = {"input": "input", "output": "output", "state": "state"}
@@ -154,14 +164,14 @@ def is_llm(attributes: Mapping[str, Any]) -> bool:
 
 def llm_model(attributes: Mapping[str, Any]) -> str | None:
     """The response model, else the request model, else ``llm.model_name``."""
-    return _first_str(
+    return first_str(
         attributes, conv.GEN_AI_RESPONSE_MODEL, conv.GEN_AI_REQUEST_MODEL, conv.LLM_MODEL_NAME
     )
 
 
 def llm_provider(attributes: Mapping[str, Any]) -> str | None:
     """The provider or system of a model call (``openai``, ``anthropic``, ...), if recorded."""
-    return _first_str(
+    return first_str(
         attributes,
         conv.GEN_AI_PROVIDER_NAME,
         conv.GEN_AI_SYSTEM,
@@ -171,24 +181,88 @@ def llm_provider(attributes: Mapping[str, Any]) -> str | None:
 
 
 def token_usage(attributes: Mapping[str, Any]) -> TokenUsage:
-    """The token counts recorded; the total is the sum of the others when not recorded."""
-    input_tokens = _first_int(
+    """The token counts recorded, cache reads and writes included.
+
+    The total is the sum of the input and output counts when it was not recorded.
+    """
+    input_tokens = first_int(
         attributes,
         conv.LLM_TOKEN_COUNT_PROMPT,
         conv.GEN_AI_USAGE_INPUT_TOKENS,
         _GEN_AI_USAGE_PROMPT_TOKENS,
     )
-    output_tokens = _first_int(
+    output_tokens = first_int(
         attributes,
         conv.LLM_TOKEN_COUNT_COMPLETION,
         conv.GEN_AI_USAGE_OUTPUT_TOKENS,
         _GEN_AI_USAGE_COMPLETION_TOKENS,
     )
-    total_tokens = _first_int(attributes, conv.LLM_TOKEN_COUNT_TOTAL)
+    total_tokens = first_int(attributes, conv.LLM_TOKEN_COUNT_TOTAL)
     if total_tokens is None and (input_tokens is not None or output_tokens is not None):
         total_tokens = (input_tokens or 0) + (output_tokens or 0)
     return TokenUsage(
-        input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=total_tokens
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=total_tokens,
+        cache_read_tokens=first_int(
+            attributes, conv.LLM_TOKEN_COUNT_CACHE_READ, conv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
+        ),
+        cache_creation_tokens=first_int(
+            attributes,
+            conv.LLM_TOKEN_COUNT_CACHE_WRITE,
+            conv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+        ),
+    )
+
+
+def tool_definitions(attributes: Mapping[str, Any]) -> tuple[ToolDefinition, ...]:
+    """The tools offered to the model: ``llm.tools.*``, else ``gen_ai.tool.definitions``."""
+    indexed = _indexed(attributes, conv.LLM_TOOLS)
+    if indexed:
+        return present(_openinference_tool(fields) for fields in indexed)
+    definitions = decode_json(attributes.get(conv.GEN_AI_TOOL_DEFINITIONS))
+    if isinstance(definitions, list):
+        return present(tool_definition(item) for item in definitions)
+    return ()
+
+
+def tool_definition(data: Any) -> ToolDefinition | None:
+    """A tool definition in OpenAI's shape, or ``None`` when ``data`` is not one.
+
+    Nested (``{"type": "function", "function": {...}}``, Chat Completions) or flat
+    (``{"type": "function", "name": ...}``, the Responses API and GenAI); a built-in tool
+    (``{"type": "web_search"}``) is named by its type.
+    """
+    if not isinstance(data, dict):
+        return None
+    function = data.get("function")
+    source = function if isinstance(function, dict) else data
+    kind = data.get("type")
+    kind_text = kind if isinstance(kind, str) and kind else "function"
+    name = source.get("name")
+    if not isinstance(name, str) or not name:
+        if kind_text == "function":
+            return None
+        name = kind_text
+    description = source.get("description")
+    return ToolDefinition(
+        name=name,
+        description=description if isinstance(description, str) else None,
+        parameters=source.get("parameters"),
+        type=kind_text,
+    )
+
+
+def _openinference_tool(fields: Mapping[str, Any]) -> ToolDefinition | None:
+    schema = decode_json(fields.get(conv.TOOL_JSON_SCHEMA), conv.MIME_JSON)
+    if isinstance(schema, dict):
+        return tool_definition(schema)
+    name = fields.get(conv.TOOL_NAME)
+    if not isinstance(name, str) or not name:
+        return None
+    description = fields.get(conv.TOOL_DESCRIPTION)
+    return ToolDefinition(
+        name=name, description=description if isinstance(description, str) else None
     )
 
 
@@ -236,17 +310,17 @@ def input_messages(record: SpanRecord) -> tuple[LLMMessage, ...]:
     attributes = record.attributes
     flattened = _indexed(attributes, conv.LLM_INPUT_MESSAGES)
     if flattened:
-        return _present(_openinference_message(fields) for fields in flattened)
+        return present(_openinference_message(fields) for fields in flattened)
     if conv.GEN_AI_INPUT_MESSAGES in attributes or conv.GEN_AI_SYSTEM_INSTRUCTIONS in attributes:
         system = _system_instructions(attributes.get(conv.GEN_AI_SYSTEM_INSTRUCTIONS))
         messages, _ = _gen_ai_messages(attributes.get(conv.GEN_AI_INPUT_MESSAGES))
         return (system, *messages) if system is not None else messages
     legacy = _indexed(attributes, _GEN_AI_PROMPT)
     if legacy:
-        return _present(_legacy_gen_ai_message(fields) for fields in legacy)
+        return present(_legacy_gen_ai_message(fields) for fields in legacy)
     if not record.events:
         return ()
-    return _present(
+    return present(
         _event_message(event.attributes, role)
         for event in record.events
         if (role := _GEN_AI_EVENT_ROLES.get(event.name)) is not None
@@ -258,7 +332,7 @@ def output_messages(record: SpanRecord) -> tuple[tuple[LLMMessage, ...], tuple[s
     attributes = record.attributes
     flattened = _indexed(attributes, conv.LLM_OUTPUT_MESSAGES)
     if flattened:
-        return _present(_openinference_message(fields) for fields in flattened), ()
+        return present(_openinference_message(fields) for fields in flattened), ()
     if conv.GEN_AI_OUTPUT_MESSAGES in attributes:
         return _gen_ai_messages(attributes.get(conv.GEN_AI_OUTPUT_MESSAGES))
     legacy = _indexed(attributes, _GEN_AI_COMPLETION)
@@ -266,7 +340,7 @@ def output_messages(record: SpanRecord) -> tuple[tuple[LLMMessage, ...], tuple[s
         reasons = tuple(
             reason for fields in legacy if isinstance(reason := fields.get("finish_reason"), str)
         )
-        return _present(_legacy_gen_ai_message(fields) for fields in legacy), reasons
+        return present(_legacy_gen_ai_message(fields) for fields in legacy), reasons
     if not record.events:
         return (), ()
     messages: list[LLMMessage] = []
@@ -289,23 +363,23 @@ def output_messages(record: SpanRecord) -> tuple[tuple[LLMMessage, ...], tuple[s
 
 
 def _openinference_message(fields: Mapping[str, Any]) -> LLMMessage | None:
-    content = _text(fields.get(conv.MESSAGE_CONTENT))
+    content = content_text(fields.get(conv.MESSAGE_CONTENT))
     if content is None:
         texts = [
             text
             for part in _indexed(fields, conv.MESSAGE_CONTENTS)
-            if (text := _text(part.get(conv.MESSAGE_CONTENT_TEXT))) is not None
+            if (text := content_text(part.get(conv.MESSAGE_CONTENT_TEXT))) is not None
         ]
         content = "\n".join(texts) if texts else None
-    tool_calls = _present(
-        _tool_call(
+    tool_calls = present(
+        tool_call_or_none(
             call.get(conv.TOOL_CALL_ID),
             call.get(conv.TOOL_CALL_FUNCTION_NAME),
             call.get(conv.TOOL_CALL_FUNCTION_ARGUMENTS),
         )
         for call in _indexed(fields, conv.MESSAGE_TOOL_CALLS)
     )
-    return _message(
+    return message_or_none(
         fields.get(conv.MESSAGE_ROLE),
         content,
         tool_calls,
@@ -315,13 +389,13 @@ def _openinference_message(fields: Mapping[str, Any]) -> LLMMessage | None:
 
 
 def _legacy_gen_ai_message(fields: Mapping[str, Any]) -> LLMMessage | None:
-    tool_calls = _present(
-        _tool_call(call.get("id"), call.get("name"), call.get("arguments"))
+    tool_calls = present(
+        tool_call_or_none(call.get("id"), call.get("name"), call.get("arguments"))
         for call in _indexed(fields, "tool_calls")
     )
-    return _message(
+    return message_or_none(
         fields.get("role"),
-        _text(fields.get("content")),
+        content_text(fields.get("content")),
         tool_calls,
         fields.get("name"),
         fields.get("tool_call_id"),
@@ -357,17 +431,17 @@ def _gen_ai_message(item: Mapping[str, Any]) -> LLMMessage | None:
             continue
         part_type = part.get("type")
         if part_type == "text":
-            if (text := _text(part.get("content"))) is not None:
+            if (text := content_text(part.get("content"))) is not None:
                 texts.append(text)
         elif part_type == "tool_call":
-            call = _tool_call(part.get("id"), part.get("name"), part.get("arguments"))
+            call = tool_call_or_none(part.get("id"), part.get("name"), part.get("arguments"))
             if call is not None:
                 tool_calls.append(call)
         elif part_type == "tool_call_response":
             tool_call_id = part.get("id")
-            if (text := _text(part.get("response"))) is not None:
+            if (text := content_text(part.get("response"))) is not None:
                 texts.append(text)
-    return _message(
+    return message_or_none(
         item.get("role"),
         "\n".join(texts) if texts else None,
         tuple(tool_calls),
@@ -380,7 +454,7 @@ def _system_instructions(raw: Any) -> LLMMessage | None:
     data = decode_json(raw)
     if isinstance(data, str):
         return LLMMessage(role="system", content=data)
-    content = _text(data) if isinstance(data, list) else None
+    content = content_text(data) if isinstance(data, list) else None
     return LLMMessage(role="system", content=content) if content is not None else None
 
 
@@ -400,24 +474,26 @@ def _event_message(attributes: Mapping[str, Any], default_role: str | None) -> L
     calls = decode_json(body.get("tool_calls"))
     tool_calls: tuple[ToolCall, ...] = ()
     if isinstance(calls, list):
-        tool_calls = _present(_openai_tool_call(call) for call in calls if isinstance(call, dict))
+        tool_calls = present(openai_tool_call(call) for call in calls if isinstance(call, dict))
     role = body.get("role")
-    return _message(
+    return message_or_none(
         role if isinstance(role, str) and role else default_role,
-        _text(body.get("content")),
+        content_text(body.get("content")),
         tool_calls,
         body.get("name"),
         body.get("tool_call_id", body.get("id")),
     )
 
 
-def _openai_tool_call(call: Mapping[str, Any]) -> ToolCall | None:
+def openai_tool_call(call: Mapping[str, Any]) -> ToolCall | None:
+    """A tool call in OpenAI's shape (``{"id", "function": {"name", "arguments"}}``, or flat)."""
     function = call.get("function")
     source = function if isinstance(function, dict) else call
-    return _tool_call(call.get("id"), source.get("name"), source.get("arguments"))
+    return tool_call_or_none(call.get("id"), source.get("name"), source.get("arguments"))
 
 
-def _tool_call(call_id: Any, name: Any, arguments: Any) -> ToolCall | None:
+def tool_call_or_none(call_id: Any, name: Any, arguments: Any) -> ToolCall | None:
+    """A tool call, or ``None`` without a name; arguments that are data become JSON text."""
     if not isinstance(name, str) or not name:
         return None
     if arguments is None:
@@ -429,13 +505,14 @@ def _tool_call(call_id: Any, name: Any, arguments: Any) -> ToolCall | None:
     return ToolCall(id=str_or_none(call_id), name=name, arguments=arguments_text)
 
 
-def _message(
+def message_or_none(
     role: Any,
     content: str | None,
     tool_calls: tuple[ToolCall, ...],
     name: Any,
     tool_call_id: Any,
 ) -> LLMMessage | None:
+    """A message, or ``None`` when it has no role, content or tool call (``unknown`` role)."""
     role_text = role if isinstance(role, str) and role else None
     if role_text is None and content is None and not tool_calls:
         return None
@@ -466,11 +543,12 @@ def _indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]
     return [groups[index] for index in sorted(groups)]
 
 
-def _present(items: Iterable[Any]) -> tuple[Any, ...]:
+def present(items: Iterable[Any]) -> tuple[Any, ...]:
+    """The items that are not ``None``."""
     return tuple(item for item in items if item is not None)
 
 
-def _text(value: Any) -> str | None:
+def content_text(value: Any) -> str | None:
     """Text of a content value: a string, or the text parts of a list of parts."""
     if value is None or isinstance(value, str):
         return value
@@ -506,7 +584,8 @@ def str_or_none(value: Any) -> str | None:
     return None
 
 
-def _first_str(attributes: Mapping[str, Any], *keys: str) -> str | None:
+def first_str(attributes: Mapping[str, Any], *keys: str) -> str | None:
+    """The first non-empty string among the values of ``keys``."""
     for key in keys:
         value = attributes.get(key)
         if isinstance(value, str) and value:
@@ -514,15 +593,17 @@ def _first_str(attributes: Mapping[str, Any], *keys: str) -> str | None:
     return None
 
 
-def _first_int(attributes: Mapping[str, Any], *keys: str) -> int | None:
+def first_int(attributes: Mapping[str, Any], *keys: str) -> int | None:
+    """The first count among the values of ``keys`` (see :func:`int_or_none`)."""
     for key in keys:
         value = attributes.get(key)
-        if value is not None and (number := _int_or_none(value)) is not None:
+        if value is not None and (number := int_or_none(value)) is not None:
             return number
     return None
 
 
-def _int_or_none(value: Any) -> int | None:
+def int_or_none(value: Any) -> int | None:
+    """A count: an int, a whole finite float or a string of digits; ``None`` otherwise."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

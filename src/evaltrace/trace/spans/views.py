@@ -2,7 +2,8 @@
 
 :func:`span_view` reads a :class:`~evaltrace.trace.spans.records.SpanRecord` as an
 :class:`LLMSpan` when its attributes describe a model call in the OpenInference (``llm.*``) or
-OpenTelemetry GenAI (``gen_ai.*``) conventions, else as an :class:`ObserveSpan`.
+OpenTelemetry GenAI (``gen_ai.*``) conventions, or its kind is ``llm`` (``@wrap(kind="llm")``,
+whose OpenAI-shaped input and output are read as the call), else as an :class:`ObserveSpan`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any, Literal, TypeAlias
 
 from evaltrace.capture import conventions as conv
 from evaltrace.capture.values import WrapRecord
-from evaltrace.trace.spans.messages import LLMMessage, TokenUsage, ToolCall
+from evaltrace.trace.spans.messages import LLMMessage, TokenUsage, ToolCall, ToolDefinition
+from evaltrace.trace.spans.openai_bodies import openai_call
 from evaltrace.trace.spans.parsers import (
     decode_json,
     finish_reasons,
@@ -30,13 +32,25 @@ from evaltrace.trace.spans.parsers import (
     span_kind,
     str_or_none,
     token_usage,
+    tool_definitions,
 )
 from evaltrace.trace.spans.records import SpanRecord
 
-__all__ = ["LLMSpan", "ObserveSpan", "SpanError", "SpanStatus", "SpanView", "span_view"]
+__all__ = [
+    "LLMCallSource",
+    "LLMSpan",
+    "ObserveSpan",
+    "SpanError",
+    "SpanStatus",
+    "SpanView",
+    "span_view",
+]
 
 SpanStatus: TypeAlias = Literal["ok", "error", "unset"]
 """The status of a span as a view reports it."""
+
+LLMCallSource: TypeAlias = Literal["conventions", "input_output", "kind"]
+"""Where an :class:`LLMSpan` was read from (see :attr:`LLMSpan.source`)."""
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _STATUSES: Mapping[str, SpanStatus] = {"OK": "ok", "ERROR": "error", "UNSET": "unset"}
@@ -100,7 +114,10 @@ class ObserveSpan(SpanView):
 
 @dataclass(kw_only=True, frozen=True, slots=True)
 class LLMSpan(SpanView):
-    """A model call, read from OpenInference or OpenTelemetry GenAI attributes.
+    """A model call.
+
+    Read from OpenInference or OpenTelemetry GenAI attributes, or from the OpenAI-shaped input
+    and output of a span of kind ``llm`` (``@wrap(kind="llm")``): see :attr:`source`.
 
     Example:
         >>> span.model, span.output_text  # doctest: +SKIP
@@ -120,7 +137,16 @@ class LLMSpan(SpanView):
     finish_reasons: tuple[str, ...] = ()
     """Why generation stopped, one per choice (``stop``, ``tool_calls``, ``length``, ...)."""
     parameters: Mapping[str, Any] = field(default_factory=dict)
-    """Request parameters: ``llm.invocation_parameters``, or the ``gen_ai.request.*`` values."""
+    """Request parameters: ``llm.invocation_parameters``, the ``gen_ai.request.*`` values, or
+    the request's other arguments."""
+    tools: tuple[ToolDefinition, ...] = ()
+    """The tools offered to the model (``llm.tools``, ``gen_ai.tool.definitions``, or the
+    request's ``tools``)."""
+    source: LLMCallSource = "conventions"
+    """Where the call was read from: ``"conventions"``, the ``llm.*`` / ``gen_ai.*`` attributes
+    and events an instrumentor records; ``"input_output"``, the OpenAI request and response a
+    span of kind ``llm`` recorded as its input and output (``@wrap(kind="llm")`` around a
+    client call); ``"kind"``, nowhere: the span is a model call by its kind alone."""
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
@@ -191,20 +217,39 @@ def _view(record: SpanRecord, named_values: tuple[WrapRecord, ...]) -> ObserveSp
     }
     if not is_llm(attributes):
         return ObserveSpan(**common)
-    if not record.events and not any(key.startswith(_MODEL_CALL_PREFIXES) for key in attributes):
-        # A model call by its kind alone (``@wrap(kind="llm")``): no model, messages, counts
-        # or parameters recorded; only an OpenAI-shaped output may hold finish reasons.
-        return LLMSpan(**common, finish_reasons=finish_reasons(attributes, (), common["output"]))
+    by_conventions = any(key.startswith(_MODEL_CALL_PREFIXES) for key in attributes)
+    if not by_conventions:
+        # A model call by its kind (``@wrap(kind="llm")``): its input and output may be the
+        # request and response of the client call it wraps.
+        call = openai_call(common["input"], common["output"])
+        if call is not None:
+            return LLMSpan(
+                **common,
+                model=call.model,
+                input_messages=call.input_messages,
+                output_messages=call.output_messages,
+                usage=call.usage,
+                finish_reasons=call.finish_reasons,
+                parameters=call.parameters,
+                tools=call.tools,
+                source="input_output",
+            )
+        if not record.events:
+            return LLMSpan(**common, source="kind")
+    inputs = input_messages(record)
     outputs, output_finish_reasons = output_messages(record)
     return LLMSpan(
         **common,
         model=llm_model(attributes),
         provider=llm_provider(attributes),
-        input_messages=input_messages(record),
+        input_messages=inputs,
         output_messages=outputs,
         usage=token_usage(attributes),
         finish_reasons=finish_reasons(attributes, output_finish_reasons, common["output"]),
         parameters=request_parameters(attributes),
+        tools=tool_definitions(attributes),
+        # Events alone (GenAI messages as span events) record a call only when they hold one.
+        source="conventions" if by_conventions or inputs or outputs else "kind",
     )
 
 
