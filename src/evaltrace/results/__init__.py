@@ -4,8 +4,9 @@ A run's folder (:class:`ResultsFolder`, :func:`load_result`) holds its ``result.
 ``traces.jsonl``; :func:`render_report` draws the text report of runs and :func:`diff_results`
 compares a run with a baseline; :class:`DatasetScorecard` and :func:`save_dataset_scorecard`
 make a self-contained HTML page of a run; :func:`run_result_to_csv` and
-:func:`aggregate_results_to_dataframe` give tables; :func:`analyze_agent_log` and
-:func:`extract_task_outcome` read multi-agent task runs from stored traces.
+:func:`aggregate_results_to_dataframe` give tables; :func:`analyze_agent_log`,
+:func:`extract_task_outcomes` and :func:`collect_task_outcomes` read multi-agent task runs
+from agents' logs (chat transcripts such as Mindcraft's, or stored traces).
 """
 
 from evaltrace.results.dataframe import (
@@ -47,12 +48,14 @@ from evaltrace.results.merge import MergeError, merge_results
 from evaltrace.results.outcomes import (
     AgentOutcome,
     TaskDefinition,
+    TaskDefinitions,
     TaskOutcome,
     TaskOutcomes,
     analyze_agent_log,
     collect_task_outcomes,
     combine_agent_statuses,
     extract_task_outcome,
+    extract_task_outcomes,
     format_outcome_summary,
     load_task_definitions,
 )
@@ -87,6 +90,7 @@ __all__ = [
     "RunDiff",
     "RunProgress",
     "TaskDefinition",
+    "TaskDefinitions",
     "TaskOutcome",
     "TaskOutcomes",
     "aggregate_results_to_dataframe",
@@ -96,6 +100,7 @@ __all__ = [
     "combine_agent_statuses",
     "diff_results",
     "extract_task_outcome",
+    "extract_task_outcomes",
     "format_outcome_summary",
     "generate_dataset_scorecard_html",
     "iter_entries",
