@@ -662,6 +662,16 @@ def test_skipped_tasks_are_shown_in_the_summary(tmp_path: Path) -> None:
     )
 
 
+def test_definitions_may_be_given_as_the_parsed_task_file() -> None:
+    tasks = json.loads(MINDCRAFT_TASKS.read_text())
+    tasks["debug"] = {"goal": "stand still"}
+    found = collect_task_outcomes(EXPERIMENTS, tasks)
+    assert len(found.outcomes) == 12
+    assert {outcome.agent_count for outcome in found.outcomes if outcome.task_id == SHEARS} == {1}
+    assert len(found.definition_problems) == 1
+    assert found.definition_problems[0].startswith("tasks: task debug: invalid task definition")
+
+
 # --- repetitions in one task folder ---------------------------------------------------------
 
 

@@ -530,45 +530,17 @@ def load_task_definitions(path: str | os.PathLike[str]) -> TaskDefinitions:
         raise ConfigurationError(
             f"task definitions file {name!r} is not JSON: {exception_message(exc)}"
         ) from None
-    problems: list[str] = []
-    items: list[tuple[str, Any]]
-    if isinstance(data, dict):
-        items = []
-        for key, value in data.items():
-            if isinstance(value, dict) and value.get("task_id", key) != key:
-                problems.append(
-                    f"{name}: task {key!r} has task_id {value['task_id']!r}; the key of a "
-                    "definition is its task id, so drop task_id or make the two the same"
-                )
-                continue
-            items.append((key, {**value, "task_id": key} if isinstance(value, dict) else value))
-    elif isinstance(data, list):
-        items = [(f"[{index}]", value) for index, value in enumerate(data)]
-    else:
+    if not isinstance(data, dict | list):
         raise ConfigurationError(
             f"task definitions file {name!r} must hold a JSON object keyed by task id or a "
             f"list of definitions; found {type(data).__name__}"
         )
-    definitions: dict[str, TaskDefinition] = {}
-    for key, value in items:
-        try:
-            definition = _definition(value, f"{name}: task {key}")
-        except ConfigurationError as exc:
-            problems.append(str(exc))
-            continue
-        if definition.task_id in definitions:
-            problems.append(
-                f"{name}: task id {definition.task_id!r} is defined twice; the first "
-                "definition is kept (task ids are unique)"
-            )
-            continue
-        definitions[definition.task_id] = definition
-    return TaskDefinitions(definitions=definitions, problems=problems)
+    return _task_definitions(data, name)
 
 
 def collect_task_outcomes(
     folders: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    tasks: Mapping[str, TaskDefinition] | str | os.PathLike[str],
+    tasks: Mapping[str, TaskDefinition | Mapping[str, Any]] | str | os.PathLike[str],
     *,
     score_name: str = "score",
     score_pattern: str | re.Pattern[str] = DEFAULT_SCORE_PATTERN,
@@ -586,7 +558,9 @@ def collect_task_outcomes(
     Args:
         folders: The experiment folder, or several (a given folder named by a task id is read
             as that task's folder).
-        tasks: The task definitions by task id, or the path of a task definitions file.
+        tasks: The path of a task definitions file, or its definitions by task id
+            (:class:`TaskDefinition` objects, or the file's objects as parsed); invalid ones
+            are skipped and listed, as :func:`load_task_definitions` does.
         score_name: The ``wrap`` name under which traced agents recorded their score.
         score_pattern: The system message of a transcript that gives the score (see
             :func:`analyze_agent_log`).
@@ -608,7 +582,12 @@ def collect_task_outcomes(
         ... )
         >>> print(format_outcome_summary(found))  # doctest: +SKIP
     """
-    definitions = tasks if isinstance(tasks, Mapping) else load_task_definitions(tasks)
+    if isinstance(tasks, TaskDefinitions):
+        definitions = tasks
+    elif isinstance(tasks, Mapping):
+        definitions = _task_definitions(tasks, "tasks")
+    else:
+        definitions = load_task_definitions(tasks)
     reading = _reading(score_name, score_pattern, timeout_marker)
     template = _model_template(model_from_path)
     roots = [folders] if isinstance(folders, str | os.PathLike) else list(folders)
@@ -1147,6 +1126,38 @@ def _natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
     return tuple(
         (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part
     )
+
+
+def _task_definitions(data: Mapping[str, Any] | list[Any], name: str) -> TaskDefinitions:
+    """The valid definitions of ``data`` (keyed by task id, or a list), and the others' problems."""
+    problems: list[str] = []
+    items: list[tuple[str, Any]] = []
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            if isinstance(value, Mapping) and value.get("task_id", key) != key:
+                problems.append(
+                    f"{name}: task {key!r} has task_id {value['task_id']!r}; the key of a "
+                    "definition is its task id, so drop task_id or make the two the same"
+                )
+                continue
+            items.append((key, {**value, "task_id": key} if isinstance(value, Mapping) else value))
+    else:
+        items = [(f"[{index}]", value) for index, value in enumerate(data)]
+    definitions: dict[str, TaskDefinition] = {}
+    for key, value in items:
+        try:
+            definition = _definition(value, f"{name}: task {key}")
+        except ConfigurationError as exc:
+            problems.append(str(exc))
+            continue
+        if definition.task_id in definitions:
+            problems.append(
+                f"{name}: task id {definition.task_id!r} is defined twice; the first "
+                "definition is kept (task ids are unique)"
+            )
+            continue
+        definitions[definition.task_id] = definition
+    return TaskDefinitions(definitions=definitions, problems=problems)
 
 
 def _definition(value: Any, where: str) -> TaskDefinition:
