@@ -397,6 +397,26 @@ def test_the_summary_gives_the_success_rate_overall_and_by_task_type() -> None:
     assert "tasks with no run folder: cooking_not_run" in lines
 
 
+def test_the_summary_shows_the_first_twenty_problems_and_counts_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "cook").mkdir()
+    for number in range(25):
+        (tmp_path / "cook" / f"andy_{number}.json").write_text("[{")
+    found = collect_task_outcomes(tmp_path, {"cook": {"type": "cooking"}})
+    lines = format_outcome_summary(found).splitlines()
+    shown = lines[lines.index("problems:") + 1 :]
+    assert len(shown) == 21 and shown[0].startswith(f"  {tmp_path / 'cook' / 'andy_0.json'}, ")
+    assert shown[-1].startswith("  ... and 5 more: the problems and parse_errors columns")
+
+
+def test_the_models_are_shown_when_the_runs_are_of_several() -> None:
+    def summary(folder: Path) -> str:
+        found = collect_task_outcomes(folder, MINDCRAFT_TASKS, model_from_path="{model}/{task}")
+        return format_outcome_summary(found)
+
+    assert "by model:" not in summary(EXPERIMENTS / "gpt-4o-mini")
+    assert "by model:" in summary(EXPERIMENTS)
+
+
 def test_the_summary_of_no_run_says_so() -> None:
     assert format_outcome_summary([]) == "0 task runs, 0 successful: success rate n/a"
 
