@@ -12,7 +12,8 @@ key is needed), with the report printed and each run's folder (``result.json``,
 purpose (``refund-not-received`` of ``instrumentation_examples/intent_classifier``) to show
 what a failure looks like; ``--exit-zero`` makes ``evaltrace test`` exit 0 all the same
 (without it, a failed entry exits 1). Extra arguments go to ``evaltrace test``
-(``python3 dev.py demo -v``).
+(``python3 dev.py demo -v``). Last, ``evaltrace outcomes`` reads the Mindcraft experiment
+shipped in ``instrumentation_examples/multi_agent_task/mindcraft`` as Mindcraft writes it.
 """
 
 from __future__ import annotations
@@ -68,11 +69,31 @@ entry makes the exit code 1. Each run's folder above holds result.json, traces.j
 scorecard.html: open a scorecard in a browser."""
 
 
+MINDCRAFT = "instrumentation_examples/multi_agent_task/mindcraft"
+DEMO_OUTCOMES = (
+    "outcomes",
+    f"{MINDCRAFT}/experiments",
+    "--tasks",
+    f"{MINDCRAFT}/example_tasks.json",
+    "--model-from-path",
+    "{model}/{task}",
+)
+"""The demo's last command (after ``evaltrace``): the shipped Mindcraft experiment's outcomes."""
+
+DEMO_OUTCOMES_INTRO = """
+Last, evaltrace outcomes reads a Mindcraft experiment as Mindcraft writes it: chat logs of two
+agents, two repetitions per task, the model from the folder layout (experiments/<model>/<task>)
+and one log cut off mid-write, listed under problems (instrumentation_examples/multi_agent_task/
+README.md)."""
+
+
 def demo(args: list[str]) -> int:
-    """Run every example's dataset with ``evaltrace test --exit-zero``; see the module doc."""
+    """Run every example's dataset, then a Mindcraft experiment's outcomes (see the module doc)."""
     code = _run(BIN / "evaltrace", "test", "instrumentation_examples", "--exit-zero", *args)
     if code == 0:
         print(DEMO_FAILURE, flush=True)
+        print(DEMO_OUTCOMES_INTRO, flush=True)
+        code = _run(BIN / "evaltrace", *DEMO_OUTCOMES)
     return code
 
 

@@ -136,7 +136,7 @@ def test_task_outcomes_as_a_dataframe_group_by_task_type() -> None:
     assert len(frame) == 13
     rates = frame.groupby("task_type")["overall_is_successful"].mean()
     assert rates.to_dict() == pytest.approx(
-        {"construction": 0.5, "cooking": 1 / 7, "crafting": 0.25}
+        {"construction": 0.5, "cooking": 2 / 7, "crafting": 0.25}
     )
     success = frame.set_index("task_id").loc["cooking_success"]
     assert success["metric_total_recipe_steps"] == 4 and success["agent_count"] == 2

@@ -2,15 +2,17 @@
 
 One subprocess on a machine without any model or judge configuration: it must report, write
 each run's folder with its scorecard, fail exactly the entry that fails on purpose, and still
-exit 0.
+exit 0. Then ``dev.py demo`` prints ``evaltrace outcomes`` of the shipped Mindcraft experiment.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -106,3 +108,42 @@ def test_exactly_the_intended_entry_failed(
         if not entry.status.passed
     ]
     assert failed == [INTENDED_FAILURE]
+
+
+def dev_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("dev", ROOT / "dev.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_demo_ends_with_the_outcomes_of_the_mindcraft_experiment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dev = dev_module()
+    commands: list[tuple[str, ...]] = []
+    monkeypatch.setattr(dev, "_run", lambda *cmd: commands.append(tuple(map(str, cmd))) or 0)
+
+    assert dev.demo([]) == 0
+
+    assert commands[-1] == (str(dev.BIN / "evaltrace"), *dev.DEMO_OUTCOMES)
+
+
+def test_the_demo_outcomes_command_prints_the_mindcraft_summary() -> None:
+    done = subprocess.run(
+        [EVALTRACE, *dev_module().DEMO_OUTCOMES],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "12 task runs, 7 successful: success rate 58.3%"
+    assert "  gpt-4o-mini           6 runs      4 successful   66.7%" in lines
+    assert lines[-1].startswith(
+        "  instrumentation_examples/multi_agent_task/mindcraft/experiments/gpt-4o-mini/"
+        "multiagent_cooking_1_bread/jill_1.json, line 29: not valid JSON"
+    )

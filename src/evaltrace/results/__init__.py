@@ -8,8 +8,9 @@ A run's folder holds its ``run.json``, ``entries.jsonl``, ``traces.jsonl`` and
 ``result.json``. :func:`render_report` draws the text report of runs and :func:`diff_results`
 compares a run with a baseline; :class:`DatasetScorecard` and :func:`save_dataset_scorecard`
 make a self-contained HTML page of a run; :func:`run_result_to_csv` and
-:func:`aggregate_results_to_dataframe` give tables; :func:`analyze_agent_log` and
-:func:`extract_task_outcome` read multi-agent task runs from stored traces.
+:func:`aggregate_results_to_dataframe` give tables; :func:`analyze_agent_log`,
+:func:`extract_task_outcomes` and :func:`collect_task_outcomes` read multi-agent task runs
+from agents' logs (chat transcripts such as Mindcraft's, or stored traces).
 """
 
 from evaltrace.errors import ResultFileError, ResultsFolderError, ResumeError, RunFolderBusyError
@@ -66,12 +67,14 @@ from evaltrace.results.model import (
 from evaltrace.results.outcomes import (
     AgentOutcome,
     TaskDefinition,
+    TaskDefinitions,
     TaskOutcome,
     TaskOutcomes,
     analyze_agent_log,
     collect_task_outcomes,
     combine_agent_statuses,
     extract_task_outcome,
+    extract_task_outcomes,
     format_outcome_summary,
     load_task_definitions,
 )
@@ -118,6 +121,7 @@ __all__ = [
     "RunProgress",
     "RunResult",
     "TaskDefinition",
+    "TaskDefinitions",
     "TaskOutcome",
     "TaskOutcomes",
     "aggregate_results_to_dataframe",
@@ -128,6 +132,7 @@ __all__ = [
     "diff_results",
     "entry_status",
     "extract_task_outcome",
+    "extract_task_outcomes",
     "format_outcome_summary",
     "generate_dataset_scorecard_html",
     "iter_entries",

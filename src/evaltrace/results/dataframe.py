@@ -34,6 +34,7 @@ _TASK_COLUMNS = (
     "agent_count",
     "difficulty",
     "model_name",
+    "repetition",
     "overall_raw_score",
     "overall_is_successful",
     "overall_completion_status",
@@ -42,6 +43,7 @@ _TASK_COLUMNS = (
     "agents_timed_out",
     "agent_log_errors",
     "problems",
+    "parse_errors",
     "folder",
 )
 
@@ -64,9 +66,10 @@ def task_outcome_records(
 def aggregate_results_to_dataframe(outcomes: TaskOutcomes | Iterable[TaskOutcome]) -> pd.DataFrame:
     """Task outcomes as a DataFrame, one row per task run, for ``groupby`` analysis.
 
-    Columns: task id, type, agent count, difficulty, model, best score, success, status, the
-    number of agent files, each agent's status (``;``-joined), how many agents timed out or
-    had a log error, problems, the folder, and ``metric_<name>`` per difficulty metric.
+    Columns: task id, type, agent count, difficulty, model, repetition, best score, success,
+    status, the number of agent logs, each agent's status (``;``-joined), how many agents
+    timed out or had a log error, problems, the agents' parse errors, the folder, and
+    ``metric_<name>`` per difficulty metric.
 
     Example:
         >>> frame = aggregate_results_to_dataframe(outcomes)  # doctest: +SKIP
