@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -215,3 +216,24 @@ def test_trace_into_a_closed_pipe_exits_quietly_with_the_sigpipe_code(tmp_path: 
     assert reader.wait() == 141
     assert first_line.strip()
     assert err == b""
+
+
+def test_fake_llm_is_a_command_with_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fake-llm", "--help"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("Usage: evaltrace fake-llm")
+    assert "--rules FILE" in shown and "--port" in shown
+    assert main(["--help"]) == 0
+    assert re.search(r"^  fake-llm +Serve a scripted", capsys.readouterr().out, re.M)
+
+
+def test_fake_llm_on_a_port_in_use_exits_2_saying_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["fake-llm", "--port", str(port)]) == 2
+    error = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}" in error and "0 for a free one" in error

@@ -7,9 +7,15 @@ import http.client
 import json
 import math
 import re
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import autoevals
@@ -18,8 +24,15 @@ import pytest
 
 import evaltrace.testing
 import evaltrace.testing.fake_judge
+from evaltrace.cli.main import main
 from evaltrace.errors import ConfigurationError
-from evaltrace.testing.fake_judge import FakeJudgeServer, RecordedRequest, serve_fake_judge
+from evaltrace.testing.fake_judge import (
+    FakeJudgeServer,
+    RecordedRequest,
+    RulesFileError,
+    read_rules,
+    serve_fake_judge,
+)
 
 CHOICES = ["A", "B", "C", "D", "E"]
 SELECT_CHOICE_TOOLS: list[Any] = [
@@ -635,3 +648,211 @@ def test_a_tool_call_rule_is_checked_when_it_is_added() -> None:
         judge.add_rule("x", tool_call="")
     with pytest.raises(ConfigurationError, match="sequence= together with tool_call="):
         judge.add_rule("x", tool_call="t", sequence=["a"])
+
+
+# -- rules files, `evaltrace fake-llm` and `python -m evaltrace.testing.fake_judge` -------------
+
+RULES = Path(__file__).resolve().parent / "fixtures" / "first_use" / "rules.yaml"
+EVALTRACE = str(Path(sys.executable).with_name("evaltrace"))
+BASE_URL = re.compile(r"http://127\.0\.0\.1:(\d+)/v1")
+GRADER_TOOL: Any = {
+    "type": "function",
+    "function": {
+        "name": "select_choice",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "reasons": {"type": "string"},
+                "choice": {"type": "string", "enum": ["N", "Y"]},
+            },
+            "required": ["reasons", "choice"],
+        },
+    },
+}
+
+
+@contextmanager
+def fake_llm(*command: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """Start the server as a real process; yield it and the base URL it printed."""
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=RULES.parent
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url, process.stderr.read() if process.stderr else ""
+        yield process, url
+    finally:
+        if process.poll() is None:
+            process.terminate()
+        process.communicate(timeout=30)
+
+
+def rules_judge(path: Path) -> FakeJudgeServer:
+    judge = FakeJudgeServer()
+    judge.add_rules(read_rules(path))
+    return judge
+
+
+def grade(client: openai.OpenAI, *, model: str, system: str) -> dict[str, Any]:
+    reply = client.chat.completions.create(
+        model=model,
+        messages=[
+            {"role": "system", "content": system},
+            {"role": "user", "content": "Paris or Rome?"},
+        ],
+        tools=[GRADER_TOOL],
+        tool_choice={"type": "function", "function": {"name": "select_choice"}},
+    )
+    (call,) = reply.choices[0].message.tool_calls or []
+    arguments: dict[str, Any] = json.loads(call.function.arguments)
+    return arguments
+
+
+def test_fake_llm_prints_its_base_url_and_answers_by_the_rules_file() -> None:
+    with fake_llm(EVALTRACE, "fake-llm", "--rules", "rules.yaml", "--port", "0") as (_, url):
+        assert BASE_URL.fullmatch(url)
+        client = openai.OpenAI(base_url=url, api_key="test", max_retries=0)
+        assert ask(client, "What is the capital of France?") == "Paris"
+
+
+def test_python_m_fake_judge_listens_on_the_port_it_is_given() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "evaltrace.testing.fake_judge", "--rules", "rules.yaml"]
+    with fake_llm(*command, "--port", str(port)) as (_, url):
+        assert url == f"http://127.0.0.1:{port}/v1"
+        client = openai.OpenAI(base_url=url, api_key="test", max_retries=0)
+        reply = client.chat.completions.create(
+            model="app-model",
+            messages=[{"role": "user", "content": "Where is order #42?"}],
+            tools=[ORDER_TOOL],
+        )
+        (call,) = reply.choices[0].message.tool_calls or []
+        assert (call.function.name, json.loads(call.function.arguments)) == (
+            "lookup_order",
+            {"order_id": "A-42"},
+        )
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_the_fake_llm_stops_on_sigterm_or_sigint_with_exit_code_0(stop: signal.Signals) -> None:
+    with fake_llm(EVALTRACE, "fake-llm", "--port", "0") as (process, url):
+        process.send_signal(stop)
+        assert process.wait(timeout=30) == 0
+        with pytest.raises(openai.APIConnectionError):
+            ask(openai.OpenAI(base_url=url, api_key="test", max_retries=0), "hello?")
+
+
+def test_a_user_rule_looks_at_the_last_user_message_only() -> None:
+    with rules_judge(RULES) as judge:
+        client = client_for(judge)
+        earlier = [
+            {"role": "user", "content": "What is the capital of France?"},
+            {"role": "assistant", "content": "Paris"},
+        ]
+        reply = client.chat.completions.create(
+            model="m", messages=[*earlier, {"role": "user", "content": "Thanks!"}]
+        )
+        assert reply.choices[0].message.content == "ok"
+        assert ask(client, "So, the capital of France?") == "Paris"
+
+
+def test_a_rule_can_ask_for_a_system_prompt_and_a_model() -> None:
+    with rules_judge(RULES) as judge:
+        client = client_for(judge)
+        graded = grade(client, model="gpt-4o-mini", system="You grade answers.")
+        assert graded == {"choice": "Y", "reasons": "Both name the same city."}
+        assert grade(client, model="gpt-4o", system="You grade answers.")["choice"] == "N"
+        assert grade(client, model="gpt-4o-mini", system="You chat.")["choice"] == "N"
+
+
+def test_a_rules_file_scripts_failures_and_latency() -> None:
+    with rules_judge(RULES) as judge:
+        client = client_for(judge)
+        with pytest.raises(openai.InternalServerError):
+            ask(client, "Are you overloaded?")
+        started = time.monotonic()
+        assert ask(client, "A SLOW question") == "finally"
+        assert time.monotonic() - started >= 0.3
+
+
+def test_a_json_rules_file_reads_as_the_yaml_one_does(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": [{"user_regex": "^hi", "sequence": ["one", "two"]}]}))
+    with rules_judge(rules) as judge:
+        client = client_for(judge)
+        assert [ask(client, "hi there") for _ in range(3)] == ["one", "two", "two"]
+        assert ask(client, "oh hi") == "ok"
+
+
+@pytest.mark.parametrize(
+    ("rule", "found"),
+    [
+        (
+            {"user": "x", "contnet": "y"},
+            "rules[1]: unknown key 'contnet' (did you mean 'content'?)",
+        ),
+        ({"user_regex": "(unclosed"}, "rules[1].user_regex: not a regular expression"),
+        ({"match": "x", "match_regex": "x"}, "rules[1]: give match or match_regex, not both"),
+        ({"tool_call": {"name": "t", "args": {}}}, "rules[1].tool_call: unknown key 'args'"),
+        ({"tool_call": "lookup"}, "rules[1].tool_call: expected a mapping with name and"),
+        ({"status": 700}, "rules[1]: status=700 must be an HTTP error status"),
+        ({"latency": "slow"}, "rules[1].latency: expected a number of seconds, found 'slow'"),
+        ({"content": 3}, "rules[1].content: expected text, found 3"),
+    ],
+)
+def test_a_rules_file_mistake_names_the_rule_and_the_key(
+    tmp_path: Path, rule: dict[str, Any], found: str
+) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(json.dumps({"rules": [{"content": "fine"}, rule]}))
+
+    with pytest.raises(RulesFileError) as raised:
+        read_rules(rules)
+    assert str(raised.value).startswith(f"{rules}: {found}")
+
+
+def test_a_rules_file_holds_a_rules_list(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("- user: hi\n  content: hello\n")
+
+    with pytest.raises(RulesFileError, match=r"expected a mapping with the key rules"):
+        read_rules(rules)
+
+
+def test_fake_llm_with_a_mistaken_rules_file_exits_2_before_serving(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - user: hi\n    reply: hello\n")
+
+    assert main(["fake-llm", "--rules", str(rules)]) == 2
+    captured = capsys.readouterr()
+    assert "rules[0]: unknown key 'reply'" in captured.err and captured.out == ""
+
+
+def test_add_rule_can_look_at_the_last_user_message_the_system_prompt_and_the_model() -> None:
+    with FakeJudgeServer() as judge:
+        judge.add_rule("", user=re.compile(r"^grade"), system="strict", model="m1", content="F")
+        judge.add_rule("", user="grade", content="B")
+        client = client_for(judge)
+
+        def reply(model: str, system: str, user: str) -> str | None:
+            return (
+                client.chat.completions.create(
+                    model=model,
+                    messages=[
+                        {"role": "system", "content": system},
+                        {"role": "user", "content": user},
+                    ],
+                )
+                .choices[0]
+                .message.content
+            )
+
+        assert reply("m1", "be strict", "grade this") == "F"
+        assert reply("m2", "be strict", "grade this") == "B"
+        assert reply("m1", "be kind", "grade this") == "B"
+        assert reply("m1", "be strict", "please grade this") == "B"

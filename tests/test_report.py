@@ -208,6 +208,102 @@ def test_several_runs_are_totalled() -> None:
     assert text.rstrip().endswith("2 entries in 2 datasets: 2 passed, 0 did not pass, in 3.50 s")
 
 
+# -- tables in a log: one line per row, names whole -------------------------------------------
+
+LONG_NAMES = ["DocumentRecall", "AnswerExactMatch", "LevenshteinMatch", "DocumentNDCG"]
+
+
+def wide_run(*names: str) -> RunResult:
+    evaluations = [scored(1.0, name) for name in LONG_NAMES[:-1]] + [scored(0.0, LONG_NAMES[-1])]
+    return RunResult(
+        name="wide",
+        evaluators=LONG_NAMES,
+        entries=[item(index, name, *evaluations) for index, name in enumerate(names)],
+    )
+
+
+def table_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(("|", "+"))]
+
+
+def test_a_plain_report_takes_the_width_its_tables_need() -> None:
+    text = render_report([wide_run("italy")], plain=True)
+
+    header, _, row = table_lines(text)[1:4]
+    assert [cell.strip() for cell in header.strip("|").split("|")] == [
+        "entry",
+        "status",
+        *LONG_NAMES,
+    ]
+    assert "| FAILED_PARTIAL_SCORE |" in row
+    assert len(table_lines(text)) == 5  # border, header, rule, the one row, border
+
+
+@pytest.mark.parametrize("plain", [True, False])
+def test_a_narrow_width_widens_the_table_rather_than_cutting_a_status_or_a_name(
+    plain: bool,
+) -> None:
+    text = re.sub(r"\x1b\[[0-9;]*m", "", render_report([wide_run("italy")], plain=plain, width=50))
+
+    header = next(line for line in text.splitlines() if "status" in line)
+    assert header.replace("|", " ").split() == ["entry", "status", *LONG_NAMES]
+    row = next(line for line in text.splitlines() if line.strip(" |").startswith("italy"))
+    assert row.replace("|", " ").split() == ["italy", "FAILED_PARTIAL_SCORE"] + [
+        "1.00",
+        "pass",
+    ] * 3 + ["0.00", "FAIL"]
+
+
+def test_long_entry_names_in_a_table_are_cut_with_an_ascii_ellipsis() -> None:
+    name = ("why " * 40).strip()
+    text = render_report([wide_run(name)], plain=True)
+
+    first_cells = [line.split("|")[1].strip() for line in table_lines(text)[3:-1]]
+    assert first_cells == [name[:57] + "..."]  # 60 wide
+    assert f"{name}  FAILED_PARTIAL_SCORE" in text  # whole in the failures
+
+
+def test_a_width_given_narrows_only_the_entry_names() -> None:
+    name = "a-long-entry-name-" * 3
+    natural = render_report([wide_run(name)], plain=True)
+    narrowed = render_report([wide_run(name)], plain=True, width=len(table_lines(natural)[0]) - 20)
+
+    assert len(table_lines(narrowed)[0]) == len(table_lines(natural)[0]) - 20
+    assert f"| {name[:31]}... | FAILED_PARTIAL_SCORE |" in narrowed
+
+
+def test_entries_named_by_trace_ids_show_as_few_digits_as_keep_them_apart() -> None:
+    ids = ["5f1e2d3c4b5a69788796a5b4c3d2e1f0", "5f1e2d3c9b8a79685746352413021f0e"]
+    lone = "c0ffee00d15ea5e0b0a710ad5ca1ab1e"
+
+    apart = render_report([wide_run(*ids, lone)], plain=True)
+    alone = render_report([wide_run(lone, "c0ffee0")], plain=True)
+
+    assert [line.split("|")[1].strip() for line in table_lines(apart)[3:-1]] == [
+        "5f1e2d3c4",
+        "5f1e2d3c9",
+        "c0ffee00d",
+    ]
+    assert [line.split("|")[1].strip() for line in table_lines(alone)[3:-1]] == [
+        "c0ffee00",  # seven digits would read as the other entry's name
+        "c0ffee0",
+    ]
+
+
+def test_a_long_error_in_the_dataset_level_table_is_cut() -> None:
+    boom = EvaluationError(type="ValueError", message="no labels " * 30, where="aggregator")
+    run = RunResult(
+        name="intents",
+        evaluators=["intent"],
+        entries=[item(0, "a", scored(1.0, "intent"))],
+        dataset_results={"intent::fscore": Evaluation.errored(boom, evaluator="intent")},
+    )
+    text = render_report([run], plain=True)
+
+    (row,) = [line for line in text.splitlines() if line.startswith("| intent::fscore")]
+    assert row.split("|")[2].strip().endswith("...") and len(row) < 120
+
+
 # -- the status precedence, documented twice -------------------------------------------------
 
 

@@ -7,7 +7,8 @@ import sys
 import click
 
 from evaltrace.cli._options import output_format, verbose
-from evaltrace.cli._terminal import CommandError, printable
+from evaltrace.cli._saved_runs import load_run
+from evaltrace.cli._terminal import printable
 
 __all__ = ["diff"]
 
@@ -27,12 +28,11 @@ def diff(old: str, new: str, verbose: bool, output_format: str, fail_on_regressi
     Exit code 0, or 1 with --fail-on-regression when something got worse; 2 when a file
     cannot be read.
     """
-    from evaltrace.results import ResultFileError, diff_results, load_result, print_diff
+    from evaltrace.results import diff_results, print_diff
 
-    try:
-        before, after = load_result(old), load_result(new)
-    except ResultFileError as exc:
-        raise CommandError(str(exc)) from None
+    takes = "two runs' folders or their result.json files"
+    before = load_run(old, command="diff", takes=takes)
+    after = load_run(new, command="diff", takes=takes)
     comparison = diff_results(before, after)
     if output_format == "json":
         sys.stdout.write(printable(comparison.model_dump_json(indent=2)) + "\n")

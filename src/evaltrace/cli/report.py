@@ -7,6 +7,7 @@ import sys
 import click
 
 from evaltrace.cli._options import verbose
+from evaltrace.cli._saved_runs import load_run
 from evaltrace.cli._terminal import CommandError, out, printable
 
 __all__ = ["report"]
@@ -47,7 +48,6 @@ def report(
     from evaltrace.results import (
         DatasetScorecard,
         ResultFileError,
-        load_result,
         print_report,
         run_result_to_csv,
         save_dataset_scorecard,
@@ -55,8 +55,8 @@ def report(
 
     if baseline is not None and html is None:
         raise CommandError("--baseline compares the scorecard's cells; give --html FILE too")
+    loaded = load_run(result, command="report", takes="a run's folder or its result.json")
     try:
-        loaded = load_result(result)
         card = DatasetScorecard.from_folder(result, baseline=baseline) if html is not None else None
     except ResultFileError as exc:
         raise CommandError(str(exc)) from None

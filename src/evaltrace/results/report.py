@@ -10,6 +10,13 @@ On a terminal the report has colour and box-drawing tables. Written anywhere els
 values from the app keep their own characters). Values, reasoning and errors come from the app
 and its evaluators: their terminal control characters are shown escaped, never obeyed.
 
+A row of a table is one line, whatever the width: a CI log cannot be resized, and a status or
+an evaluator name cut in two (``FAILED_PARTIA`` / ``L_SCORE``) cannot be searched for. Outside
+a terminal the tables take the width their content needs (``COLUMNS`` when it is set); the
+app's free text in them (entry names, class names, errors) is cut with an ellipsis, and only
+it is narrowed to fit. An entry named by a trace id (``evaltrace test --traces``) is shown by
+its first digits, as git shortens a commit hash.
+
 Example:
     >>> print(render_report([RunResult(name="demo", entries=[])], plain=True))  # doctest: +SKIP
 """
@@ -18,14 +25,17 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Final, TextIO
 
 from pydantic import ValidationError
 from rich import box
-from rich.console import Console, Group, RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -54,6 +64,17 @@ MAX_LISTED_ENTRIES: Final = 50
 
 _VALUE_WIDTH: Final = 200
 _WHY_WIDTH: Final = 300
+_CELL_WIDTH: Final = 60
+"""The most a table cell of the app's free text takes; the failures below a table show it whole."""
+_NARROWEST_CELL: Final = 12
+"""How far a column of the app's free text is narrowed to fit the width; past that, the table
+is drawn wider than the width rather than cutting a status or an evaluator name."""
+_CONTENT_WIDTH: Final = 1_000_000
+"""The width of a report drawn outside a terminal without ``COLUMNS``: wider than any table,
+so each takes the width its content needs (lines are never padded to the width)."""
+_TRACE_ID: Final = re.compile(r"[0-9a-f]{32}")
+_SHORT_TRACE_ID: Final = 7
+"""The fewest digits of a trace id shown as an entry's name (git's default for a hash)."""
 _STATUS_STYLES: Final[dict[CompletionStatus, str]] = {
     CompletionStatus.SUCCESS: "green",
     CompletionStatus.FAILED_PARTIAL_SCORE: "yellow",
@@ -93,7 +114,7 @@ def render_report(
     *,
     verbose: bool = False,
     plain: bool = True,
-    width: int = 100,
+    width: int | None = None,
 ) -> str:
     """The report of ``results`` as text.
 
@@ -101,7 +122,8 @@ def render_report(
         results: The runs, one per dataset.
         verbose: List every entry, and describe every one that did not pass.
         plain: ASCII without colour; else box-drawing characters and ANSI colours.
-        width: The width to lay the tables out in.
+        width: The width to fit the tables in; ``None`` for the width their content needs.
+            A table too wide for it is drawn wider rather than cut in a status or a name.
     """
     return render_rich(_report(results, verbose=verbose, plain=plain), plain=plain, width=width)
 
@@ -110,21 +132,24 @@ def print_rich(build: Callable[[bool], RenderableType], file: TextIO | None = No
     """Write what ``build(plain)`` draws to ``file`` (standard output by default).
 
     ``plain`` is :func:`wants_plain_report` of the stream: ASCII at the width of ``COLUMNS``
-    (100 by default), else colour at the terminal's width.
+    (the width the content needs when it is not set), else colour at the terminal's width.
     """
     stream = file if file is not None else sys.stdout
     if wants_plain_report(stream):
-        stream.write(render_rich(build(True), plain=True, width=_width()))
+        stream.write(render_rich(build(True), plain=True, width=_columns()))
         return
     Console(file=stream, highlight=False, emoji=False).print(build(False), soft_wrap=True)
 
 
-def render_rich(renderable: RenderableType, *, plain: bool, width: int) -> str:
-    """Draw ``renderable`` as text: plain ASCII, or with ANSI colours; long lines not wrapped."""
+def render_rich(renderable: RenderableType, *, plain: bool, width: int | None) -> str:
+    """Draw ``renderable`` as text: plain ASCII, or with ANSI colours; long lines not wrapped.
+
+    ``width`` is the width tables are fitted in; ``None`` lets each take what it needs.
+    """
     buffer = io.StringIO()
     console = Console(
         file=buffer,
-        width=width,
+        width=width if width is not None else _CONTENT_WIDTH,
         color_system=None if plain else "standard",
         force_terminal=not plain,
         no_color=plain,
@@ -136,11 +161,13 @@ def render_rich(renderable: RenderableType, *, plain: bool, width: int) -> str:
     return buffer.getvalue()
 
 
-def _width() -> int:
+def _columns() -> int | None:
+    """The width ``COLUMNS`` sets, or ``None`` when it sets none (unset, or not a width)."""
     try:
-        return max(60, int(os.environ.get("COLUMNS", "")))
+        columns = int(os.environ.get("COLUMNS", ""))
     except ValueError:
-        return 100
+        return None
+    return columns if columns > 0 else None
 
 
 def _report(results: Sequence[RunResult], *, verbose: bool, plain: bool) -> RenderableType:
@@ -170,12 +197,109 @@ class _Look:
         """A value on one line, shortened."""
         return self.text(short_text(value, width))
 
-    def table(self, *headers: str) -> Table:
-        """A table with these column headers (user text: escaped)."""
-        table = Table(box=self.box, show_edge=self.plain, header_style="" if self.plain else "bold")
-        for header in headers:
-            table.add_column(self.text(header), overflow="fold")
+    def cell(self, value: str, style: str = "") -> Text:
+        """User text for a table cell: on one line (whitespace runs become one space)."""
+        return self.text(" ".join(value.split()), style)
+
+    def cut(self, text: Text, width: int) -> Text:
+        """``text`` cut to ``width`` cells, the cut marked with an ellipsis."""
+        if text.cell_len <= width:
+            return text
+        mark = "..." if self.plain else "…"
+        kept = text.copy()
+        kept.truncate(width - cell_len(mark))
+        kept.rstrip()
+        kept.append(mark)
+        return kept
+
+    def table(self, *headers: str, shortened: Collection[int] = ()) -> _OneLineTable:
+        """A table with these column headers (user text: escaped).
+
+        Args:
+            headers: The column headers.
+            shortened: The columns of the app's free text, which may be cut to fit.
+        """
+        return _OneLineTable(self, headers, shortened)
+
+
+class _OneLineTable:
+    """A table each of whose rows is one line, at any width.
+
+    Rich fits a table in the width by wrapping its cells, cutting words in two. Here no cell
+    wraps: the ``shortened`` columns (the app's free text) are cut with an ellipsis at
+    :data:`_CELL_WIDTH` and, to fit the width they are drawn in, narrowed widest first down to
+    :data:`_NARROWEST_CELL` (never below their header); the others (statuses, evaluator names,
+    scores) are never cut, and a table that still does not fit is drawn wider than the width.
+    """
+
+    def __init__(self, look: _Look, headers: Sequence[str], shortened: Collection[int]) -> None:
+        self._look = look
+        self._headers = [look.text(header) for header in headers]
+        self._shortened = frozenset(shortened)
+        self._rows: list[list[Text]] = []
+
+    def add_row(self, *cells: Text | str) -> None:
+        """Add a row (missing cells are blank); plain strings are our own text (numbers)."""
+        row = [cell if isinstance(cell, Text) else Text(cell) for cell in cells]
+        self._rows.append(row + [Text("")] * (len(self._headers) - len(row)))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        columns = list(zip(self._headers, *self._rows, strict=True))
+        widths = [max(cell.cell_len for cell in column) for column in columns]
+        narrowest = list(widths)
+        for index in self._shortened:
+            widths[index] = min(widths[index], max(_CELL_WIDTH, self._headers[index].cell_len))
+            narrowest[index] = min(
+                widths[index], max(_NARROWEST_CELL, self._headers[index].cell_len)
+            )
+        borders = self._bordered([1] * len(widths), [])
+        measured = Measurement.get(console, options.update_width(_CONTENT_WIDTH), borders)
+        overhead = measured.maximum - len(widths)
+        widths = _narrowed(widths, narrowest, options.max_width - overhead)
+        table = self._bordered(widths, self._rows)
+        needed = sum(widths) + overhead
+        yield from console.render(table, options.update_width(max(options.max_width, needed)))
+
+    def _bordered(self, widths: Sequence[int], rows: Iterable[Sequence[Text]]) -> Table:
+        """The rich table with columns of these fixed widths, cells cut to fit them."""
+        look = self._look
+        table = Table(box=look.box, show_edge=look.plain, header_style="" if look.plain else "bold")
+        for header, width in zip(self._headers, widths, strict=True):
+            table.add_column(look.cut(header, width), width=width, no_wrap=True)
+        for row in rows:
+            table.add_row(*(look.cut(cell, width) for cell, width in zip(row, widths, strict=True)))
         return table
+
+
+def _narrowed(widths: Sequence[int], narrowest: Sequence[int], room: int) -> list[int]:
+    """``widths`` narrowed, widest first and not below ``narrowest``, to fit in ``room``."""
+    fitted = list(widths)
+    excess = sum(fitted) - room
+    while excess > 0:
+        narrowable = [index for index, width in enumerate(fitted) if width > narrowest[index]]
+        if not narrowable:
+            break
+        widest = max(narrowable, key=lambda index: fitted[index])
+        fitted[widest] -= 1
+        excess -= 1
+    return fitted
+
+
+def _short_trace_ids(names: Iterable[str]) -> dict[str, str]:
+    """Each entry name that is a trace id, shortened as git shortens a hash.
+
+    All of a run's trace ids are shown with one number of digits, :data:`_SHORT_TRACE_ID` or
+    as many more as it takes for none to read as another entry's name or id.
+    """
+    every = set(names)
+    ids = sorted(name for name in every if _TRACE_ID.fullmatch(name))
+    length = _SHORT_TRACE_ID
+    while length < 32:
+        prefixes = {trace_id[:length] for trace_id in ids}
+        if len(prefixes) == len(ids) and not prefixes & every:
+            break
+        length += 1
+    return {trace_id: trace_id[:length] for trace_id in ids}
 
 
 def _run_section(result: RunResult, *, verbose: bool, look: _Look) -> list[RenderableType]:
@@ -216,10 +340,12 @@ def _failing_count(result: RunResult) -> int:
 
 def _entries_table(result: RunResult, *, verbose: bool, look: _Look) -> RenderableType:
     listed, passed_left_out = _listed(result, verbose)
-    table = look.table("entry", "status", *result.evaluators)
+    table = look.table("entry", "status", *result.evaluators, shortened=[0])
     shown = listed if verbose else listed[:MAX_LISTED_ENTRIES]
+    short_ids = _short_trace_ids(entry.name for entry in result.entries)
     for entry in shown:
-        cells: list[Text] = [look.text(entry.name), _status(entry.status, look)]
+        name = short_ids.get(entry.name, entry.name)
+        cells: list[Text] = [look.cell(name), _status(entry.status, look)]
         for name in result.evaluators:
             evaluation = entry.evaluation(name)
             cells.append(_cell(evaluation, result.threshold, look))
@@ -317,7 +443,7 @@ def _dataset_results(result: RunResult, look: _Look) -> list[RenderableType]:
     if not result.dataset_results:
         return []
     parts: list[RenderableType] = [Text(""), look.text("Dataset-level results", "bold")]
-    summary = look.table("metric", "score", "items")
+    summary = look.table("metric", "score", "items", shortened=[1])
     details_of: dict[str, ClassificationDetails] = {}
     for key, evaluation in result.dataset_results.items():
         details = _classification(evaluation)
@@ -332,7 +458,7 @@ def _dataset_results(result: RunResult, look: _Look) -> list[RenderableType]:
         items = (
             f"{details.n_scored} scored, {details.n_skipped} skipped" if details is not None else ""
         )
-        summary.add_row(look.text(key), look.text(score), look.text(items))
+        summary.add_row(look.text(key), look.cell(score), look.text(items))
     parts.append(summary)
     shown: set[tuple[str, str, float, tuple[str, ...]]] = set()
     for key, details in details_of.items():
@@ -372,10 +498,10 @@ def _classification(evaluation: Evaluation) -> ClassificationDetails | None:
 
 def _per_class(key: str, details: ClassificationDetails, look: _Look) -> RenderableType:
     beta = f"F{details.f_value:g}" if details.f_value != 1 else "F1"
-    table = look.table("class", "precision", "recall", beta, "support")
+    table = look.table("class", "precision", "recall", beta, "support", shortened=[0])
     for name, metrics in details.per_class.items():
         table.add_row(
-            look.text(name),
+            look.cell(name),
             f"{metrics.precision:.4f}",
             f"{metrics.recall:.4f}",
             f"{metrics.f_score:.4f}",
@@ -393,9 +519,9 @@ def _per_class(key: str, details: ClassificationDetails, look: _Look) -> Rendera
 
 
 def _confusion_matrix(key: str, details: ClassificationDetails, look: _Look) -> RenderableType:
-    table = look.table("predicted \\ expected", *details.classes)
+    table = look.table("predicted \\ expected", *details.classes, shortened=[0])
     for name, row in zip(details.classes, details.confusion_matrix, strict=False):
-        table.add_row(look.text(name), *(str(count) for count in row))
+        table.add_row(look.cell(name), *(str(count) for count in row))
     return Group(look.text(f"{key} (accuracy {details.accuracy:.4f})", "bold"), table)
 
 

@@ -6,8 +6,10 @@ client (or anything that speaks the OpenAI wire format, such as autoevals) at it
 embeddings and moderations with deterministic, scriptable replies. It can also delay, fail,
 rate-limit, hang or garble replies on request, and it records every request it receives.
 
-The server and its script live in ``server``; the HTTP layer in ``_httpd``; the OpenAI wire
-shapes (requests read, replies built) in ``_wire``; JSON-schema instances for structured
+The server and its script live in ``server``; rules files (YAML or JSON) in ``rules_file``;
+serving until SIGINT or SIGTERM, as ``evaltrace fake-llm`` and ``python -m
+evaltrace.testing.fake_judge`` do, in ``foreground``; the HTTP layer in ``_httpd``; the OpenAI
+wire shapes (requests read, replies built) in ``_wire``; JSON-schema instances for structured
 replies in ``_schema_instances``.
 
 Example:
@@ -27,24 +29,34 @@ from evaltrace.testing.fake_judge._wire import (
     DEFAULT_FLAGGED_WORDS,
     MODERATION_CATEGORIES,
     Endpoint,
+    RequestText,
 )
+from evaltrace.testing.fake_judge.foreground import serve_in_foreground
+from evaltrace.testing.fake_judge.rules_file import RULE_KEYS, RulesFileError, read_rules
 from evaltrace.testing.fake_judge.server import (
     FakeJudgeServer,
     FakeJudgeStateError,
     RecordedRequest,
     Rule,
     ScriptedAnswer,
+    TextMatch,
     serve_fake_judge,
 )
 
 __all__ = [
     "DEFAULT_FLAGGED_WORDS",
     "MODERATION_CATEGORIES",
+    "RULE_KEYS",
     "Endpoint",
     "FakeJudgeServer",
     "FakeJudgeStateError",
     "RecordedRequest",
+    "RequestText",
     "Rule",
+    "RulesFileError",
     "ScriptedAnswer",
+    "TextMatch",
+    "read_rules",
     "serve_fake_judge",
+    "serve_in_foreground",
 ]

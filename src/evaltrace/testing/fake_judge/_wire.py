@@ -36,6 +36,7 @@ __all__ = [
     "JSONObject",
     "ReplySettings",
     "RequestError",
+    "RequestText",
     "Route",
     "decode_body",
     "error_body",
@@ -119,13 +120,33 @@ class RequestError(Exception):
 
 
 @dataclass(kw_only=True, frozen=True)
+class RequestText:
+    """What rules look at in a request.
+
+    Its whole text, its last user message, its system prompt and its model.
+    """
+
+    whole: str
+    """Every chat message's text, or the Responses ``instructions`` and ``input``, or the
+    embedding or moderation ``input``, joined by newlines."""
+    user: str = ""
+    """The text of the last user message (a Responses ``input`` string is one); the whole
+    ``input`` of an embedding or moderation request."""
+    system: str = ""
+    """The text of the system and developer messages (and Responses ``instructions``), joined
+    by newlines; empty when there is none."""
+    model: str = ""
+    """The model the request names; empty when it names none."""
+
+
+@dataclass(kw_only=True, frozen=True)
 class Route:
     """How one endpoint reads a request's text and builds its reply body."""
 
     endpoint: Endpoint
     """The endpoint, named by its path under ``/v1``."""
-    text: Callable[[JSONObject], str]
-    """Checks a request and reads the text rules are matched against."""
+    text: Callable[[JSONObject], RequestText]
+    """Checks a request and reads what rules are matched against."""
     build: Callable[[ReplySettings, JSONObject, Answer | None, int], JSONObject]
     """Builds the reply body from the settings, the request, its answer and its serial."""
 
@@ -211,13 +232,37 @@ def _require(body: JSONObject, name: str, endpoint: str) -> Any:
     return body[name]
 
 
-def _chat_text(body: JSONObject) -> str:
+_SYSTEM_ROLES: Final = ("system", "developer")
+
+
+def _chat_messages(body: JSONObject) -> list[Any]:
     _model(body, "chat/completions")
     _reject_streaming(body)
     messages = _require(body, "messages", "chat/completions")
     if not isinstance(messages, list):
         raise RequestError("messages must be a list of message objects.", param="messages")
-    return _joined_text(messages)
+    return messages
+
+
+def _chat_text(body: JSONObject) -> str:
+    return _joined_text(_chat_messages(body))
+
+
+def _of_role(items: Any, roles: tuple[str, ...]) -> list[Any]:
+    """The messages (or Responses input items) of ``items`` whose role is one of ``roles``."""
+    listed = items if isinstance(items, list) else []
+    return [item for item in listed if isinstance(item, dict) and item.get("role") in roles]
+
+
+def _chat_request(body: JSONObject) -> RequestText:
+    messages = _chat_messages(body)
+    users = _of_role(messages, ("user",))
+    return RequestText(
+        whole=_joined_text(messages),
+        user=_joined_text(users[-1:]),
+        system=_joined_text(_of_role(messages, _SYSTEM_ROLES)),
+        model=str(body["model"]),
+    )
 
 
 def _responses_text(body: JSONObject) -> str:
@@ -226,6 +271,25 @@ def _responses_text(body: JSONObject) -> str:
     if "input" not in body and "instructions" not in body:
         raise RequestError("A responses request needs input or instructions.", param="input")
     return _joined_text(body.get("instructions"), body.get("input"))
+
+
+def _responses_request(body: JSONObject) -> RequestText:
+    whole = _responses_text(body)
+    given = body.get("input")
+    users = [given] if isinstance(given, str) else _of_role(given, ("user",))
+    return RequestText(
+        whole=whole,
+        user=_joined_text(users[-1:]),
+        system=_joined_text(body.get("instructions"), _of_role(given, _SYSTEM_ROLES)),
+        model=str(body["model"]),
+    )
+
+
+def _input_request(inputs: list[str], body: JSONObject) -> RequestText:
+    """An embedding or moderation request: its input is the user's text."""
+    whole = "\n".join(inputs)
+    model = body.get("model")
+    return RequestText(whole=whole, user=whole, model=model if isinstance(model, str) else "")
 
 
 def _embedding_inputs(body: JSONObject) -> list[str]:
@@ -677,16 +741,18 @@ def _build_moderation(
 # -- routes ---------------------------------------------------------------------------------------
 
 ROUTES: Final[Mapping[str, Route]] = {
-    "/v1/chat/completions": Route(endpoint="chat/completions", text=_chat_text, build=_build_chat),
-    "/v1/responses": Route(endpoint="responses", text=_responses_text, build=_build_response),
+    "/v1/chat/completions": Route(
+        endpoint="chat/completions", text=_chat_request, build=_build_chat
+    ),
+    "/v1/responses": Route(endpoint="responses", text=_responses_request, build=_build_response),
     "/v1/embeddings": Route(
         endpoint="embeddings",
-        text=lambda body: "\n".join(_embedding_inputs(body)),
+        text=lambda body: _input_request(_embedding_inputs(body), body),
         build=_build_embeddings,
     ),
     "/v1/moderations": Route(
         endpoint="moderations",
-        text=lambda body: "\n".join(_moderation_inputs(body)),
+        text=lambda body: _input_request(_moderation_inputs(body), body),
         build=_build_moderation,
     ),
 }

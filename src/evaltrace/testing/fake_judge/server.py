@@ -30,6 +30,7 @@ from evaltrace.testing.fake_judge._wire import (
     JSONObject,
     ReplySettings,
     RequestError,
+    RequestText,
     decode_body,
     error_body,
     flagged_word_patterns,
@@ -71,15 +72,30 @@ class RecordedRequest:
     """When the request arrived, in seconds since the epoch (``time.time()``)."""
 
 
+TextMatch: TypeAlias = str | re.Pattern[str]
+"""A substring, or a compiled pattern searched for, in some text of a request."""
+
+
 @dataclass(kw_only=True, frozen=True)
 class Rule:
-    """A scripted reply for requests whose text matches.
+    """A scripted reply for the requests that match all its conditions.
 
-    Build rules with :meth:`FakeJudgeServer.add_rule`; the fields mirror its arguments.
+    Build rules with :meth:`FakeJudgeServer.add_rule` or read them from a rules file
+    (:func:`~evaltrace.testing.fake_judge.read_rules`); the fields mirror ``add_rule``'s
+    arguments. A rule checks its fields when it is built.
+
+    Raises:
+        ConfigurationError: The fields contradict each other or are out of range.
     """
 
-    match: str | re.Pattern[str]
-    """A substring, or a compiled pattern searched for, in the request's text."""
+    match: TextMatch
+    """A substring, or a compiled pattern searched for, in the request's whole text."""
+    user: TextMatch | None = None
+    """A substring or pattern the request's last user message must hold, if given."""
+    system: TextMatch | None = None
+    """A substring or pattern the request's system (or developer) prompt must hold, if given."""
+    model: str | None = None
+    """The model the request must name, exactly, if given."""
     choice: str | None = None
     """The choice a forced tool call (or a JSON-schema reply's enum property) answers with."""
     content: str | None = None
@@ -100,16 +116,89 @@ class Rule:
     """A tool the reply calls although the request forces none (``json`` holds its arguments):
     scripts the model of an app that uses tools."""
 
-    def matches(self, text: str) -> bool:
-        """Return whether ``text`` contains the substring or matches the pattern.
+    def __post_init__(self) -> None:
+        for name in ("match", "user", "system"):
+            _check_text_match(name, getattr(self, name))
+        if self.model is not None and (not isinstance(self.model, str) or not self.model):
+            raise ConfigurationError(
+                f"model={self.model!r} must be the name of a model, such as 'gpt-4o-mini'."
+            )
+        if self.tool_call is not None and (
+            not isinstance(self.tool_call, str) or not self.tool_call
+        ):
+            raise ConfigurationError(
+                f"tool_call={self.tool_call!r} must be the name of a tool the request offers, "
+                "such as 'lookup_order'."
+            )
+        if self.sequence and self.tool_call is not None:
+            raise ConfigurationError(
+                "sequence= together with tool_call=: script the tool call and the answers that "
+                "follow it as separate rules matching each request's text."
+            )
+        if self.sequence and (
+            self.choice is not None or self.content is not None or self.json is not None
+        ):
+            raise ConfigurationError(
+                "sequence= together with choice=, content= or json=: a sequence already holds "
+                "every answer, so give one or the other."
+            )
+        if self.status is not None and (
+            not isinstance(self.status, int)
+            or isinstance(self.status, bool)
+            or not 400 <= self.status <= 599
+        ):
+            raise ConfigurationError(
+                f"status={self.status!r} must be an HTTP error status between 400 and 599."
+            )
+        if self.endpoint is not None and self.endpoint not in ENDPOINTS:
+            raise ConfigurationError(
+                f"endpoint={self.endpoint!r} is not served; use one of "
+                f"{', '.join(repr(name) for name in ENDPOINTS)}."
+            )
+        if self.latency is not None:
+            _check_seconds("latency", self.latency)
+
+    def matches(self, request: str | RequestText) -> bool:
+        """Return whether every condition of the rule holds for ``request``.
+
+        Args:
+            request: What the server read of a request; a string is its whole text and its
+                last user message.
 
         Example:
             >>> Rule(match=re.compile("cats?")).matches("one cat")
             True
         """
-        if isinstance(self.match, str):
-            return self.match in text
-        return self.match.search(text) is not None
+        if isinstance(request, str):
+            request = RequestText(whole=request, user=request)
+        return (
+            _found(self.match, request.whole)
+            and (self.user is None or _found(self.user, request.user))
+            and (self.system is None or _found(self.system, request.system))
+            and (self.model is None or self.model == request.model)
+        )
+
+
+def _found(wanted: TextMatch, text: str) -> bool:
+    if isinstance(wanted, str):
+        return wanted in text
+    return wanted.search(text) is not None
+
+
+def _check_text_match(name: str, wanted: object) -> None:
+    if wanted is None and name != "match":
+        return
+    if isinstance(wanted, re.Pattern):
+        if isinstance(wanted.pattern, str):
+            return
+        raise ConfigurationError(
+            f"{name}={wanted!r}: the pattern must be compiled from a str, because request "
+            "text is decoded before matching."
+        )
+    if not isinstance(wanted, str):
+        raise ConfigurationError(
+            f"{name}={wanted!r} must be a substring or a compiled re.Pattern of a str."
+        )
 
 
 @dataclass(kw_only=True)
@@ -175,6 +264,7 @@ class FakeJudgeServer(Started):
             ``dimensions``.
         default_content: The text reply when no rule supplies one.
         host: The loopback address to bind.
+        port: The TCP port to listen on; 0 (the default) picks a free one.
 
     Example:
         >>> import openai
@@ -193,8 +283,14 @@ class FakeJudgeServer(Started):
         embedding_dimensions: int = 256,
         default_content: str = "ok",
         host: str = "127.0.0.1",
+        port: int = 0,
     ) -> None:
         self._default_latency = _check_seconds("latency", latency)
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+            raise ConfigurationError(
+                f"FakeJudgeServer(port={port!r}) must be a TCP port between 0 and 65535; 0 "
+                "picks a free one."
+            )
         self._latency = self._default_latency
         flagged = flagged_word_patterns(flagged_words)
         if embedding_dimensions < 1:
@@ -208,6 +304,7 @@ class FakeJudgeServer(Started):
             flagged=flagged,
         )
         self._host = host
+        self._port = port
         self._lock = threading.Lock()
         self._rules: list[_ScriptedRule] = []
         self._faults: list[_Fault] = []
@@ -222,13 +319,14 @@ class FakeJudgeServer(Started):
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> FakeJudgeServer:
-        """Bind a free port and serve from a background thread.
+        """Bind the port (a free one by default) and serve from a background thread.
 
         Returns:
             The server itself, so ``server = FakeJudgeServer().start()`` reads naturally.
 
         Raises:
             FakeJudgeStateError: The server is already running.
+            ConfigurationError: The port given to the constructor cannot be listened on.
         """
         if self._httpd is not None:
             raise FakeJudgeStateError(
@@ -236,7 +334,15 @@ class FakeJudgeServer(Started):
                 "starting it again, or use a second FakeJudgeServer."
             )
         self._stopping.clear()
-        httpd = JudgeHTTPServer((self._host, 0), respond=self._handle, in_flight=self._tracked)
+        try:
+            httpd = JudgeHTTPServer(
+                (self._host, self._port), respond=self._handle, in_flight=self._tracked
+            )
+        except OSError as error:
+            raise ConfigurationError(
+                f"FakeJudgeServer cannot listen on {self._host}:{self._port}: "
+                f"{error.strerror or error}; give another port, or 0 for a free one."
+            ) from None
         thread = threading.Thread(
             target=httpd.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -285,8 +391,11 @@ class FakeJudgeServer(Started):
 
     def add_rule(
         self,
-        match: str | re.Pattern[str],
+        match: TextMatch,
         *,
+        user: TextMatch | None = None,
+        system: TextMatch | None = None,
+        model: str | None = None,
         choice: str | None = None,
         content: str | None = None,
         json: Mapping[str, Any] | None = None,
@@ -297,10 +406,12 @@ class FakeJudgeServer(Started):
         status: int | None = None,
         tool_call: str | None = None,
     ) -> Rule:
-        """Script the answer to requests whose text matches; the first matching rule wins.
+        """Script the answer to requests that match; the first matching rule wins.
 
         The request's text is the text of its chat messages, or its Responses ``input`` and
         ``instructions``, or its embedding or moderation ``input``, joined by newlines.
+        ``user``, ``system`` and ``model`` narrow the rule further: every condition given
+        must hold.
 
         Which argument applies depends on what the request asks for:
 
@@ -322,6 +433,11 @@ class FakeJudgeServer(Started):
         Args:
             match: A substring, or a compiled pattern searched for, in the request's text.
                 An empty string matches every request.
+            user: A substring or pattern the last user message must hold (chat messages of
+                role ``user``; a Responses ``input`` string; an embedding or moderation input).
+            system: A substring or pattern the system prompt must hold (messages of role
+                ``system`` or ``developer``; Responses ``instructions``).
+            model: The model the request must name, exactly.
             choice: The choice to answer with.
             content: The text to answer with.
             json: The JSON object to answer with.
@@ -344,55 +460,41 @@ class FakeJudgeServer(Started):
             >>> rule.choice
             'C'
         """
-        if isinstance(match, re.Pattern) and not isinstance(match.pattern, str):
-            raise ConfigurationError(
-                f"add_rule(match={match!r}): the pattern must be compiled from a str, "
-                "because request text is decoded before matching."
-            )
         items = tuple(sequence) if sequence is not None else ()
         if sequence is not None and not items:
             raise ConfigurationError(
                 "add_rule(sequence=[]) has no answers; give at least one choice, text or object."
             )
-        if tool_call is not None and (not isinstance(tool_call, str) or not tool_call):
-            raise ConfigurationError(
-                f"add_rule(tool_call={tool_call!r}) must be the name of a tool the request offers, "
-                "such as 'lookup_order'."
-            )
-        if items and tool_call is not None:
-            raise ConfigurationError(
-                "add_rule() got sequence= together with tool_call=; script the tool call and the "
-                "answers that follow it as separate rules matching each request's text."
-            )
-        if items and (choice is not None or content is not None or json is not None):
-            raise ConfigurationError(
-                "add_rule() got sequence= together with choice=, content= or json=; a sequence "
-                "already holds every answer, so pass one or the other."
-            )
-        if status is not None and not 400 <= status <= 599:
-            raise ConfigurationError(
-                f"add_rule(status={status!r}) must be an HTTP error status between 400 and 599."
-            )
-        if endpoint is not None and endpoint not in ENDPOINTS:
-            raise ConfigurationError(
-                f"add_rule(endpoint={endpoint!r}) is not served; use one of "
-                f"{', '.join(repr(name) for name in ENDPOINTS)}."
-            )
         rule = Rule(
             match=match,
+            user=user,
+            system=system,
+            model=model,
             choice=choice,
             content=content,
             json=json,
             sequence=items,
             reasons=reasons,
             endpoint=endpoint,
-            latency=None if latency is None else _check_seconds("add_rule(latency=...)", latency),
+            latency=None if latency is None else _check_seconds("latency", latency),
             status=status,
             tool_call=tool_call,
         )
-        with self._lock:
-            self._rules.append(_ScriptedRule(rule=rule))
+        self.add_rules([rule])
         return rule
+
+    def add_rules(self, rules: Iterable[Rule]) -> None:
+        """Add rules built beforehand, such as those of a rules file, after the others.
+
+        Example:
+            >>> judge = FakeJudgeServer()
+            >>> judge.add_rules([Rule(match="Paris", choice="C"), Rule(match="", content="?")])
+            >>> len(judge.rules)
+            2
+        """
+        scripted = [_ScriptedRule(rule=rule) for rule in rules]
+        with self._lock:
+            self._rules.extend(scripted)
 
     @property
     def rules(self) -> list[Rule]:
@@ -582,7 +684,7 @@ class FakeJudgeServer(Started):
             return fault
 
     def _answer(
-        self, text: str, endpoint: Endpoint, *, consume: bool
+        self, text: RequestText, endpoint: Endpoint, *, consume: bool
     ) -> tuple[Rule | None, Answer | None, int]:
         """Find the first matching rule and, when ``consume``, take its next answer."""
         with self._lock:
