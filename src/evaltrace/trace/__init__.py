@@ -37,8 +37,10 @@ from evaltrace.trace.spans import (
 )
 from evaltrace.trace.tree import (
     ObservationNode,
+    ParentCycle,
     SpanPredicate,
     build_trace,
+    build_trace_and_cycles,
     split_traces,
     trace_to_text,
     walk_trace,
@@ -60,6 +62,7 @@ __all__ = [
     "LLMSpan",
     "ObservationNode",
     "ObserveSpan",
+    "ParentCycle",
     "SpanError",
     "SpanEventRecord",
     "SpanPredicate",
@@ -73,6 +76,7 @@ __all__ = [
     "TraceFile",
     "TraceFileProblem",
     "build_trace",
+    "build_trace_and_cycles",
     "load_traces",
     "parse_named_values",
     "read_traces",
