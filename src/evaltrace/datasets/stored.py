@@ -4,6 +4,9 @@ A dataset entry with ``trace`` (and ``trace_id`` when the file holds several tra
 scored from that trace without calling the runnable: :func:`entry_traces` finds each entry's
 trace, reading each file trace by trace. :func:`run_traces` scores every trace of a file into
 a results folder, as ``evaltrace test --traces FILE`` does.
+
+A trace whose parent links go round in a loop is scored as ``LOG_FILE_ERROR`` and its spans
+are not copied into the run's ``traces.jsonl``, which must read back as a sound trace file.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from pathlib import Path
 from evaltrace._safe_text import exception_message
 from evaltrace.datasets.executor import EntrySink, RunPlan
 from evaltrace.datasets.model import DatasetEntry
+from evaltrace.datasets.references import trace_file_path
+from evaltrace.errors import NotATraceFileError, TraceFormatError
 from evaltrace.evals.evaluation import EvaluationError
 from evaltrace.evals.evaluator import EvaluatorFunction, PreparedEvaluator, prepare_evaluator
 from evaltrace.evals.result import EntryResult, RunResult
@@ -23,16 +28,22 @@ from evaltrace.evals.selectors import TraceSelector
 from evaltrace.evals.stored import StoredCase, StoredScoring, evaluate_traces
 from evaltrace.results.folder import ResultsFolder, ResultsFolderError
 from evaltrace.results.progress import RunProgress
-from evaltrace.trace import StoredTrace, TraceFile, TraceFileProblem, read_traces, walk_trace
+from evaltrace.trace import (
+    SpanRecord,
+    StoredTrace,
+    TraceFile,
+    TraceFileProblem,
+    read_traces,
+    walk_trace,
+)
 
-__all__ = ["StoredTraceExecutor", "entry_traces", "run_traces", "trace_path"]
+__all__ = ["StoredTraceExecutor", "entry_traces", "run_traces", "trace_path", "traces_to_score"]
 
 
 def trace_path(entry: DatasetEntry, base_dir: Path | None) -> Path:
     """The file an entry's ``trace`` names, relative to the dataset's folder."""
     assert entry.trace is not None
-    path = Path(entry.trace)
-    return path if path.is_absolute() or base_dir is None else base_dir / path
+    return trace_file_path(entry.trace, base_dir)
 
 
 def entry_traces(entries: Sequence[DatasetEntry], base_dir: Path | None) -> Iterator[StoredTrace]:
@@ -42,14 +53,14 @@ def entry_traces(entries: Sequence[DatasetEntry], base_dir: Path | None) -> Iter
     several and the entry names none) is given with a problem saying why, so that its entry is
     ``LOG_FILE_ERROR``.
     """
-    files: dict[Path, TraceFile | OSError] = {}
+    files: dict[Path, TraceFile | OSError | TraceFormatError] = {}
     for entry in entries:
         path = trace_path(entry, base_dir)
         opened = files.get(path)
         if opened is None:
             try:
                 opened = files[path] = read_traces(path)
-            except OSError as exc:
+            except (OSError, TraceFormatError) as exc:
                 opened = files[path] = exc
         yield _trace_of(entry, path, opened)
 
@@ -91,7 +102,7 @@ class StoredTraceExecutor:
         )
 
         def done(entry: EntryResult, stored: StoredTrace) -> None:
-            finished(entry, (node.span.record for node in walk_trace(stored.roots)))
+            finished(entry, _spans_to_keep(stored))
 
         scoring = StoredScoring(
             from_trace=plan.from_trace,
@@ -106,8 +117,23 @@ class StoredTraceExecutor:
         return "StoredTraceExecutor()"
 
 
-def _trace_of(entry: DatasetEntry, path: Path, opened: TraceFile | OSError) -> StoredTrace:
+def _spans_to_keep(stored: StoredTrace) -> Iterator[SpanRecord]:
+    """The spans of a scored trace to copy into the run's ``traces.jsonl``.
+
+    None of a trace whose parent links loop: the run's file could not be read back.
+    """
+    if stored.cycles:
+        return iter(())
+    return (node.span.record for node in walk_trace(stored.roots))
+
+
+def _trace_of(
+    entry: DatasetEntry, path: Path, opened: TraceFile | OSError | TraceFormatError
+) -> StoredTrace:
     wanted = entry.trace_id.lower() if entry.trace_id is not None else ""
+    if isinstance(opened, TraceFormatError):  # its message starts with the file: said once
+        rest = str(opened).removeprefix(str(path))
+        return _missing(wanted, path, rest[2:] if rest[:2] in (": ", ", ") else rest.lstrip())
     if isinstance(opened, OSError):
         reason = opened.strerror or exception_message(opened)
         return _missing(wanted, path, f"cannot be read: {reason}")
@@ -141,8 +167,23 @@ def _missing(trace_id: str, path: Path, message: str) -> StoredTrace:
     return StoredTrace(trace_id=trace_id, roots=[], problems=(problem,))
 
 
+def traces_to_score(traces: str | os.PathLike[str] | TraceFile) -> TraceFile:
+    """The trace file whose every trace :func:`run_traces` scores: one holding a span.
+
+    Raises:
+        NotATraceFileError: ``traces`` holds no span (it is empty, no line of it is a span, or
+            it is not a regular file); nothing would be scored.
+        TraceFormatError: ``traces`` is one document of which no span can be read.
+        OSError: The file cannot be read.
+    """
+    file = traces if isinstance(traces, TraceFile) else read_traces(traces)
+    if not len(file):
+        raise NotATraceFileError(f"{file.path} holds no span, so there is nothing to score")
+    return file
+
+
 async def run_traces(
-    traces: str | os.PathLike[str],
+    traces: str | os.PathLike[str] | TraceFile,
     evaluators: Sequence[EvaluatorFunction],
     *,
     from_trace: TraceSelector | None = None,
@@ -159,7 +200,7 @@ async def run_traces(
     ``traces.jsonl`` with each scored trace, ``result.json``) and progress.
 
     Args:
-        traces: The trace file.
+        traces: The trace file, or it read (:func:`traces_to_score`).
         evaluators: The evaluators of every trace.
         from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
         concurrency: Most traces scored at once.
@@ -170,10 +211,13 @@ async def run_traces(
         run_id: The run's id (and folder name).
 
     Raises:
+        NotATraceFileError: The file holds no span (see :func:`traces_to_score`); nothing is
+            written.
+        TraceFormatError: The file is one document of which no span can be read.
         ResultsFolderError: ``output_dir`` cannot be written.
         OSError: The trace file cannot be read.
     """
-    file = read_traces(traces)
+    file = traces_to_score(traces)
     folder = ResultsFolder.create(output_dir, run_id) if output_dir is not None else None
     display = RunProgress(Path(file.path).stem, len(file)) if progress else None
     write_error: list[ResultsFolderError] = []
@@ -183,7 +227,7 @@ async def run_traces(
         done.append(entry)
         if folder is not None and not write_error:
             try:
-                folder.add_entry(entry, (node.span.record for node in walk_trace(stored.roots)))
+                folder.add_entry(entry, _spans_to_keep(stored))
             except ResultsFolderError as exc:
                 write_error.append(exc)
         if display is not None:
