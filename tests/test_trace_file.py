@@ -242,3 +242,16 @@ def test_an_empty_file_holds_no_trace(tmp_path: Path) -> None:
     path.write_text("\n", encoding="utf-8")
 
     assert len(read_traces(path)) == 0
+
+
+def test_a_saved_run_given_as_traces_is_named_as_one(tmp_path: Path) -> None:
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps({"run_id": "r1", "name": "faq", "entries": []}, indent=2))
+
+    with pytest.raises(NotATraceFileError) as caught:
+        read_traces(path)
+
+    assert str(caught.value) == (
+        f"{path}: no line of it is a span; this is a saved run: read it with "
+        f"`evaltrace report {path}`"
+    )
