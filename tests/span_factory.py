@@ -67,3 +67,27 @@ def wrap_event(span: Span, name: str, purpose: str, value: Any, *, many: bool = 
     if many:
         attributes["evaltrace.wrap.many"] = True
     span.add_event("evaltrace.wrap", attributes)
+
+
+def span_line(
+    span_id: int, parent: int | None, name: str, *, trace_id: int = 1, at_ms: float = 0
+) -> str:
+    """One line of evaltrace's JSONL trace format with chosen ids, as a damaged file may hold."""
+    start = T0 + int(at_ms * MS)
+    return json.dumps(
+        {
+            "trace_id": f"{trace_id:032x}",
+            "span_id": f"{span_id:016x}",
+            "parent_span_id": None if parent is None else f"{parent:016x}",
+            "name": name,
+            "start_time_ns": start,
+            "end_time_ns": start + MS,
+        }
+    )
+
+
+PARENT_CYCLES = {
+    "two spans each other's parent": [span_line(1, 2, "a"), span_line(2, 1, "b", at_ms=1)],
+    "a span its own parent": [span_line(1, 1, "a")],
+}
+"""The lines of a trace (trace id 1) whose parent links go round in a loop."""

@@ -46,17 +46,27 @@ def test_trace_of_a_missing_file_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["trace", str(tmp_path / "nope.jsonl")]) == 2
-    assert "nope.jsonl is not a file" in capsys.readouterr().err
+    assert "nope.jsonl: no such file" in capsys.readouterr().err
 
 
 def test_trace_of_a_corrupt_file_names_the_line(
+    trace_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(trace_file.read_text() + '{"not": "a span"}\n')
+    lines = bad.read_text().count("\n")
+    assert main(["trace", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "bad.jsonl" in err and f"line {lines}" in err
+
+
+def test_trace_of_a_file_of_which_no_line_is_a_span_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"not": "a span"}\n')
-    assert main(["trace", str(bad)]) == 1
-    err = capsys.readouterr().err
-    assert "bad.jsonl" in err and "line 1" in err
+    assert main(["trace", str(bad)]) == 2
+    assert "bad.jsonl: no line of it is a span (line 1: " in capsys.readouterr().err
 
 
 def test_unknown_trace_id_is_reported(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:

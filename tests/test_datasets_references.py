@@ -14,6 +14,7 @@ import pytest
 import evaltrace
 import evaltrace.errors
 import evaltrace.judges
+import evaltrace.metrics
 from evaltrace.datasets import (
     BUILTIN_EVALUATORS,
     DatasetError,
@@ -234,7 +235,8 @@ def test_every_evaluator_judge_and_metric_shipped_is_registered_by_name() -> Non
     assert len(BUILTIN_EVALUATORS) == 28
     assert shipped <= set(registered_evaluators())
     for name in shipped:
-        assert lookup_evaluator(name) is getattr(evaltrace, name)
+        home = evaltrace.judges if name in autoevals_factories else evaltrace.metrics
+        assert lookup_evaluator(name) is getattr(home, name)
 
 
 def test_a_registered_evaluator_can_be_named_by_a_dataset() -> None:
@@ -423,4 +425,59 @@ def test_references_resolve_beside_the_file_after_the_current_folder_changes(
 
     assert [(p.file, p.location) for p in caught.value.problems] == [
         ("suite/dataset.json", "evaluators[1]")
+    ]
+
+
+def stored_entries(folder: Path, *traces: str) -> Path:
+    return write_dataset(
+        folder,
+        {"evaluators": ["ExactMatch"], "entries": [{"trace": trace} for trace in traces]},
+    )
+
+
+def test_a_trace_reference_resolves_beside_the_dataset(tmp_path: Path) -> None:
+    (tmp_path / "data" / "runs").mkdir(parents=True)
+    (tmp_path / "data" / "runs" / "a.jsonl").write_text("")
+    path = stored_entries(tmp_path / "data", "runs/a.jsonl", "runs/../runs/a.jsonl")
+
+    resolve_dataset(load_dataset(path))
+
+
+def test_a_symlink_leading_out_of_the_dataset_folder_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "outside.jsonl").write_text("")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "inside.jsonl").symlink_to(tmp_path / "outside.jsonl")
+    path = stored_entries(tmp_path / "data", "inside.jsonl")
+
+    with pytest.raises(DatasetError) as caught:
+        resolve_dataset(load_dataset(path))
+
+    (problem,) = caught.value.problems
+    assert problem.location == "entries[0].trace"
+    assert problem.message == (
+        "the trace file 'inside.jsonl' leads out of the dataset's folder "
+        f"(to {tmp_path / 'outside.jsonl'})"
+    )
+    assert problem.hint == (
+        "move the trace file into the dataset's folder, or give its absolute path"
+    )
+
+
+def test_an_absolute_trace_path_may_be_anywhere(tmp_path: Path) -> None:
+    (tmp_path / "outside.jsonl").write_text("")
+    path = stored_entries(tmp_path / "data", str(tmp_path / "outside.jsonl"))
+
+    resolve_dataset(load_dataset(path))
+
+
+def test_each_entry_naming_a_missing_trace_file_is_reported(tmp_path: Path) -> None:
+    path = stored_entries(tmp_path, "gone.jsonl", "gone.jsonl", "lost.jsonl")
+
+    with pytest.raises(DatasetError) as caught:
+        resolve_dataset(load_dataset(path))
+
+    assert [(p.location, p.message) for p in caught.value.problems] == [
+        ("entries[0].trace", f"no such file: {tmp_path / 'gone.jsonl'}"),
+        ("entries[1].trace", f"no such file: {tmp_path / 'gone.jsonl'}"),
+        ("entries[2].trace", f"no such file: {tmp_path / 'lost.jsonl'}"),
     ]

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -21,10 +25,12 @@ from evaltrace import (
 )
 from evaltrace.capture.exporters import JsonLinesExporter
 from evaltrace.engine import evaluate_inputs
+from evaltrace.errors import NotATraceFileError
 from evaltrace.evals import by_name
 from evaltrace.judges import LevenshteinMatch
 from evaltrace.results import CompletionStatus
 from evaltrace.trace import read_traces, split_traces
+from span_factory import PARENT_CYCLES, span_line
 
 FIXTURES = Path(__file__).parent / "fixtures"
 QUESTIONS = ["What is the capital of France?", "What is the capital of Peru?", "Who are you?"]
@@ -273,3 +279,116 @@ def test_a_trace_file_read_once_can_be_scored() -> None:
     result = evaltrace.run(evaluate_traces(traces, [used_the_model], name="phoenix"))
 
     assert result.name == "phoenix" and len(result.entries) == 2
+
+
+def anything(evaluable: Evaluable) -> float:
+    return 1.0
+
+
+@pytest.mark.parametrize("loop", PARENT_CYCLES.values(), ids=PARENT_CYCLES)
+def test_a_trace_whose_parent_links_loop_is_a_log_file_error(
+    tmp_path: Path, loop: list[str]
+) -> None:
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join([span_line(7, None, "top", trace_id=2), *loop]), encoding="utf-8")
+
+    result = evaltrace.run(evaluate_traces(path, [anything]))
+
+    sound, looped = result.entries
+    assert sound.status is CompletionStatus.SUCCESS
+    assert looped.status is CompletionStatus.LOG_FILE_ERROR
+    assert looped.error is not None and looped.error.where == "trace_file"
+    assert looped.error.message.startswith(f"{path}, line 2: ")
+    assert "names itself as its parent" in looped.error.message or (
+        "go round in a loop" in looped.error.message
+    )
+    assert not result.passed
+
+
+READ_A_FIFO = """
+import os, sys, evaltrace
+from evaltrace import evaluate_traces, load_traces
+from evaltrace.errors import NotATraceFileError
+from evaltrace.trace import read_traces
+
+path = sys.argv[1]
+os.mkfifo(path)
+try:
+    {call}
+except NotATraceFileError as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+@pytest.mark.parametrize(
+    "call",
+    [
+        "evaltrace.run(evaluate_traces(path, [lambda evaluable: 1.0]))",
+        "load_traces(path)",
+        "list(read_traces(path))",
+    ],
+)
+def test_a_named_pipe_is_refused_without_being_opened(tmp_path: Path, call: str) -> None:
+    path = tmp_path / "spans.jsonl"
+    code = textwrap.dedent(READ_A_FIFO).format(call=call)
+
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        f"{path} is a named pipe, not a regular file: a trace file is a file of evaltrace's "
+        "JSON lines, an OTLP-JSON export or Phoenix span JSON"
+    )
+
+
+def test_a_folder_is_not_a_trace_file(tmp_path: Path) -> None:
+    with pytest.raises(NotATraceFileError, match="is a folder, not a regular file"):
+        evaltrace.run(evaluate_traces(tmp_path, [anything]))
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"{{{ not json\n\x01\x02 nor this\n", "no line of it is a span (line 1: not valid JSON"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", "it holds binary data, not text"),
+    ],
+    ids=["garbage", "binary"],
+)
+def test_a_file_of_which_no_line_is_a_span_is_refused(
+    tmp_path: Path, content: bytes, said: str
+) -> None:
+    path = tmp_path / "spans.jsonl"
+    path.write_bytes(content)
+
+    with pytest.raises(NotATraceFileError) as caught:
+        evaltrace.run(evaluate_traces(path, [anything]))
+
+    assert str(caught.value).startswith(f"{path}: no line of it is a span")
+    assert said in str(caught.value)
+
+
+DATASET_YAML = """\
+name: recipes
+evaluators: [ExactMatch]
+entries:
+  - entry_kwargs: {dish: soup}
+    expectation: soup
+"""
+
+
+@pytest.mark.parametrize("reader", [load_traces, read_traces], ids=["load_traces", "read_traces"])
+def test_a_dataset_file_given_as_traces_is_named_as_a_dataset(
+    tmp_path: Path, reader: object
+) -> None:
+    path = tmp_path / "recipes.evaltrace.yaml"
+    path.write_text(DATASET_YAML, encoding="utf-8")
+
+    with pytest.raises(NotATraceFileError) as caught:
+        reader(path)  # type: ignore[operator]
+
+    assert str(caught.value) == (
+        f"{path}: no line of it is a span; this is a dataset file: run `evaltrace test {path}`"
+    )

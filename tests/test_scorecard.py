@@ -290,7 +290,9 @@ def test_an_unreadable_trace_file_is_reported_on_the_page(tmp_path: Path, run_fo
     broken.write_text('{"trace_id": "x"\n')
     card = DatasetScorecard.from_run(run, traces=broken)
     assert len(card.problems) == 1
-    assert card.problems[0].startswith(f"Traces are not shown: {broken}, line 1: not valid JSON")
+    assert card.problems[0].startswith(
+        f"Traces are not shown: {broken}: no line of it is a span (line 1: not valid JSON"
+    )
     assert "Traces are not shown" in generate_dataset_scorecard_html(card)
 
 

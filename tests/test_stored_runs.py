@@ -14,6 +14,7 @@ import pytest
 import evaltrace
 from evaltrace.datasets import Dataset, DatasetError, load_dataset, run_dataset
 from evaltrace.results import CompletionStatus, RunResult
+from span_factory import PARENT_CYCLES, span_line
 
 EVALTRACE = str(Path(sys.executable).with_name("evaltrace"))
 
@@ -245,3 +246,171 @@ def test_the_schema_asks_for_entry_kwargs_or_trace() -> None:
     assert not valid({"description": "neither"})
     assert not valid({"trace": "runs.jsonl", "trace_id": "not hex"})
     assert Dataset.model_validate({"entries": [{"trace": "runs.jsonl"}]}).stored
+
+
+ANYTHING = "def anything(evaluable):\n    return 1.0\n"
+
+
+def looped_traces(folder: Path, loop: list[str]) -> Path:
+    """A trace file of a sound trace and one whose parent links loop; checks.py passes both."""
+    (folder / "checks.py").write_text(ANYTHING)
+    path = folder / "runs.jsonl"
+    path.write_text("\n".join([span_line(7, None, "top", trace_id=2), *loop]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("loop", PARENT_CYCLES.values(), ids=PARENT_CYCLES)
+def test_a_parent_cycle_fails_its_trace_on_the_command_line(
+    tmp_path: Path, loop: list[str]
+) -> None:
+    looped_traces(tmp_path, loop)
+
+    result = cli(tmp_path, "test", "--traces", "runs.jsonl", "--evaluator", "checks.py:anything")
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    sound, looped = saved(only_run(tmp_path / "evaltrace_results")).entries
+    assert sound.status is CompletionStatus.SUCCESS
+    assert looped.status is CompletionStatus.LOG_FILE_ERROR
+    assert looped.error is not None and "runs.jsonl, line 2: " in looped.error.message
+
+
+def test_the_results_folder_of_a_run_over_a_looped_trace_reads_back(tmp_path: Path) -> None:
+    looped_traces(tmp_path, PARENT_CYCLES["two spans each other's parent"])
+
+    cli(tmp_path, "test", "--traces", "runs.jsonl", "--evaluator", "checks.py:anything")
+
+    kept = evaltrace.load_traces(only_run(tmp_path / "evaltrace_results") / "traces.jsonl")
+    assert [root.span.name for root in kept] == ["top"]  # the looped trace is not copied
+
+
+@pytest.mark.parametrize("loop", PARENT_CYCLES.values(), ids=PARENT_CYCLES)
+def test_a_dataset_entry_whose_trace_has_a_parent_cycle_is_a_log_file_error(
+    tmp_path: Path, loop: list[str]
+) -> None:
+    looped_traces(tmp_path, loop)
+    dataset = {
+        "evaluators": ["checks.py:anything"],
+        "entries": [
+            {"name": "sound", "trace": "runs.jsonl", "trace_id": f"{2:032x}"},
+            {"name": "looped", "trace": "runs.jsonl", "trace_id": f"{1:032x}"},
+        ],
+    }
+    (tmp_path / "looped.evaltrace.json").write_text(json.dumps(dataset))
+
+    result = cli(tmp_path, "test", "looped.evaltrace.json")
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    sound, looped = saved(only_run(tmp_path / "evaltrace_results")).entries
+    assert sound.status is CompletionStatus.SUCCESS
+    assert looped.status is CompletionStatus.LOG_FILE_ERROR
+    assert looped.error is not None and "runs.jsonl, line 2: " in looped.error.message
+
+
+DATASET_YAML = """\
+name: recipes
+evaluators: [ExactMatch]
+entries:
+  - entry_kwargs: {dish: soup}
+    expectation: soup
+"""
+
+NOT_SPANS = {
+    "empty": ("spans.jsonl", b"", "spans.jsonl holds no span, so there is nothing to"),
+    "garbage": ("spans.jsonl", b"{{{\nnot a span\n", "spans.jsonl: no line of it is a span"),
+    "binary": ("spans.jsonl", bytes(range(256)), "it holds binary data, not text"),
+    "yaml dataset": (
+        "recipes.evaltrace.yaml",
+        DATASET_YAML.encode(),
+        "this is a dataset file: run `evaltrace test recipes.evaltrace.yaml`",
+    ),
+    "json dataset": (
+        "recipes.json",
+        json.dumps({"evaluators": ["ExactMatch"], "entries": [{"entry_kwargs": {}}]}).encode(),
+        "this is a dataset file: run `evaltrace test recipes.json`",
+    ),
+}
+
+
+@pytest.mark.parametrize(("name", "content", "said"), NOT_SPANS.values(), ids=NOT_SPANS)
+@pytest.mark.parametrize("command", [["test", "--traces"], ["trace"]], ids=["test", "trace"])
+def test_a_file_holding_no_span_is_refused_with_exit_2_and_nothing_written(
+    tmp_path: Path, command: list[str], name: str, content: bytes, said: str
+) -> None:
+    (tmp_path / name).write_bytes(content)
+    more = ["--evaluator", "ExactMatch"] if command[0] == "test" else []
+
+    result = cli(tmp_path, *command, name, *more)
+
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert said in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "evaltrace_results").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+@pytest.mark.parametrize("command", [["test", "--traces"], ["trace"]], ids=["test", "trace"])
+def test_a_named_pipe_given_as_traces_is_refused(tmp_path: Path, command: list[str]) -> None:
+    os.mkfifo(tmp_path / "spans.jsonl")
+    more = ["--evaluator", "ExactMatch"] if command[0] == "test" else []
+
+    result = cli(tmp_path, *command, "spans.jsonl", *more)
+
+    assert result.returncode == 2
+    assert "spans.jsonl is a named pipe, not a regular file" in result.stderr
+    assert not (tmp_path / "evaltrace_results").exists()
+
+
+def trace_dataset(folder: Path, trace: str) -> Path:
+    (folder / "checks.py").write_text(ANYTHING)
+    path = folder / "stored.evaltrace.json"
+    path.write_text(
+        json.dumps({"evaluators": ["checks.py:anything"], "entries": [{"trace": trace}]})
+    )
+    return path
+
+
+def refused(folder: Path, said: str) -> None:
+    """``dataset validate`` and ``test`` both refuse the dataset (exit 2); nothing is written."""
+    validated = cli(folder, "dataset", "validate", "stored.evaltrace.json")
+    tested = cli(folder, "test", "stored.evaltrace.json")
+
+    for result in (validated, tested):
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "stored.evaltrace.json: entries[0].trace: " in result.stderr
+        assert said in result.stderr
+        assert "ok " not in result.stdout
+    assert not (folder / "evaltrace_results").exists()
+
+
+def test_a_missing_trace_file_is_a_dataset_problem(tmp_path: Path) -> None:
+    trace_dataset(tmp_path, "absent.jsonl")
+
+    refused(tmp_path, f"no such file: {tmp_path / 'absent.jsonl'}")
+
+
+def test_a_trace_path_that_leaves_the_dataset_folder_is_a_dataset_problem(tmp_path: Path) -> None:
+    trace_dataset(tmp_path, "../../etc/passwd")
+
+    refused(tmp_path, "the trace file '../../etc/passwd' leads out of the dataset's folder")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_trace_that_names_a_named_pipe_is_a_dataset_problem(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "spans.jsonl")
+    trace_dataset(tmp_path, "spans.jsonl")
+
+    refused(tmp_path, "is a named pipe, not a regular file")
+
+
+def test_a_dataset_entry_whose_trace_file_holds_no_span_is_a_log_file_error(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "notes.txt").write_text("not a span\n")
+    path = trace_dataset(tmp_path, "notes.txt")
+
+    after = evaltrace.run(run_dataset(path))
+
+    (entry,) = after.entries
+    assert entry.status is CompletionStatus.LOG_FILE_ERROR
+    assert entry.error is not None
+    assert entry.error.message.startswith(f"{tmp_path / 'notes.txt'}: no line of it is a span")

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from evaltrace.errors import NotATraceFileError, TraceFormatError
 from evaltrace.trace import (
     load_traces,
     read_traces,
@@ -13,7 +16,7 @@ from evaltrace.trace import (
     trace_to_text,
     walk_trace,
 )
-from span_factory import Spans
+from span_factory import PARENT_CYCLES, Spans, span_line
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -156,17 +159,12 @@ def test_phoenix_span_json_reads_each_trace_it_was_sent() -> None:
         assert stored == {f"{t[0].span.trace_id:032x}": trace_to_text(t) for t in expected}
 
 
-def test_a_damaged_pretty_printed_document_is_one_problem_naming_its_line(
-    tmp_path: Path,
-) -> None:
+def test_a_damaged_pretty_printed_document_is_refused_naming_its_line(tmp_path: Path) -> None:
     path = tmp_path / "export.json"
     path.write_text('{\n  "resourceSpans": [\n    {,\n  ]\n}\n', encoding="utf-8")
 
-    traces = read_traces(path)
-
-    assert len(traces) == 0
-    (problem,) = traces.problems
-    assert problem.line == 3 and "not valid JSON" in problem.message
+    with pytest.raises(TraceFormatError, match=r"export.json, line 3: not valid JSON"):
+        read_traces(path)
 
 
 def test_one_trace_is_read_by_its_id(tmp_path: Path) -> None:
@@ -200,3 +198,60 @@ def test_span_attributes_read_from_a_line_keep_sequences_as_tuples(tmp_path: Pat
     assert record.attributes == {"tags": ("a", "b"), "input.value": '"q"'}
     assert dict(record.resource_attributes) == {"service.name": "bot"}
     assert stored.roots[0].span.input == "q"
+
+
+@pytest.mark.parametrize("loop", PARENT_CYCLES.values(), ids=PARENT_CYCLES)
+def test_a_parent_cycle_is_a_problem_of_its_trace(tmp_path: Path, loop: list[str]) -> None:
+    path = tmp_path / "runs.jsonl"
+    whole = [span_line(7, None, "top", trace_id=2), span_line(8, 7, "step", trace_id=2)]
+    path.write_text("\n".join([*whole, *loop]) + "\n", encoding="utf-8")
+
+    sound, looped = read_traces(path)
+
+    assert sound.complete
+    (problem,) = looped.problems
+    assert problem.line == 3 and problem.trace_id == f"{1:032x}"
+    assert str(problem).startswith(f"{path}, line 3: ")
+    assert "names itself as its parent" in problem.message or "go round in a loop" in (
+        problem.message
+    )
+    assert len(list(walk_trace(looped.roots))) == len(loop)  # no span is lost
+
+
+def test_a_file_of_which_no_line_is_a_span_is_not_a_trace_file(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("shopping list\n- eggs\n- {milk}\n", encoding="utf-8")
+
+    with pytest.raises(NotATraceFileError) as caught:
+        read_traces(path)
+
+    assert str(caught.value).startswith(f"{path}: no line of it is a span")
+    assert "line 1: not valid JSON" in str(caught.value)
+
+
+def test_a_binary_file_is_not_a_trace_file(tmp_path: Path) -> None:
+    path = tmp_path / "model.bin"
+    path.write_bytes(bytes(range(256)) * 8)
+
+    with pytest.raises(NotATraceFileError, match="no line of it is a span; it holds binary data"):
+        read_traces(path)
+
+
+def test_an_empty_file_holds_no_trace(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n", encoding="utf-8")
+
+    assert len(read_traces(path)) == 0
+
+
+def test_a_saved_run_given_as_traces_is_named_as_one(tmp_path: Path) -> None:
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps({"run_id": "r1", "name": "faq", "entries": []}, indent=2))
+
+    with pytest.raises(NotATraceFileError) as caught:
+        read_traces(path)
+
+    assert str(caught.value) == (
+        f"{path}: no line of it is a span; this is a saved run: read it with "
+        f"`evaltrace report {path}`"
+    )

@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from evaltrace.capture.values import WrapRecord
-from evaltrace.errors import TraceFormatError
+from evaltrace.errors import NotATraceFileError, TraceFormatError
 from evaltrace.evals import last_llm_call, root
 from evaltrace.trace import (
     LLMSpan,
@@ -23,7 +23,7 @@ from evaltrace.trace import (
     trace_to_text,
     walk_trace,
 )
-from span_factory import MS, Spans
+from span_factory import MS, PARENT_CYCLES, Spans, span_line
 
 FIXTURES = Path(__file__).parent / "fixtures"
 T0 = 1_733_400_000_000_000_000  # the time of tests/fixtures/otlp_export.json
@@ -222,7 +222,7 @@ def test_a_corrupt_first_line_is_reported_as_line_one(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     path.write_text('{"trace_id": \n{"a": 1}\n', encoding="utf-8")
 
-    with pytest.raises(TraceFormatError, match=r"run.jsonl, line 1: not valid JSON"):
+    with pytest.raises(TraceFormatError, match=r"run.jsonl: no line of it is a span \(line 1: "):
         load_traces(path)
 
 
@@ -534,3 +534,38 @@ def test_an_otlp_time_too_long_to_read_is_a_format_error_naming_the_field(
 
     with pytest.raises(TraceFormatError, match=r"spans\[0\]\.startTimeUnixNano must be an integer"):
         load_traces(path)
+
+
+@pytest.mark.parametrize("loop", PARENT_CYCLES.values(), ids=PARENT_CYCLES)
+def test_a_parent_cycle_is_a_format_error_naming_the_spans(tmp_path: Path, loop: list[str]) -> None:
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join([span_line(7, None, "top", trace_id=2), *loop]), encoding="utf-8")
+
+    with pytest.raises(TraceFormatError) as caught:
+        load_traces(path)
+
+    message = str(caught.value)
+    assert message.startswith(f"{path}, line 2: trace {1:032x}: ")
+    assert "0000000000000001 ('a')" in message
+    assert "names itself as its parent" in message or "go round in a loop" in message
+
+
+def test_a_file_of_which_no_line_is_a_span_is_not_a_trace_file(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("shopping list\n- eggs\n", encoding="utf-8")
+
+    with pytest.raises(NotATraceFileError, match=r"notes.txt: no line of it is a span \(line 1"):
+        load_traces(path)
+
+
+def test_a_bad_line_before_the_spans_is_reported_as_a_bad_line(
+    spans: Spans, tmp_path: Path
+) -> None:
+    path = tmp_path / "run.jsonl"
+    save_traces(weather_run(spans), path)
+    path.write_text("garbage\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+
+    with pytest.raises(TraceFormatError, match=r"run.jsonl, line 1: not valid JSON") as caught:
+        load_traces(path)
+
+    assert not isinstance(caught.value, NotATraceFileError)

@@ -12,6 +12,7 @@ from evaltrace.trace import (
     ObservationNode,
     SpanRecord,
     build_trace,
+    build_trace_and_cycles,
     split_traces,
     trace_to_text,
     walk_trace,
@@ -90,6 +91,62 @@ def test_parent_links_that_form_a_cycle_lose_no_span() -> None:
 
     assert names(trace) == ["a"]
     assert names(trace[0].children) == ["b"]
+
+
+def record(span_id: int, parent: int | None, name: str, start: int) -> SpanRecord:
+    return SpanRecord(
+        trace_id=1,
+        span_id=span_id,
+        parent_span_id=parent,
+        name=name,
+        start_time_ns=start,
+        end_time_ns=start + 10,
+    )
+
+
+def test_a_parent_cycle_is_reported_from_its_earliest_span() -> None:
+    spans = [record(3, 2, "c", 3), record(1, 3, "a", 1), record(2, 1, "b", 2)]
+
+    trace, cycles = build_trace_and_cycles(spans)
+
+    (cycle,) = cycles
+    assert [span.name for span in cycle.spans] == ["a", "c", "b"]  # each the parent of the last
+    assert str(cycle) == (
+        "the parent links of spans 0000000000000001 ('a') -> 0000000000000003 ('c') -> "
+        "0000000000000002 ('b') -> 0000000000000001 go round in a loop"
+    )
+    assert names(trace) == ["a"]  # broken at its earliest span: no span is lost
+    assert len(list(walk_trace(trace))) == 3
+
+
+def test_a_span_that_is_its_own_parent_is_a_cycle_of_one() -> None:
+    trace, cycles = build_trace_and_cycles([record(1, 1, "a", 1), record(2, 1, "b", 2)])
+
+    (cycle,) = cycles
+    assert str(cycle) == "span 0000000000000001 ('a') names itself as its parent"
+    assert names(trace) == ["a"] and names(trace[0].children) == ["b"]
+
+
+def test_a_span_below_a_parent_cycle_stays_under_its_parent() -> None:
+    below = record(3, 2, "below", 0)  # the earliest span, hanging under the loop a <-> b
+    spans = [below, record(1, 2, "a", 1), record(2, 1, "b", 2)]
+
+    trace, cycles = build_trace_and_cycles(spans)
+
+    assert [[span.name for span in cycle.spans] for cycle in cycles] == [["a", "b"]]
+    assert names(trace) == ["a"]
+    assert names(trace[0].children) == ["b"]
+    assert names(trace[0].children[0].children) == ["below"]
+
+
+def test_a_trace_without_a_cycle_reports_none(spans: Spans) -> None:
+    top = spans.start("top", 0)
+    spans.end(spans.start("child", 1, parent=top), 2)
+    spans.end(top, 3)
+
+    trace, cycles = build_trace_and_cycles(spans.finished())
+
+    assert cycles == [] and names(trace) == ["top"]
 
 
 def test_split_traces_gives_one_trace_per_trace_id_in_start_order(spans: Spans) -> None:

@@ -19,6 +19,7 @@ __all__ = [
     "MissingExtraError",
     "MultipleTracesError",
     "NoTraceError",
+    "NotATraceFileError",
     "ResultFileError",
     "ResultsFolderError",
     "ResumeError",
@@ -84,6 +85,14 @@ class MultipleTracesError(EvaltraceError, ValueError):
 
 class TraceFormatError(EvaltraceError, ValueError):
     """A stored trace file could not be read."""
+
+
+class NotATraceFileError(TraceFormatError):
+    """A file given as a trace file is none: not a regular file, or no line of it is a span.
+
+    The message names the file and, when it can tell, what the file is instead (a dataset
+    file, a saved run, binary data).
+    """
 
 
 class InvalidEvaluatorResultError(EvaltraceError, TypeError):

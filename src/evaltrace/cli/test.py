@@ -292,7 +292,7 @@ def _test_traces(
     import anyio
 
     from evaltrace.datasets import DatasetError, resolve_evaluator_names
-    from evaltrace.engine import run_traces
+    from evaltrace.engine import run_traces, traces_to_score
     from evaltrace.results import ResultsFolderError, check_writable, new_run_id
 
     if traces is None:
@@ -303,12 +303,16 @@ def _test_traces(
         raise CommandError("-k selects dataset entries; it does not go with --traces")
     if not evaluator_names:
         raise CommandError("--traces needs an --evaluator (e.g. --evaluator ExactMatch)")
-    if not Path(traces).is_file():
+    if not Path(traces).exists():
         raise CommandError(f"--traces: {traces}: no such file")
     try:
         evaluators = resolve_evaluator_names(evaluator_names)
     except DatasetError as exc:
         raise CommandError(str(exc)) from None
+    try:  # before anything is written: a file holding no span is refused
+        file = traces_to_score(traces)
+    except (OSError, EvaltraceError) as exc:
+        raise CommandError(f"--traces: {printable(str(exc))}") from None
     try:
         parent = check_writable(output_dir)
     except ResultsFolderError as exc:
@@ -317,7 +321,7 @@ def _test_traces(
     try:
         result = anyio.run(
             lambda: run_traces(
-                traces,
+                file,
                 evaluators,
                 from_trace=selector(select) if select is not None else None,
                 concurrency=concurrency,

@@ -63,8 +63,9 @@ def trace(
     """Print the outline of each trace in FILE, or run --runnable once and store its trace.
 
     Trace content is printed with its terminal control characters escaped. Exit code 0, 1
-    when a trace holds no spans or the selector finds nothing in one (or the app raised), 2
-    on bad usage.
+    when a trace cannot be read or the selector finds nothing in one (or the app raised), 2
+    on bad usage or when FILE holds no span (it is empty, or no line of it is a span: it
+    may be a dataset file, which `evaltrace test FILE` runs).
     """
     if runnable is not None:
         if file is not None:
@@ -81,18 +82,19 @@ def trace(
 
 def _print_file(path: Path, trace_id: str | None, select: str | None) -> int:
     from evaltrace import trace as trace_module
-    from evaltrace.errors import TraceFormatError
+    from evaltrace.errors import NotATraceFileError, TraceFormatError
 
-    if not path.is_file():
-        raise CommandError(f"{path} is not a file")
+    if not path.exists():
+        raise CommandError(f"{path}: no such file")
     try:
         traces = trace_module.split_traces(trace_module.load_traces(path))
+    except NotATraceFileError as exc:
+        raise CommandError(str(exc)) from None
     except (OSError, TraceFormatError) as exc:
         err(f"evaltrace trace: {exc}")
         return 1
     if not traces:
-        err(f"evaltrace trace: {path} holds no spans")
-        return 1
+        raise CommandError(f"{path} holds no span, so there is nothing to print")
     if trace_id:
         wanted = trace_id.lower()
         traces = [one for one in traces if _trace_id(one) == wanted]

@@ -18,9 +18,11 @@ from typing import Any
 
 from evaltrace._safe_text import exception_message
 from evaltrace.datasets.model import Dataset, DatasetEntry
+from evaltrace.datasets.references import trace_file_path
 from evaltrace.datasets.resolution import ResolvedDataset
 from evaltrace.datasets.runnable import RunnableAdapter
 from evaltrace.engine import Entry, EntryPoint, EntrySource, EvaluatorPlans, SourceInfo
+from evaltrace.errors import TraceFormatError
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
 from evaltrace.metrics.classification import AGGREGATOR_SPEC_ADAPTER, AggregatorSpec
 from evaltrace.results.model import EntrySelection, RunFingerprint
@@ -166,8 +168,7 @@ class DatasetEntries(EntrySource):
 def trace_path(entry: DatasetEntry, base_dir: Path | None) -> Path:
     """The file an entry's ``trace`` names, relative to the dataset's folder."""
     assert entry.trace is not None
-    path = Path(entry.trace)
-    return path if path.is_absolute() or base_dir is None else base_dir / path
+    return trace_file_path(entry.trace, base_dir)
 
 
 def entry_traces(entries: Iterator[DatasetEntry], base_dir: Path | None) -> Iterator[StoredTrace]:
@@ -177,20 +178,25 @@ def entry_traces(entries: Iterator[DatasetEntry], base_dir: Path | None) -> Iter
     several and the entry names none) is given with a problem saying why, so that its entry is
     ``LOG_FILE_ERROR``.
     """
-    files: dict[Path, TraceFile | OSError] = {}
+    files: dict[Path, TraceFile | OSError | TraceFormatError] = {}
     for entry in entries:
         path = trace_path(entry, base_dir)
         opened = files.get(path)
         if opened is None:
             try:
                 opened = files[path] = read_traces(path)
-            except OSError as exc:
+            except (OSError, TraceFormatError) as exc:
                 opened = files[path] = exc
         yield _trace_of(entry, path, opened)
 
 
-def _trace_of(entry: DatasetEntry, path: Path, opened: TraceFile | OSError) -> StoredTrace:
+def _trace_of(
+    entry: DatasetEntry, path: Path, opened: TraceFile | OSError | TraceFormatError
+) -> StoredTrace:
     wanted = entry.trace_id.lower() if entry.trace_id is not None else ""
+    if isinstance(opened, TraceFormatError):  # its message starts with the file: said once
+        rest = str(opened).removeprefix(str(path))
+        return _missing(wanted, path, rest[2:] if rest[:2] in (": ", ", ") else rest.lstrip())
     if isinstance(opened, OSError):
         reason = opened.strerror or exception_message(opened)
         return _missing(wanted, path, f"cannot be read: {reason}")

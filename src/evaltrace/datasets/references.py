@@ -17,6 +17,11 @@ place in the dataset: a missing file or module, a missing attribute (with the cl
 or a module that raised while being imported (its exception, and the file and line where it
 was raised).
 
+An entry's ``trace`` refers to a stored trace file (:func:`trace_file_path`): a relative path
+starts from the dataset file's folder and must stay inside it (after ``..`` and symbolic
+links are followed), an absolute path may name any file; :func:`trace_reference_problem`
+says what is wrong with one (leading out of the folder, missing, not a regular file).
+
 Example:
     >>> parse_reference("evals/checks.py:tone")
     Reference(text='evals/checks.py:tone', target='evals/checks.py', attribute='tone', is_path=True)
@@ -37,8 +42,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Final
 
-from evaltrace._safe_text import exception_text, safe_repr, type_name
+from evaltrace._safe_text import exception_message, exception_text, safe_repr, type_name
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, closest
+from evaltrace.errors import NotATraceFileError
+from evaltrace.trace.trace_file import open_trace_file
 
 __all__ = [
     "Reference",
@@ -47,6 +54,8 @@ __all__ = [
     "module_name_for",
     "parse_reference",
     "reference_file",
+    "trace_file_path",
+    "trace_reference_problem",
 ]
 
 _IDENTIFIER: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -314,6 +323,66 @@ def _attribute(module: ModuleType, reference: Reference) -> object:
             ) from None
         walked = f"{walked}:{part}" if walked == reference.target else f"{walked}.{part}"
     return value
+
+
+def trace_file_path(trace: str, base_dir: Path | None) -> Path:
+    """The file an entry's ``trace`` names: a relative path starts from the dataset's folder.
+
+    Args:
+        trace: The entry's ``trace``, as written.
+        base_dir: The dataset file's folder; ``None`` for a dataset built in code, whose
+            relative paths start from the current folder.
+
+    Example:
+        >>> trace_file_path("runs/a.jsonl", Path("/project/evals")).as_posix()
+        '/project/evals/runs/a.jsonl'
+    """
+    path = Path(trace)
+    return path if path.is_absolute() or base_dir is None else base_dir / path
+
+
+def trace_reference_problem(
+    trace: str, *, file: str, location: str, base_dir: Path | None
+) -> DatasetProblem | None:
+    """What is wrong with an entry's ``trace``, or ``None`` when it names a trace file to read.
+
+    A relative path must lead to a file inside the dataset's folder (the current folder for
+    a dataset built in code), once ``..`` and symbolic links are followed: a dataset handed
+    over cannot make a run read files elsewhere. An absolute path, written by the dataset's
+    author, may name any file. The file must exist and be a regular file (it is opened to
+    check, never read: a named pipe is not opened).
+
+    Args:
+        trace: The entry's ``trace``, as written.
+        file: How problems name the dataset file.
+        location: The entry's field (``"entries[3].trace"``).
+        base_dir: The dataset file's folder, or ``None``.
+    """
+    path = trace_file_path(trace, base_dir)
+    folder = base_dir if base_dir is not None else Path.cwd()
+
+    def problem(message: str, hint: str | None = None) -> DatasetProblem:
+        return DatasetProblem(file=file, location=location, message=message, hint=hint)
+
+    if not Path(trace).is_absolute():
+        target = path.resolve()
+        if not target.is_relative_to(folder.resolve()):
+            return problem(
+                f"the trace file {trace!r} leads out of the dataset's folder (to {target})",
+                hint="move the trace file into the dataset's folder, or give its absolute path",
+            )
+    try:
+        open_trace_file(path).close()
+    except FileNotFoundError:
+        return problem(
+            f"no such file: {path}",
+            hint="check the path; a relative one starts from the dataset file's folder",
+        )
+    except NotATraceFileError as exc:
+        return problem(str(exc))
+    except OSError as exc:
+        return problem(f"cannot be read: {path}: {exc.strerror or exception_message(exc)}")
+    return None
 
 
 def describe_object(value: object) -> str:

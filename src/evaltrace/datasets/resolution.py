@@ -1,9 +1,11 @@
 """From a dataset's names and references to the objects a run uses: :func:`resolve_dataset`.
 
-Resolving imports the runnable and builds every evaluator before any entry runs, and checks
-every entry's ``entry_kwargs`` against the runnable's signature; all the problems found are
-raised together. The runnable is imported first, so an evaluator its module registers (with
-:func:`~evaltrace.datasets.register_evaluator`) can be named by the dataset.
+Resolving imports the runnable and builds every evaluator before any entry runs, checks
+every entry's ``entry_kwargs`` against the runnable's signature and every entry's ``trace``
+reference (see :func:`~evaltrace.datasets.references.trace_reference_problem`); all the
+problems found are raised together. The runnable is imported first, so an evaluator its
+module registers (with :func:`~evaltrace.datasets.register_evaluator`) can be named by the
+dataset.
 
 An evaluator spec becomes an evaluator by :func:`build_evaluator`, whose rule tells factories
 from evaluators:
@@ -22,14 +24,19 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
 from evaltrace._safe_text import exception_text
 from evaltrace.datasets.model import Dataset, DatasetEntry, EvaluatorSpec
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, closest, format_location
-from evaltrace.datasets.references import ReferenceLoader, describe_object, parse_reference
+from evaltrace.datasets.references import (
+    ReferenceLoader,
+    describe_object,
+    parse_reference,
+    trace_reference_problem,
+)
 from evaltrace.datasets.registry import (
     UnknownEvaluatorError,
     lookup_evaluator,
@@ -291,7 +298,8 @@ def resolve_dataset(
     Raises:
         DatasetError: Every problem found: no runnable, a reference that does not load, an
             unknown evaluator name (with the closest), an evaluator that cannot be built, an
-            entry whose ``entry_kwargs`` do not fit the runnable.
+            entry whose ``entry_kwargs`` do not fit the runnable, an entry whose ``trace``
+            leads out of the dataset's folder, is missing or is not a regular file.
     """
     loader = loader or ReferenceLoader()
     file = dataset.source
@@ -308,6 +316,7 @@ def resolve_dataset(
                 file=file,
                 location=format_location(("entries", index, "entry_kwargs")),
             )
+    problems += _trace_problems(dataset, file, base_dir)
 
     built: dict[str, ResolvedEvaluator | None] = {}
     places: list[tuple[str, EvaluatorSpec]] = [
@@ -357,6 +366,24 @@ def resolve_dataset(
         evaluators=[resolved(spec) for spec in dataset.evaluators],
         entry_evaluators=PerEntry(evaluators_of(entry) for entry in dataset.entries),
     )
+
+
+def _trace_problems(dataset: Dataset, file: str, base_dir: Path | None) -> list[DatasetProblem]:
+    """What is wrong with the entries' ``trace`` references; each file is checked once."""
+    checked: dict[str, DatasetProblem | None] = {}
+    problems: list[DatasetProblem] = []
+    for index, entry in enumerate(dataset.entries):
+        if entry.trace is None:
+            continue
+        location = format_location(("entries", index, "trace"))
+        if entry.trace not in checked:
+            checked[entry.trace] = trace_reference_problem(
+                entry.trace, file=file, location=location, base_dir=base_dir
+            )
+        found = checked[entry.trace]
+        if found is not None:
+            problems.append(replace(found, location=location))
+    return problems
 
 
 def _resolve_runnable(

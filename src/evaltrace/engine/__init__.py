@@ -19,7 +19,7 @@ from evaltrace.engine.run import Listing, Observer, Output, execute
 from evaltrace.engine.runs import EntryPoint, RunOutcome, run_captured
 from evaltrace.engine.scheduler import Executor, Finished, LocalExecutor, Work
 from evaltrace.engine.scoring import Scored, entry_result, failed_entry
-from evaltrace.engine.stored import evaluate_traces, run_traces
+from evaltrace.engine.stored import evaluate_traces, run_traces, traces_to_score
 
 __all__ = [
     "Entry",
@@ -51,4 +51,5 @@ __all__ = [
     "run_and_evaluate",
     "run_captured",
     "run_traces",
+    "traces_to_score",
 ]

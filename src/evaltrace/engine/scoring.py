@@ -65,9 +65,16 @@ class Scored:
     """Its spans as lines of ``traces.jsonl``, when it was scored in another process."""
 
     def spans(self) -> Iterator[SpanRecord | str]:
-        """Its spans, as records or as lines already encoded."""
+        """Its spans, as records or as lines already encoded.
+
+        None of a stored trace whose parent links loop: the run's ``traces.jsonl`` must read
+        back as a sound trace file (the entry says why it was not scored).
+        """
         if self.lines is not None:
             yield from self.lines
+            return
+        stored = self.entry.trace if self.entry is not None else None
+        if stored is not None and stored.cycles:
             return
         for node in walk_trace(self.roots):  # the tree holds each span as a record already
             yield node.span.record

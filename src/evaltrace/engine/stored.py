@@ -30,6 +30,7 @@ from evaltrace.engine.config import RunConfig
 from evaltrace.engine.entries import Entry, EntrySource, EvaluatorPlans, Evaluators, SourceInfo
 from evaltrace.engine.run import Listing, Observer, Output, execute
 from evaltrace.engine.scoring import Scored, trace_file_error
+from evaltrace.errors import NotATraceFileError
 from evaltrace.evals.evaluable import UNSET, Evaluable, json_value
 from evaltrace.evals.evaluation import EvaluationError
 from evaltrace.evals.evaluator import EvaluatorFunction
@@ -43,7 +44,14 @@ from evaltrace.trace import (
     split_traces,
 )
 
-__all__ = ["StoredTraces", "TraceSource", "evaluate_traces", "run_traces", "stored_traces"]
+__all__ = [
+    "StoredTraces",
+    "TraceSource",
+    "evaluate_traces",
+    "run_traces",
+    "stored_traces",
+    "traces_to_score",
+]
 
 TraceSource: TypeAlias = (
     str
@@ -377,6 +385,21 @@ async def run_traces(
         progress=progress,
         release=True,
     )
+
+
+def traces_to_score(traces: str | os.PathLike[str] | TraceFile) -> TraceFile:
+    """The trace file whose every trace ``evaltrace test --traces`` scores: one holding a span.
+
+    Raises:
+        NotATraceFileError: ``traces`` holds no span (it is empty, no line of it is a span, or
+            it is not a regular file); nothing would be scored.
+        TraceFormatError: ``traces`` is one document of which no span can be read.
+        OSError: The file cannot be read.
+    """
+    file = traces if isinstance(traces, TraceFile) else read_traces(traces)
+    if not len(file):
+        raise NotATraceFileError(f"{file.path} holds no span, so there is nothing to score")
+    return file
 
 
 def _evaluators(evaluators: object) -> list[EvaluatorFunction]:

@@ -38,8 +38,10 @@ from evaltrace.trace.spans import (
 )
 from evaltrace.trace.tree import (
     ObservationNode,
+    ParentCycle,
     SpanPredicate,
     build_trace,
+    build_trace_and_cycles,
     split_traces,
     trace_to_text,
     walk_trace,
@@ -61,6 +63,7 @@ __all__ = [
     "LLMSpan",
     "ObservationNode",
     "ObserveSpan",
+    "ParentCycle",
     "SpanError",
     "SpanEventRecord",
     "SpanPredicate",
@@ -75,6 +78,7 @@ __all__ = [
     "TraceFile",
     "TraceFileProblem",
     "build_trace",
+    "build_trace_and_cycles",
     "load_traces",
     "parse_named_values",
     "read_traces",

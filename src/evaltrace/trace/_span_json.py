@@ -25,12 +25,14 @@ from evaltrace.trace._otlp_json import is_otlp_document, is_otlp_span, otlp_reco
 from evaltrace.trace._phoenix_json import is_phoenix_page, is_phoenix_span, phoenix_span
 from evaltrace.trace.spans import SpanEventRecord, SpanRecord
 from evaltrace.trace.spans.records import STATUS_CODES
+from evaltrace.trace.tree import ParentCycle
 
 __all__ = [
     "JSONL_HINT",
     "TOO_DEEP",
     "ReadSpan",
     "add_span",
+    "cycle_message",
     "read_span_object",
     "record_from_json",
     "span_objects",
@@ -61,6 +63,14 @@ def unreadable(exc: RecursionError | ValueError) -> str:
         return f"the JSON is {TOO_DEEP}."
     # Python refuses to convert integers of more than sys.get_int_max_str_digits() digits.
     return f"the JSON holds a number too long to read ({exc})."
+
+
+def cycle_message(cycle: ParentCycle) -> str:
+    """Why a trace whose parent links go round in a loop is not read as sound."""
+    return (
+        f"{cycle}, so the trace is damaged; a span's parent_span_id names the span it ran "
+        "inside, which started before it: fix or remove the parent_span_id of one of them"
+    )
 
 
 def span_objects(document: Any, where: str) -> Iterator[tuple[str, Any]]:

@@ -24,19 +24,21 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from evaltrace.capture.values import WrapRecord
-from evaltrace.errors import TraceFormatError
+from evaltrace.errors import NotATraceFileError, TraceFormatError
 from evaltrace.trace._fields import Invalid
 from evaltrace.trace._span_json import (
     JSONL_HINT,
     TOO_DEEP,
     ReadSpan,
     add_span,
+    cycle_message,
     read_span_object,
     span_objects,
     unreadable,
 )
 from evaltrace.trace.spans import SpanRecord, parse_named_values
-from evaltrace.trace.tree import ObservationNode, build_trace
+from evaltrace.trace.trace_file import TraceFile, open_trace_file
+from evaltrace.trace.tree import ObservationNode, build_trace_and_cycles
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -115,16 +117,59 @@ def load_traces(path: str | os.PathLike[str]) -> list[ObservationNode]:
 
     Raises:
         TraceFormatError: The file is not UTF-8 JSON of one of those shapes, is nested too
-            deeply or holds numbers too long to read, or holds two different spans under one
-            id; the message names the file, the line and what is wrong.
+            deeply or holds numbers too long to read, holds two different spans under one
+            id, or spans whose parent links go round in a loop; the message names the file,
+            the line and what is wrong.
+        NotATraceFileError: ``path`` is not a regular file (a named pipe, a device, a folder:
+            it is not opened), or no line of it is a span (an empty file holds no trace);
+            the message says what it looks like instead (a dataset file, binary data).
         OSError: The file cannot be read.
 
     Example:
         >>> trace = load_traces("run.jsonl")  # doctest: +SKIP
     """
     name = os.fspath(path)
-    with open(path, "rb") as file:
+    with open_trace_file(path) as file:
         data = file.read()
+    spans: dict[tuple[int, int], tuple[ReadSpan, str]] = {}
+    failure: TraceFormatError | None = None
+    try:
+        _read_spans(name, data, spans)
+    except TraceFormatError as exc:
+        failure = exc
+    if failure is not None:
+        if not spans:
+            # Nothing was read before the bad line: when no line of the file is a span (it is
+            # binary data, a dataset file, ...), that says more than the line.
+            _check_holds_spans(name)
+        raise failure
+    records = [record for (record, _), _ in spans.values()]
+    values = [value for (_, named), _ in spans.values() for value in named]
+    roots, cycles = build_trace_and_cycles(
+        records, sorted(values, key=lambda value: value.timestamp_ns)
+    )
+    if cycles:
+        first = cycles[0].spans[0]
+        place = spans[(first.trace_id, first.span_id)][1]
+        raise TraceFormatError(
+            f"{place}: trace {first.trace_id:032x}: {cycle_message(cycles[0])}. Read the file "
+            "with evaltrace.trace.read_traces to have its other traces."
+        )
+    return roots
+
+
+def _check_holds_spans(name: str) -> None:
+    """Raise :class:`NotATraceFileError` when no line of the file is a span."""
+    try:
+        TraceFile(name)
+    except NotATraceFileError:
+        raise
+    except TraceFormatError:
+        return  # a damaged document: the caller's error names where
+
+
+def _read_spans(name: str, data: bytes, spans: dict[tuple[int, int], tuple[ReadSpan, str]]) -> None:
+    """Read every span of a file's bytes into ``spans``; raise at the first that cannot be."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -132,7 +177,6 @@ def load_traces(path: str | os.PathLike[str]) -> list[ObservationNode]:
             f"{name}: not UTF-8 text (invalid byte at offset {exc.start}). Trace files are "
             "UTF-8 JSON lines, OTLP-JSON or Phoenix span JSON."
         ) from None
-    spans: dict[tuple[int, int], tuple[ReadSpan, str]] = {}
     for where, document in _documents(name, text):
         for place, item in span_objects(document, where):
             try:
@@ -145,9 +189,6 @@ def load_traces(path: str | os.PathLike[str]) -> list[ObservationNode]:
                 conflict = add_span(spans, span, span_place)
                 if conflict:
                     raise TraceFormatError(conflict)
-    records = [record for (record, _), _ in spans.values()]
-    values = [value for (_, named), _ in spans.values() for value in named]
-    return build_trace(records, sorted(values, key=lambda value: value.timestamp_ns))
 
 
 # --- writing ------------------------------------------------------------------------------------

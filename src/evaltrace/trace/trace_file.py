@@ -6,6 +6,12 @@ instead of building one tree of every span and raising at the first bad line it 
 first mentions them, each with the lines of it that could not be read, and the lines that
 could be tied to no trace.
 
+Only a regular file is opened (a named pipe, a device or a folder is refused before it is
+opened, so that nothing waits on it); a file of which no span can be read is refused, naming
+what it looks like instead (a dataset file, a saved run, binary data) or its first problem.
+A trace whose parent links go round in a loop is read, broken at the loop's earliest span,
+with the loop as a problem: it is incomplete.
+
 A file of evaltrace's JSON lines (one span per line, as ``EVALTRACE_TRACE_FILE``,
 ``save_traces`` and a results folder's ``traces.jsonl`` hold) is read in two passes, so that
 a file of millions of spans is never in memory: the first finds each line's trace id from its
@@ -25,26 +31,29 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Any, Final
+from typing import IO, Any, BinaryIO, Final
 
 from evaltrace.capture.codec import read_json
 from evaltrace.capture.values import WrapRecord
+from evaltrace.errors import NotATraceFileError, TraceFormatError
 from evaltrace.trace._fields import Invalid
 from evaltrace.trace._span_json import (
     JSONL_HINT,
     TOO_DEEP,
     ReadSpan,
     add_span,
+    cycle_message,
     read_span_object,
     record_from_json,
     span_objects,
     unreadable,
 )
 from evaltrace.trace.spans import SpanRecord
-from evaltrace.trace.tree import ObservationNode, build_trace
+from evaltrace.trace.tree import ObservationNode, ParentCycle, build_trace_and_cycles
 
 __all__ = ["StoredTrace", "TraceFile", "TraceFileProblem", "read_traces"]
 
@@ -54,6 +63,18 @@ _OWN_LINE: Final = re.compile(rb'\s*\{"trace_id":\s*"([0-9a-fA-F]{32})"')
 _ANY_TRACE_ID: Final = re.compile(rb'"(?:trace_id|traceId)"\s*:\s*"([0-9a-fA-F]{32})"')
 _BOM: Final = b"\xef\xbb\xbf"
 _LINE_FIELDS: Final = 3  # offset, length, line number
+_KINDS: Final = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+)
+_SAMPLE_BYTES: Final = 64 * 1024  # how much of a file holding no span is read to tell what it is
+_DATASET_SUFFIXES: Final = (".evaltrace.json", ".evaltrace.yaml", ".evaltrace.yml")
+# The keys that tell a dataset file (entries) and a saved run (run_id, entries), JSON or YAML.
+_ENTRIES_KEY: Final = re.compile(r'(?:^|[{,])\s*"?entries"?\s*:', re.MULTILINE)
+_RUN_ID_KEY: Final = re.compile(r'"run_id"\s*:')
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -88,7 +109,11 @@ class StoredTrace:
     """The trace tree, as :func:`~evaltrace.trace.build_trace` builds it (empty when none of
     its spans could be read)."""
     problems: tuple[TraceFileProblem, ...] = ()
-    """Lines holding spans of this trace that could not be read; the trace is then incomplete."""
+    """Lines holding spans of this trace that could not be read, and loops of parent links
+    (each also in :attr:`cycles`); the trace is then incomplete."""
+    cycles: tuple[ParentCycle, ...] = ()
+    """Loops of the parent links of this trace's spans (a damaged file's), each broken at its
+    earliest span in :attr:`roots`. Such a trace cannot be written out and read back."""
 
     @property
     def complete(self) -> bool:
@@ -111,6 +136,7 @@ class TraceFile:
         self._read: dict[bytes, list[tuple[ReadSpan, str, int]]] = {}
         self._trace_problems: dict[bytes, list[TraceFileProblem]] = {}
         self._order: dict[bytes, None] = {}
+        self._whole = False  # whether the file was read as one pretty-printed document
         self._index()
 
     def __len__(self) -> int:
@@ -124,7 +150,7 @@ class TraceFile:
 
     def __iter__(self) -> Iterator[StoredTrace]:
         """Yield each trace, in the order the file first mentions them."""
-        with open(self.path, "rb") as file:
+        with open_trace_file(self.path) as file:
             for key in self._order:
                 yield self._trace(file, key)
 
@@ -137,7 +163,7 @@ class TraceFile:
         key = trace_id.strip().lower().encode("ascii", "replace")
         if key not in self._order:
             return None
-        with open(self.path, "rb") as file:
+        with open_trace_file(self.path) as file:
             return self._trace(file, key)
 
     def __repr__(self) -> str:
@@ -146,37 +172,43 @@ class TraceFile:
     # --- the first pass: where each trace's lines are --------------------------------------
 
     def _index(self) -> None:
-        with open(self.path, "rb") as file:
-            offset = 0
-            number = 0
-            for line in file:
-                number += 1
-                length = len(line)
-                start = offset
-                offset += length
-                if number == 1 and line.startswith(_BOM):
-                    line = line[len(_BOM) :]
-                    start += len(_BOM)
-                    length -= len(_BOM)
-                own = _OWN_LINE.match(line)
-                if own is not None:
-                    key = own.group(1).lower()
-                    lines = self._lines.get(key)
-                    if lines is None:
-                        lines = self._lines[key] = array("q")
-                        self._order[key] = None
-                    lines.extend((start, length, number))
-                    continue
-                stripped = line.strip()
-                if not stripped:
-                    continue
-                if stripped in (b"{", b"[") and not self._order and not self.problems:
-                    # A lone bracket opens a pretty-printed document (an OTLP-JSON export,
-                    # a page of spans), which is read whole.
-                    file.seek(0)
-                    self._read_whole(file.read(), number)
-                    return
-                self._read_line(line, number)
+        with open_trace_file(self.path) as file:
+            self._find_lines(file)
+        if not self._order and self.problems:
+            raise _nothing_read(self.path, self.problems[0], whole=self._whole)
+
+    def _find_lines(self, file: BinaryIO) -> None:
+        offset = 0
+        number = 0
+        for line in file:
+            number += 1
+            length = len(line)
+            start = offset
+            offset += length
+            if number == 1 and line.startswith(_BOM):
+                line = line[len(_BOM) :]
+                start += len(_BOM)
+                length -= len(_BOM)
+            own = _OWN_LINE.match(line)
+            if own is not None:
+                key = own.group(1).lower()
+                lines = self._lines.get(key)
+                if lines is None:
+                    lines = self._lines[key] = array("q")
+                    self._order[key] = None
+                lines.extend((start, length, number))
+                continue
+            stripped = line.strip()
+            if not stripped:
+                continue
+            if stripped in (b"{", b"[") and not self._order and not self.problems:
+                # A lone bracket opens a pretty-printed document (an OTLP-JSON export,
+                # a page of spans), which is read whole.
+                file.seek(0)
+                self._whole = True
+                self._read_whole(file.read(), number)
+                return
+            self._read_line(line, number)
 
     def _read_whole(self, data: bytes, first: int) -> None:
         """Read a file holding one pretty-printed document."""
@@ -250,10 +282,13 @@ class TraceFile:
         trace_id = key.decode("ascii")
         problems = list(self._trace_problems.get(key, ()))
         spans: dict[tuple[int, int], tuple[ReadSpan, str]] = {}
+        numbers: list[int] = []  # the line of each span, in the order of ``spans``
         for span, place, number in self._read.get(key, ()):
             conflict = add_span(spans, span, place)
             if conflict:
                 problems.append(_conflict(place, number, conflict, trace_id))
+            elif len(spans) > len(numbers):
+                numbers.append(number)
         lines = self._lines.get(key)
         if lines is not None:
             for number, text in _lines_of(file, lines):
@@ -263,14 +298,30 @@ class TraceFile:
                     conflict = add_span(spans, read, place)
                     if conflict:
                         problems.append(_conflict(place, number, conflict, trace_id))
+                    elif len(spans) > len(numbers):
+                        numbers.append(number)
         records: list[SpanRecord] = []
         values: list[WrapRecord] = []
         for (record, named), _ in spans.values():
             records.append(record)
             values.extend(named)
         values.sort(key=lambda value: value.timestamp_ns)
+        roots, cycles = build_trace_and_cycles(records, values)
+        if cycles:
+            where = {span_key: position for position, span_key in enumerate(spans)}
+            for cycle in cycles:
+                first = cycle.spans[0]
+                position = where[(first.trace_id, first.span_id)]
+                problems.append(
+                    TraceFileProblem(
+                        place=spans[(first.trace_id, first.span_id)][1],
+                        line=numbers[position],
+                        message=cycle_message(cycle),
+                        trace_id=trace_id,
+                    )
+                )
         return StoredTrace(
-            trace_id=trace_id, roots=build_trace(records, values), problems=tuple(problems)
+            trace_id=trace_id, roots=roots, problems=tuple(problems), cycles=tuple(cycles)
         )
 
     def _own_line(
@@ -331,6 +382,87 @@ def _lines_of(file: IO[bytes], lines: array[int]) -> Iterator[tuple[int, bytes]]
         position = last
 
 
+def open_trace_file(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open a trace file to read its bytes; anything but a regular file is refused unopened.
+
+    A named pipe, a device or a folder could block the open or the reads forever: the path
+    is checked before it is opened, and the file opened is checked again, in case the path
+    was swapped meanwhile (it is opened without blocking, so that even then nothing waits).
+
+    Raises:
+        NotATraceFileError: The path is not a regular file; the message says what it is.
+        OSError: The file cannot be opened (it does not exist, it may not be read).
+    """
+    name = os.fspath(path)
+    _check_regular(name, os.stat(name).st_mode)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    descriptor = os.open(name, flags)
+    try:
+        _check_regular(name, os.fstat(descriptor).st_mode)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return os.fdopen(descriptor, "rb")
+
+
+def _check_regular(name: str, mode: int) -> None:
+    if stat.S_ISREG(mode):
+        return
+    kind = next((kind for test, kind in _KINDS if test(mode)), "not a file")
+    raise NotATraceFileError(
+        f"{name} is {kind}, not a regular file: a trace file is a file of evaltrace's JSON "
+        "lines, an OTLP-JSON export or Phoenix span JSON"
+    )
+
+
+def _nothing_read(path: str, first: TraceFileProblem, *, whole: bool) -> TraceFormatError:
+    """The error for a file of which no span could be read, saying what it looks like."""
+    no_span = f"{path}: no line of it is a span"
+    text = _text_sample(path)
+    if text is None:
+        return NotATraceFileError(
+            f"{no_span}; it holds binary data, not text ({_detail(path, first)})"
+        )
+    other = _other_evaltrace_file(path, text)
+    if other is not None:  # where the file goes is all there is to say
+        return NotATraceFileError(f"{no_span}; {other}")
+    if whole:  # one document, damaged or holding no span: its first problem says which
+        return TraceFormatError(str(first))
+    return NotATraceFileError(f"{no_span} ({_detail(path, first)})")
+
+
+def _detail(path: str, problem: TraceFileProblem) -> str:
+    return f"{problem.place.removeprefix(f'{path}, ')}: {problem.message}"
+
+
+def _text_sample(path: str) -> str | None:
+    """The first bytes of the file as text; ``None`` when they are binary data."""
+    try:
+        with open_trace_file(path) as file:
+            sample = file.read(_SAMPLE_BYTES)
+    except OSError:
+        return ""  # gone since it was read: nothing more to tell
+    try:
+        text = sample.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if len(sample) < _SAMPLE_BYTES or exc.start < len(sample) - 3:
+            return None
+        text = sample[: exc.start].decode("utf-8-sig")  # a character cut by the sample's end
+    return None if "\x00" in text else text
+
+
+def _other_evaltrace_file(path: str, text: str) -> str | None:
+    """What to do with a dataset file or a saved run given as a trace file."""
+    dataset = f"this is a dataset file: run `evaltrace test {path}`"
+    if path.lower().endswith(_DATASET_SUFFIXES):
+        return dataset
+    if not _ENTRIES_KEY.search(text):
+        return None
+    if _RUN_ID_KEY.search(text):
+        return f"this is a saved run: read it with `evaltrace report {path}`"
+    return dataset
+
+
 def read_traces(path: str | os.PathLike[str]) -> TraceFile:
     """Read a trace file trace by trace, reporting the lines that cannot be read.
 
@@ -345,6 +477,10 @@ def read_traces(path: str | os.PathLike[str]) -> TraceFile:
     the :class:`TraceFile`, one trace at a time: memory holds one trace's spans (and where
     the other traces' lines are), not the file.
 
+    A trace whose parent links go round in a loop (a damaged file's) is read with the loop
+    broken at its earliest span, and the loop is a problem of the trace. An empty file holds
+    no trace; a file with lines none of which is a span is refused.
+
     Args:
         path: The file.
 
@@ -352,6 +488,11 @@ def read_traces(path: str | os.PathLike[str]) -> TraceFile:
         The traces of the file.
 
     Raises:
+        NotATraceFileError: ``path`` is not a regular file (a named pipe, a device, a folder:
+            it is not opened), or no line of it is a span; the message says what it looks
+            like instead (a dataset file, a saved run, binary data).
+        TraceFormatError: The file is one pretty-printed document of which no span can be
+            read (the message names its first problem).
         OSError: The file cannot be read.
 
     Example:

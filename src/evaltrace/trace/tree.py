@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ObservationNode",
+    "ParentCycle",
     "SpanPredicate",
     "build_trace",
+    "build_trace_and_cycles",
     "split_traces",
     "trace_to_text",
     "walk_trace",
@@ -94,6 +96,33 @@ class ObservationNode:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ParentCycle:
+    """Spans of one trace whose parent links go round in a loop: the trace is damaged.
+
+    A span's parent is the span it ran inside, so following parent links leads up to a root;
+    only a damaged file (or spans given wrong ids) holds a loop. :func:`build_trace` breaks
+    each loop at its earliest span, which becomes a root, so that no span is lost.
+
+    Example:
+        >>> a = SpanRecord(trace_id=1, span_id=1, parent_span_id=1, name="a",
+        ...                start_time_ns=1, end_time_ns=2)
+        >>> print(build_trace_and_cycles([a])[1][0])
+        span 0000000000000001 ('a') names itself as its parent
+    """
+
+    spans: tuple[SpanRecord, ...]
+    """The spans of the loop: the earliest first, then each one's parent in turn (the last
+    one's parent is the first)."""
+
+    def __str__(self) -> str:
+        first = self.spans[0]
+        if len(self.spans) == 1:
+            return f"span {first.span_id:016x} ({first.name!r}) names itself as its parent"
+        chain = " -> ".join(f"{span.span_id:016x} ({span.name!r})" for span in self.spans)
+        return f"the parent links of spans {chain} -> {first.span_id:016x} go round in a loop"
+
+
 def walk_trace(trace: Iterable[ObservationNode]) -> Iterator[ObservationNode]:
     """Yield every node of a trace (a list of roots), depth-first, root by root."""
     for node in trace:
@@ -139,7 +168,9 @@ def build_trace(
     ``span_id``; the records given for a span replace the values read from that span's
     ``evaltrace.wrap`` events (records hold the untruncated values); spans without records keep
     the values from their events (traces loaded from files). Records that match no span are put
-    on the earliest root. A span repeated in ``spans`` is kept once.
+    on the earliest root. A span repeated in ``spans`` is kept once. Parent links that go round
+    in a loop (a damaged file's) are broken at the loop's earliest span, which becomes a root;
+    :func:`build_trace_and_cycles` also says where.
 
     Args:
         spans: Finished spans, SDK spans or records, in any order.
@@ -152,14 +183,33 @@ def build_trace(
         >>> trace = build_trace(exporter.get_finished_spans())  # doctest: +SKIP
         >>> print(trace_to_text(trace))  # doctest: +SKIP
     """
+    return build_trace_and_cycles(spans, named_values)[0]
+
+
+def build_trace_and_cycles(
+    spans: Iterable[ReadableSpan | SpanRecord], named_values: Iterable[WrapRecord] = ()
+) -> tuple[list[ObservationNode], list[ParentCycle]]:
+    """:func:`build_trace`, and the loops of parent links it had to break.
+
+    The trace readers use it to report a damaged trace instead of scoring it as sound.
+
+    Returns:
+        The roots, as :func:`build_trace` gives them, and each loop of parent links found
+        (none in a sound trace), in the order of their earliest spans.
+
+    Example:
+        >>> roots, cycles = build_trace_and_cycles(spans)  # doctest: +SKIP
+        >>> [str(cycle) for cycle in cycles]  # doctest: +SKIP
+        []
+    """
     records: dict[_SpanKey, SpanRecord] = {}
     for span in spans:
         record = span if isinstance(span, SpanRecord) else SpanRecord.from_readable(span)
         records.setdefault((record.trace_id, record.span_id), record)
     if not records:
-        return []
+        return [], []
     ordered = sorted(records, key=lambda key: records[key].start_time_ns)
-    children, roots = _link(records, ordered)
+    children, roots, loops = _link(records, ordered)
 
     by_span_id: dict[int, list[_SpanKey]] = {}
     for key in ordered:
@@ -183,35 +233,58 @@ def build_trace(
         nodes[key] = ObservationNode(span=span_view(record, values))
     for key, child_keys in children.items():
         nodes[key].children = [nodes[child] for child in child_keys]
-    return [nodes[key] for key in roots]
+    cycles = [ParentCycle(spans=tuple(records[key] for key in loop)) for loop in loops]
+    return [nodes[key] for key in roots], cycles
 
 
 def _link(
     records: dict[_SpanKey, SpanRecord], ordered: list[_SpanKey]
-) -> tuple[dict[_SpanKey, list[_SpanKey]], list[_SpanKey]]:
-    """Return each span's children and the roots, all in start order."""
+) -> tuple[dict[_SpanKey, list[_SpanKey]], list[_SpanKey], list[list[_SpanKey]]]:
+    """Return each span's children and the roots, all in start order, and the parent loops."""
     children: dict[_SpanKey, list[_SpanKey]] = {key: [] for key in ordered}
     parents: dict[_SpanKey, _SpanKey] = {}
     roots: list[_SpanKey] = []
+    loops: list[list[_SpanKey]] = []
     for key in ordered:
         parent_id = records[key].parent_span_id
         parent = (key[0], parent_id) if parent_id is not None else None
-        if parent is not None and parent in records and parent != key:
+        if parent is None or parent not in records:
+            roots.append(key)
+        elif parent == key:  # its own parent: a loop of one
+            roots.append(key)
+            loops.append([key])
+        else:
             children[parent].append(key)
             parents[key] = parent
-        else:
-            roots.append(key)
-    # Spans whose parent links form a cycle (only possible in a damaged file) are reachable from
-    # no root; the earliest of each cycle becomes a root so that no span is lost.
     reached: set[_SpanKey] = set()
     _reach(roots, children, reached)
+    if len(reached) == len(ordered):
+        return children, roots, loops
+    # The spans reached from no root hang from loops of parent links (only a damaged file
+    # holds one): each loop is broken at its earliest span, which becomes a root, so that no
+    # span is lost and the spans below a loop stay under their parents.
+    rank = {key: position for position, key in enumerate(ordered)}
     for key in ordered:
-        if key not in reached:
-            children[parents.pop(key)].remove(key)
-            roots.append(key)
-            _reach([key], children, reached)
+        if key in reached:
+            continue
+        # Every span above an unreached span is unreached too, and a root is above none of
+        # them: the parent links from it end in a loop.
+        above: dict[_SpanKey, None] = {}
+        span = key
+        while span not in above:
+            above[span] = None
+            span = parents[span]
+        chain = list(above)
+        loop = chain[chain.index(span) :]
+        first = loop.index(min(loop, key=rank.__getitem__))
+        loop = loop[first:] + loop[:first]
+        children[parents.pop(loop[0])].remove(loop[0])
+        roots.append(loop[0])
+        loops.append(loop)
+        _reach([loop[0]], children, reached)
     roots.sort(key=lambda key: records[key].start_time_ns)
-    return children, roots
+    loops.sort(key=lambda loop: rank[loop[0]])
+    return children, roots, loops
 
 
 def _reach(
