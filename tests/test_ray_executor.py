@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ import pytest
 
 from evaltrace import load_traces, split_traces
 from evaltrace.datasets import RayExecutor, RayExecutorError, dataset_from_data, run_dataset
-from evaltrace.evals import CompletionStatus
+from evaltrace.evals import CompletionStatus, RunResult
 from evaltrace.llm import RateLimiter, configure_judge
 
 try:
@@ -159,3 +161,174 @@ async def test_a_dataset_built_in_code_cannot_run_on_ray(local_ray: str) -> None
 
     with pytest.raises(RayExecutorError, match="a dataset loaded from a file"):
         await run_dataset(dataset, executor=RayExecutor())
+
+
+FAULTY_APP = """\
+def double(number: int) -> int:
+    return 2 * number
+"""
+
+FAULTY_CHECKS = """\
+import os
+import threading
+import time
+from pathlib import Path
+
+from evaltrace import Evaluation
+
+
+def doubled(evaluable):
+    # Each evaluation leaves a line, so a test can count how often each entry ran.
+    with open(Path(__file__).with_name("runs.log"), "a") as log:
+        log.write(f"{evaluable.expectation}\\n")
+    fault = (evaluable.eval_metadata or {}).get("fault")
+    if fault == "exit":
+        time.sleep(0.5)  # the entries finished before this one have been handed back
+        os._exit(1)
+    if fault == "lock":
+        return Evaluation(score=1.0, details={"guard": threading.Lock()})
+    return evaluable.output_value() == evaluable.expectation
+"""
+
+
+DIES_IN_TEARDOWN = """\
+import os
+import time
+
+
+class Doubler:
+    async def run(self, number: int) -> int:
+        return 2 * number
+
+    async def teardown(self) -> None:
+        time.sleep(0.5)  # the entries have been handed back
+        os._exit(1)
+"""
+
+
+def write_faulty_project(
+    folder: Path,
+    faults: dict[int, str],
+    count: int = 40,
+    app: str = FAULTY_APP,
+    runnable: str = "app.py:double",
+) -> Path:
+    """A dataset of ``count`` entries that pass, but for the ``faults`` of some entries."""
+    (folder / "app.py").write_text(app)
+    (folder / "checks.py").write_text(FAULTY_CHECKS)
+    entries = [
+        {
+            "name": f"n{i:02d}",
+            "entry_kwargs": {"number": i},
+            "expectation": 2 * i,
+            "eval_metadata": {"fault": faults[i]} if i in faults else None,
+        }
+        for i in range(count)
+    ]
+    path = folder / "faulty.evaltrace.json"
+    document = {"name": "faulty", "runnable": runnable, "evaluators": ["checks.py:doubled"]}
+    path.write_text(json.dumps({**document, "entries": entries}))
+    return path
+
+
+def runs_per_entry(folder: Path) -> dict[int, int]:
+    """How often each entry's evaluator ran, by entry number."""
+    counts: dict[int, int] = {}
+    for line in (folder / "runs.log").read_text().splitlines():
+        counts[int(line) // 2] = counts.get(int(line) // 2, 0) + 1
+    return counts
+
+
+def test_evaltrace_test_finishes_the_run_when_an_entry_kills_its_worker(
+    local_ray: str, tmp_path: Path
+) -> None:
+    dataset = write_faulty_project(tmp_path, {7: "exit"})
+    evaltrace = Path(sys.executable).with_name("evaltrace")
+
+    done = subprocess.run(
+        [
+            str(evaltrace),
+            "test",
+            dataset.name,
+            "--executor",
+            "ray",
+            "--address",
+            local_ray,
+            "--output-dir",
+            "out",
+            "--no-scorecard",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert done.returncode == 1, done.stderr
+    (run,) = (tmp_path / "out").iterdir()
+    result = RunResult.model_validate_json((run / "result.json").read_text())
+    assert not result.interrupted
+    assert [entry.index for entry in result.entries] == list(range(40))
+    killed = result.entries[7]
+    assert killed.status is CompletionStatus.ERROR
+    assert killed.error is not None and killed.error.where == "worker"
+    assert "died" in killed.error.message
+    assert [e.error and e.error.where for e in killed.evaluations] == ["worker"]
+    others = [entry for entry in result.entries if entry.index != 7]
+    assert all(entry.status is CompletionStatus.SUCCESS for entry in others)
+
+
+@pytest.mark.anyio
+async def test_the_entries_of_a_batch_whose_worker_died_run_once_more_each(
+    local_ray: str, tmp_path: Path
+) -> None:
+    dataset = write_faulty_project(tmp_path, {7: "exit"})
+
+    result = await run_dataset(
+        dataset,
+        output_dir=tmp_path / "out",
+        concurrency=1,
+        executor=RayExecutor(batch_size=40),
+    )
+
+    # One at a time in one batch: 0-6 came back, 7 killed the worker (and again alone),
+    # 8-39 ran only after it.
+    assert runs_per_entry(tmp_path) == {i: 2 if i == 7 else 1 for i in range(40)}
+    assert [entry.status for entry in result.entries] == [
+        CompletionStatus.ERROR if i == 7 else CompletionStatus.SUCCESS for i in range(40)
+    ]
+    assert (tmp_path / "out" / result.run_id / "result.json").is_file()
+
+
+@pytest.mark.anyio
+async def test_an_entry_whose_result_cannot_be_sent_back_errors_alone(
+    local_ray: str, tmp_path: Path
+) -> None:
+    dataset = write_faulty_project(tmp_path, {5: "lock"}, count=12)
+
+    result = await run_dataset(dataset, executor=RayExecutor(batch_size=12))
+
+    unsent = result.entries[5]
+    assert unsent.status is CompletionStatus.ERROR
+    assert unsent.error is not None and unsent.error.where == "worker"
+    assert "cannot be sent back" in unsent.error.message
+    assert unsent.input == {"number": 5} and unsent.expectation == 10
+    assert all(
+        entry.status is CompletionStatus.SUCCESS for entry in result.entries if entry.index != 5
+    )
+
+
+@pytest.mark.anyio
+async def test_a_worker_that_dies_after_its_entries_came_back_is_the_runs_error(
+    local_ray: str, tmp_path: Path
+) -> None:
+    dataset = write_faulty_project(
+        tmp_path, {}, count=6, app=DIES_IN_TEARDOWN, runnable="app.py:Doubler"
+    )
+
+    result = await run_dataset(dataset, executor=RayExecutor(batch_size=3))
+
+    assert [entry.status for entry in result.entries] == [CompletionStatus.SUCCESS] * 6
+    assert runs_per_entry(tmp_path) == dict.fromkeys(range(6), 1)
+    assert [error.where for error in result.errors] == ["worker"]
+    assert "after the 3 entries of its batch had come back" in result.errors[0].message

@@ -32,8 +32,8 @@ __all__ = [
     "LocalExecutor",
     "PreparedDataset",
     "RunPlan",
+    "errored_entry",
     "run_entries",
-    "setup_failed",
 ]
 
 
@@ -142,7 +142,7 @@ class LocalExecutor:
             error = EvaluationError.from_exception(exc, where=phase)
             if phase == "setup":
                 for position in plan.positions:
-                    finished(setup_failed(plan, position, error), ())
+                    finished(errored_entry(plan, position, error), ())
             return [error]
         return []
 
@@ -199,8 +199,12 @@ async def run_entries(plan: RunPlan, finished: EntrySink) -> None:
     )
 
 
-def setup_failed(plan: RunPlan, position: int, error: EvaluationError) -> EntryResult:
-    """The result of an entry whose runnable's ``setup`` raised: errored, never run."""
+def errored_entry(plan: RunPlan, position: int, error: EvaluationError) -> EntryResult:
+    """The result of an entry that failed outside its own run: errored, never scored.
+
+    Its runnable's ``setup`` raised, or the worker running it died: ``error`` is the entry's
+    error and every evaluator's.
+    """
     index = plan.selected[position]
     entry = plan.prepared.dataset.entries[index]
     names = [evaluator_name(check) for check in plan.prepared.entry_evaluators[index]]

@@ -9,6 +9,22 @@ batch with the local executor (the runnable's ``setup`` and ``teardown`` around 
 and sends back each entry as JSON with its spans as lines of ``traces.jsonl``: the driver
 writes them to the results folder as they come, exactly as a local run does.
 
+When a worker process dies (an evaluator calls ``os._exit``, native code crashes, the
+out-of-memory killer strikes), only the entries it had not handed back are lost, and they
+run again. A batch is a streaming Ray task (a generator): the worker runs the batch in a
+thread and sends back what finished, a report at most every 20 ms and at once when the
+batch's last entry is in, so the driver holds every entry that came back and knows which
+ones it lacks. Those run again, each alone in a task of its own on a new worker: the entry
+that killed the worker is isolated, the others complete. An entry whose lone task dies too
+is recorded as errored (``where="worker"``) and the run goes on; a worker that dies after
+all its entries came back (in ``teardown``) is the run's error. An entry that came back
+never runs twice; one that finished in the last moment before the death, its report not
+yet sent, runs once more. (Ray's own retries would run the whole batch again; a task per
+entry would pay a task's cost for each.) An entry whose result cannot be encoded to be sent
+back (details that are not JSON values) errors alone, ``where="worker"``. Any other failure
+of a task (the dataset file missing on a node, a lost cluster) ends the run with
+:class:`RayExecutorError`; the entries that came back before it stand.
+
 Judge calls in every worker wait for one rate limiter, kept in a single Ray actor: the
 ``rate_limiter`` given, or the one configured with ``configure_judge(rate_limiter=...)`` in the
 driver. The driver's judge configuration (endpoint, model, key, timeout, retries) is sent to
@@ -23,15 +39,26 @@ from __future__ import annotations
 import functools
 import math
 import os
+import queue
 import sys
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 import anyio
+from pydantic_core import PydanticSerializationError
 
-from evaltrace._safe_text import exception_text
-from evaltrace.datasets.executor import EntrySink, LocalExecutor, PreparedDataset, RunPlan
+from evaltrace._safe_text import exception_message, exception_text, type_name
+from evaltrace.datasets.executor import (
+    EntrySink,
+    LocalExecutor,
+    PreparedDataset,
+    RunPlan,
+    errored_entry,
+)
 from evaltrace.datasets.references import ReferenceLoader
 from evaltrace.datasets.run import prepare_dataset
 from evaltrace.errors import EvaltraceError, MissingExtraError
@@ -49,10 +76,19 @@ _BATCHES_PER_WORKER: Final = 8
 """Batches per worker when the batch size is chosen: enough to even out uneven entries."""
 _MAX_BATCH: Final = 1000
 """The largest batch chosen by default."""
+_REPORT_EVERY: Final = 0.02
+"""Seconds a batch's task gathers finished entries into one report to the driver."""
+
+_Outgoing = tuple[str, list[str]] | list[EvaluationError] | BaseException
+"""What a batch's thread hands its task: an entry (JSON, spans), the batch's end (what failed
+outside the entries), or the exception that ended the batch."""
 
 
 class RayExecutorError(EvaltraceError, RuntimeError):
-    """Entries cannot run on Ray: a dataset not from a file, or a batch failed in a worker."""
+    """Entries cannot run on Ray: a dataset not from a file, or a task failed in a worker.
+
+    A worker that dies is not this error: its entries run again (see the module).
+    """
 
 
 def _import_ray() -> Any:
@@ -120,13 +156,28 @@ class _Job:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _BatchResult:
+class _Report:
+    """What a batch's task sends back each time: the entries it finished since the last one."""
+
     entries: list[str]
     """Each finished entry as JSON."""
     spans: list[list[str]]
     """Each entry's spans, as lines of ``traces.jsonl``."""
     errors: list[str]
-    """What failed outside the entries (``setup``, ``teardown``), as JSON."""
+    """What failed outside the entries (``setup``, ``teardown``), as JSON: in the last
+    report only."""
+
+
+@dataclass(kw_only=True)
+class _Batch:
+    """A batch's task, as the driver follows it."""
+
+    positions: list[int]
+    """The positions of its entries."""
+    alone: bool
+    """Whether it is an entry run again alone, after its first worker died."""
+    returned: set[int] = field(default_factory=set)
+    """The positions it handed back so far."""
 
 
 class RayExecutor:
@@ -186,7 +237,8 @@ class RayExecutor:
 
         Raises:
             RayExecutorError: The dataset was not loaded from a file, the runnable or
-                evaluators were given in code, or a batch failed in a worker.
+                evaluators were given in code, or a batch's task failed in a worker for
+                another reason than the death of the worker.
         """
         job = self._job(plan)
         ray = self._ray
@@ -257,7 +309,7 @@ class RayExecutor:
         size = self.batch_size or max(
             1, min(_MAX_BATCH, math.ceil(len(positions) / (workers * _BATCHES_PER_WORKER)))
         )
-        batches = [positions[start : start + size] for start in range(0, len(positions), size)]
+        batches = deque(positions[start : start + size] for start in range(0, len(positions), size))
         limiter = self.rate_limiter
         configured = judge_config().rate_limiter
         if limiter is None and isinstance(configured, RateLimiter):
@@ -265,49 +317,117 @@ class RayExecutor:
         actor = None
         if limiter is not None:
             actor = ray.remote(_RateLimitActor).remote(limiter.limits)
-        task = ray.remote(_run_batch).options(num_cpus=1, max_retries=0)
+        task = ray.remote(_run_batch).options(num_cpus=1, max_retries=0, num_returns="streaming")
+        lost = (
+            ray.exceptions.WorkerCrashedError,
+            ray.exceptions.OutOfMemoryError,
+            ray.exceptions.NodeDiedError,
+        )
         errors: dict[tuple[str, str, str | None], EvaluationError] = {}
-        pending: list[Any] = []
-        batch_of: dict[Any, list[int]] = {}
-        upcoming = iter(batches)
+        running: dict[Any, _Batch] = {}
+        retries: deque[int] = deque()  # entries whose worker died, to run once more, each alone
         try:
             while True:
-                while len(pending) < 2 * workers:
-                    batch = next(upcoming, None)
-                    if batch is None:
+                while len(running) < 2 * workers:
+                    if retries:
+                        batch = _Batch(positions=[retries.popleft()], alone=True)
+                    elif batches:
+                        batch = _Batch(positions=batches.popleft(), alone=False)
+                    else:
                         break
-                    pairs = [(position, plan.selected[position]) for position in batch]
-                    ref = task.remote(asdict(job), pairs, actor)
-                    pending.append(ref)
-                    batch_of[ref] = batch
-                if not pending:
+                    pairs = [(position, plan.selected[position]) for position in batch.positions]
+                    running[task.remote(asdict(job), pairs, actor)] = batch
+                if not running:
                     break
-                ready, pending = await anyio.to_thread.run_sync(
-                    functools.partial(ray.wait, pending, num_returns=1)
-                )
-                for ref in ready:
-                    batch = batch_of.pop(ref)
-                    try:
-                        outcome: _BatchResult = await anyio.to_thread.run_sync(ray.get, ref)
-                    except ray.exceptions.RayError as exc:
+                taken = await anyio.to_thread.run_sync(_take_ready, ray, list(running))
+                for stream, outcome in taken:
+                    batch = running[stream]
+                    if isinstance(outcome, _Report):
+                        for text, spans in zip(outcome.entries, outcome.spans, strict=True):
+                            entry = EntryResult.model_validate_json(text)
+                            batch.returned.add(entry.index)
+                            finished(entry, spans)
+                        failures = [EvaluationError.model_validate_json(t) for t in outcome.errors]
+                    elif outcome is None:
+                        failures = []
+                    elif isinstance(outcome, lost):
+                        failures = _after_death(plan, batch, outcome, retries, finished)
+                    else:
                         raise RayExecutorError(
-                            f"a batch of {len(batch)} entries (#{batch[0]}...) failed in a Ray "
-                            f"worker: {exception_text(exc)}"
+                            f"a batch of {len(batch.positions)} entries "
+                            f"(#{batch.positions[0]}...) failed in a Ray worker: "
+                            f"{exception_text(outcome)}"
                         ) from None
-                    for text, spans in zip(outcome.entries, outcome.spans, strict=True):
-                        finished(EntryResult.model_validate_json(text), spans)
-                    for text in outcome.errors:
-                        error = EvaluationError.model_validate_json(text)
+                    if not isinstance(outcome, _Report):
+                        del running[stream]
+                    for error in failures:
                         errors.setdefault((error.type, error.message, error.where), error)
             if actor is not None:
                 self.judge_calls = tuple(
                     await anyio.to_thread.run_sync(ray.get, actor.usage.remote())
                 )
         except BaseException:
-            for ref in pending:
-                ray.cancel(ref, force=True)
+            for stream in running:
+                ray.cancel(stream, force=True)
             raise
         return list(errors.values())
+
+
+def _take_ready(ray: Any, streams: list[Any]) -> list[tuple[Any, _Report | BaseException | None]]:
+    """Wait for some batches' tasks, and take the next report of each one that is ready.
+
+    Returns:
+        Each ready task with its report, the error that ended it, or ``None`` when it ended.
+    """
+    ray.wait(streams, num_returns=1)
+    ready, _ = ray.wait(streams, num_returns=len(streams), timeout=0)
+    taken: list[tuple[Any, _Report | BaseException | None]] = []
+    for stream in ready:
+        try:
+            ref = next(stream)
+        except StopIteration:
+            taken.append((stream, None))
+            continue
+        try:
+            taken.append((stream, ray.get(ref)))
+        except ray.exceptions.RayError as exc:
+            taken.append((stream, exc))
+    return taken
+
+
+def _after_death(
+    plan: RunPlan, batch: _Batch, exc: BaseException, retries: deque[int], finished: EntrySink
+) -> list[EvaluationError]:
+    """Settle a batch whose worker died.
+
+    Its entries that did not come back run again, each alone on a new worker; an entry that
+    was running alone already is errored.
+
+    Returns:
+        The run's error when the worker died after every entry had come back.
+    """
+    unreturned = [position for position in batch.positions if position not in batch.returned]
+    if not unreturned:
+        message = (
+            f"a Ray worker died after the {len(batch.positions)} entries of its batch had "
+            f"come back (in the runnable's teardown?). Ray: {exception_message(exc)}"
+        )
+        return [EvaluationError(type=type_name(exc), message=message, where="worker")]
+    if not batch.alone:
+        retries.extend(unreturned)
+        return []
+    error = EvaluationError(
+        type=type_name(exc),
+        message=(
+            "the Ray worker process died while running this entry, and again when it ran "
+            "alone on a new worker: something the entry runs ends its process (os._exit, a "
+            f"crash in native code, running out of memory). Ray: {exception_message(exc)}"
+        ),
+        where="worker",
+    )
+    for position in unreturned:
+        finished(errored_entry(plan, position, error), ())
+    return []
 
 
 @functools.lru_cache(maxsize=2)
@@ -316,8 +436,14 @@ def _prepared(dataset: str, run_id: str) -> PreparedDataset:
     return prepare_dataset(dataset, loader=ReferenceLoader())
 
 
-def _run_batch(job: dict[str, Any], pairs: Sequence[tuple[int, int]], actor: Any) -> _BatchResult:
-    """A Ray task: run one batch of entries in this worker; their results as JSON."""
+def _run_batch(
+    job: dict[str, Any], pairs: Sequence[tuple[int, int]], actor: Any
+) -> Iterator[_Report]:
+    """A Ray task: run one batch of entries in this worker, reporting them as they finish.
+
+    The batch runs in a thread of its own, with the local executor, while this generator
+    sends back what the thread finished.
+    """
     spec = _Job(**job)
     for folder in spec.paths:
         if folder not in sys.path:
@@ -333,16 +459,77 @@ def _run_batch(job: dict[str, Any], pairs: Sequence[tuple[int, int]], actor: Any
         timeout=spec.timeout,
         concurrency=spec.concurrency,
     )
-    entries: list[str] = []
-    spans: list[list[str]] = []
+    outbox: queue.SimpleQueue[_Outgoing] = queue.SimpleQueue()
 
     def collect(entry: EntryResult, records: Any) -> None:
-        entries.append(entry.model_copy(update={"index": positions[entry.index]}).model_dump_json())
-        spans.append([span if isinstance(span, str) else span_to_json(span) for span in records])
+        spans = [span if isinstance(span, str) else span_to_json(span) for span in records]
+        outbox.put((_entry_json(plan, entry, positions[entry.index]), spans))
+
+    def execute() -> None:
+        try:
+            outbox.put(anyio.run(LocalExecutor().execute, plan, collect))
+        except BaseException as exc:  # the task's failure, raised again by the generator
+            outbox.put(exc)
 
     limiter = SharedRateLimiter(actor) if actor is not None else None
     with configure_judge(**spec.judge, rate_limiter=limiter):
-        errors = anyio.run(LocalExecutor().execute, plan, collect)
-    return _BatchResult(
-        entries=entries, spans=spans, errors=[error.model_dump_json() for error in errors]
-    )
+        thread = threading.Thread(target=execute, name="evaltrace-ray-batch", daemon=True)
+        thread.start()
+        unsent = len(pairs)
+        ended = False
+        while not ended:
+            entries: list[str] = []
+            spans: list[list[str]] = []
+            errors: list[str] = []
+            for item in _gather(outbox, unsent):
+                if isinstance(item, BaseException):
+                    raise item
+                if isinstance(item, list):
+                    errors = [error.model_dump_json() for error in item]
+                    ended = True
+                else:
+                    entries.append(item[0])
+                    spans.append(item[1])
+            unsent -= len(entries)
+            yield _Report(entries=entries, spans=spans, errors=errors)
+        thread.join()
+
+
+def _gather(outbox: queue.SimpleQueue[_Outgoing], unsent: int) -> list[_Outgoing]:
+    """Wait for what the batch's thread hands over next, and what follows within a moment.
+
+    Gathers for up to :data:`_REPORT_EVERY` seconds, so that a report carries many quick
+    entries; but no longer than until the batch's last entry is in, so that the entries
+    are sent before the runnable's ``teardown`` (and whatever it does to the process).
+    """
+    items = [outbox.get()]
+    due = time.monotonic() + _REPORT_EVERY
+    while len(items) < unsent and isinstance(items[-1], tuple):
+        left = due - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            items.append(outbox.get(timeout=left))
+        except queue.Empty:
+            break
+    return items
+
+
+def _entry_json(plan: RunPlan, entry: EntryResult, position: int) -> str:
+    """The entry as JSON to send back; errored, if what it holds cannot be encoded."""
+    try:
+        return entry.model_copy(update={"index": position}).model_dump_json()
+    except PydanticSerializationError as exc:
+        error = EvaluationError(
+            type=type_name(exc),
+            message=(
+                f"the entry's result cannot be sent back from its Ray worker: "
+                f"{exception_message(exc)}; keep evaluation details to JSON values "
+                "(str, numbers, bools, None, lists, dicts) or pydantic models"
+            ),
+            where="worker",
+        )
+        failed = errored_entry(plan, entry.index, error)
+        return failed.model_copy(
+            update={"index": position, "trace_ids": entry.trace_ids}
+        ).model_dump_json()
