@@ -76,6 +76,8 @@ _BATCHES_PER_WORKER: Final = 8
 """Batches per worker when the batch size is chosen: enough to even out uneven entries."""
 _MAX_BATCH: Final = 1000
 """The largest batch chosen by default."""
+# bench_scale.py, 2,000 entries doing nothing (best of 7, loaded 2 cores): a report per entry
+# 2.6-3.4 s, gathered over 20 ms 1.5-2.7 s, one report per batch (no streaming) 2.1-3.2 s.
 _REPORT_EVERY: Final = 0.02
 """Seconds a batch's task gathers finished entries into one report to the driver."""
 
