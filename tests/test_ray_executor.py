@@ -282,20 +282,20 @@ def test_evaltrace_test_finishes_the_run_when_an_entry_kills_its_worker(
 async def test_the_entries_of_a_batch_whose_worker_died_run_once_more_each(
     local_ray: str, tmp_path: Path
 ) -> None:
-    dataset = write_faulty_project(tmp_path, {7: "exit"})
+    dataset = write_faulty_project(tmp_path, {7: "exit"}, count=12)
 
     result = await run_dataset(
         dataset,
         output_dir=tmp_path / "out",
         concurrency=1,
-        executor=RayExecutor(batch_size=40),
+        executor=RayExecutor(batch_size=12),
     )
 
     # One at a time in one batch: 0-6 came back, 7 killed the worker (and again alone),
-    # 8-39 ran only after it.
-    assert runs_per_entry(tmp_path) == {i: 2 if i == 7 else 1 for i in range(40)}
+    # 8-11 ran only after it.
+    assert runs_per_entry(tmp_path) == {i: 2 if i == 7 else 1 for i in range(12)}
     assert [entry.status for entry in result.entries] == [
-        CompletionStatus.ERROR if i == 7 else CompletionStatus.SUCCESS for i in range(40)
+        CompletionStatus.ERROR if i == 7 else CompletionStatus.SUCCESS for i in range(12)
     ]
     assert (tmp_path / "out" / result.run_id / "result.json").is_file()
 
