@@ -17,18 +17,18 @@ the JSONL trace format, which :func:`evaltrace.load_traces` reads.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from evaltrace._safe_text import exception_text, safe_str
+from evaltrace.capture.jsonl import span_line
 from evaltrace.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -276,37 +276,17 @@ def span_json_line(span: ReadableSpan) -> str:
     """
     context = span.context
     start = span.start_time or 0
-    data = {
-        "trace_id": f"{context.trace_id if context is not None else 0:032x}",
-        "span_id": f"{context.span_id if context is not None else 0:016x}",
-        "parent_span_id": None if span.parent is None else f"{span.parent.span_id:016x}",
-        "name": span.name,
-        "kind": span.kind.name,
-        "start_time_ns": start,
-        "end_time_ns": span.end_time or start,
-        "status": {"code": span.status.status_code.name, "description": span.status.description},
-        "attributes": _json_attributes(span.attributes),
-        "events": [
-            {
-                "name": event.name,
-                "timestamp_ns": event.timestamp,
-                "attributes": _json_attributes(event.attributes),
-            }
-            for event in span.events
-        ],
-        "resource": _json_attributes(span.resource.attributes),
-    }
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates stay escapes
-        text = json.dumps(data, separators=(",", ":"), default=str)
-    return text
-
-
-def _json_attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
-    if not attributes:
-        return {}
-    return {
-        key: list(value) if isinstance(value, tuple) else value for key, value in attributes.items()
-    }
+    return span_line(
+        trace_id=context.trace_id if context is not None else 0,
+        span_id=context.span_id if context is not None else 0,
+        parent_span_id=None if span.parent is None else span.parent.span_id,
+        name=span.name,
+        kind=span.kind.name,
+        start_time_ns=start,
+        end_time_ns=span.end_time or start,
+        status_code=span.status.status_code.name,
+        status_description=span.status.description,
+        attributes=span.attributes,
+        events=((event.name, event.timestamp, event.attributes) for event in span.events),
+        resource=span.resource.attributes,
+    )

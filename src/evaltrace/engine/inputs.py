@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from evaltrace._safe_text import safe_repr, type_name
@@ -41,12 +41,15 @@ class InputResult:
     """The input given to the runnable."""
     evaluable: Evaluable | None
     """What the evaluators scored (``None`` when it could not be built)."""
-    evaluations: list[Evaluation] = field(default_factory=list)
-    """One result per evaluator, in evaluator order."""
+    entry: EntryResult
+    """The input as saved data (see :meth:`to_entry`)."""
     run: RunOutcome | None = None
     """The run, or ``None`` when the evaluable already carried its output."""
-    entry: EntryResult | None = None
-    """The input as saved data (see :meth:`to_entry`)."""
+
+    @property
+    def evaluations(self) -> list[Evaluation]:
+        """One result per evaluator, in evaluator order."""
+        return self.entry.evaluations
 
     def to_entry(self, *, name: str | None = None, threshold: float | None = None) -> EntryResult:
         """This input as saved data: no live capture, only what a report or a diff needs.
@@ -56,15 +59,14 @@ class InputResult:
             threshold: The score an evaluation must reach to pass, for the status; the
                 run's by default.
         """
-        entry = self.entry or EntryResult(
-            index=self.index, name=str(self.index), evaluations=self.evaluations
-        )
         updates: dict[str, Any] = {}
         if name is not None:
             updates["name"] = name
         if threshold is not None:
-            updates["status"] = entry_status(entry.evaluations, entry.error, threshold=threshold)
-        return entry.model_copy(update=updates) if updates else entry
+            updates["status"] = entry_status(
+                self.entry.evaluations, self.entry.error, threshold=threshold
+            )
+        return self.entry.model_copy(update=updates) if updates else self.entry
 
 
 class Inputs(EntrySource):
@@ -197,9 +199,8 @@ def _row(scored: Scored) -> InputResult:
         index=entry.index,
         eval_input=entry.input,
         evaluable=scored.evaluable,
-        evaluations=scored.result.evaluations,
-        run=scored.run,
         entry=scored.result,
+        run=scored.run,
     )
 
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from evaltrace.capture.jsonl import span_line
 from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import NotATraceFileError, TraceFormatError
 from evaltrace.trace._fields import Invalid
@@ -72,11 +73,11 @@ def save_traces(
                     record = node.span.record
                     values = node.span.named_values
                     written = values if values != parse_named_values(record) else ()
-                    file.write(_line(_record_json(record, written)))
+                    file.write(_record_line(record, written))
                     count += 1
             else:
                 record = item if isinstance(item, SpanRecord) else SpanRecord.from_readable(item)
-                file.write(_line(_record_json(record, ())))
+                file.write(_record_line(record, ()))
                 count += 1
     return count
 
@@ -87,7 +88,7 @@ def span_to_json(span: ReadableSpan | SpanRecord) -> str:
     Useful to exporters that append spans to a file :func:`load_traces` can read.
     """
     record = span if isinstance(span, SpanRecord) else SpanRecord.from_readable(span)
-    return _line(_record_json(record, ())).rstrip("\n")
+    return _record_line(record, ()).rstrip("\n")
 
 
 def load_traces(path: str | os.PathLike[str]) -> list[ObservationNode]:
@@ -194,38 +195,8 @@ def _read_spans(name: str, data: bytes, spans: dict[tuple[int, int], tuple[ReadS
 # --- writing ------------------------------------------------------------------------------------
 
 
-def _line(data: dict[str, Any]) -> str:
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: keep them as escapes
-        text = json.dumps(data, separators=(",", ":"), default=str)
-    return text + "\n"
-
-
-def _record_json(record: SpanRecord, named_values: Iterable[WrapRecord]) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "trace_id": f"{record.trace_id:032x}",
-        "span_id": f"{record.span_id:016x}",
-        "parent_span_id": (
-            None if record.parent_span_id is None else f"{record.parent_span_id:016x}"
-        ),
-        "name": record.name,
-        "kind": record.kind,
-        "start_time_ns": record.start_time_ns,
-        "end_time_ns": record.end_time_ns,
-        "status": {"code": record.status_code, "description": record.status_description},
-        "attributes": _attributes_json(record.attributes),
-        "events": [
-            {
-                "name": event.name,
-                "timestamp_ns": event.timestamp_ns,
-                "attributes": _attributes_json(event.attributes),
-            }
-            for event in record.events
-        ],
-        "resource": _attributes_json(record.resource_attributes),
-    }
+def _record_line(record: SpanRecord, named_values: Iterable[WrapRecord]) -> str:
+    """The line of ``record`` in the JSONL trace format, with its newline."""
     values = [
         {
             "name": value.name,
@@ -239,15 +210,22 @@ def _record_json(record: SpanRecord, named_values: Iterable[WrapRecord]) -> dict
         }
         for value in named_values
     ]
-    if values:
-        data["named_values"] = values
-    return data
-
-
-def _attributes_json(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        key: list(value) if isinstance(value, tuple) else value for key, value in attributes.items()
-    }
+    line = span_line(
+        trace_id=record.trace_id,
+        span_id=record.span_id,
+        parent_span_id=record.parent_span_id,
+        name=record.name,
+        kind=record.kind,
+        start_time_ns=record.start_time_ns,
+        end_time_ns=record.end_time_ns,
+        status_code=record.status_code,
+        status_description=record.status_description,
+        attributes=record.attributes,
+        events=((e.name, e.timestamp_ns, e.attributes) for e in record.events),
+        resource=record.resource_attributes,
+        named_values=values,
+    )
+    return line + "\n"
 
 
 # --- reading: documents -------------------------------------------------------------------------
