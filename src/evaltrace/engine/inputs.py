@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from evaltrace._safe_text import safe_repr, type_name
@@ -31,25 +30,33 @@ __all__ = ["InputResult", "Inputs", "evaluate_inputs", "run_and_evaluate"]
 logger = logging.getLogger("evaltrace")
 
 
-@dataclass(kw_only=True)
 class InputResult:
     """Everything about one input of :func:`assert_pass`: the run, what was scored, results."""
 
-    index: int
-    """Position of the input."""
-    eval_input: Any
-    """The input given to the runnable."""
-    evaluable: Evaluable | None
-    """What the evaluators scored (``None`` when it could not be built)."""
-    entry: EntryResult
-    """The input as saved data (see :meth:`to_entry`)."""
-    run: RunOutcome | None = None
-    """The run, or ``None`` when the evaluable already carried its output."""
+    __slots__ = ("_scored", "eval_input", "evaluable", "index", "run")
+
+    def __init__(self, scored: Scored) -> None:
+        entry = scored.entry
+        assert entry is not None
+        self._scored = scored
+        self.index: int = entry.index
+        """Position of the input."""
+        self.eval_input: Any = entry.input
+        """The input given to the runnable."""
+        self.evaluable: Evaluable | None = scored.evaluable
+        """What the evaluators scored (``None`` when it could not be built)."""
+        self.run: RunOutcome | None = scored.run
+        """The run, or ``None`` when the evaluable already carried its output."""
 
     @property
     def evaluations(self) -> list[Evaluation]:
         """One result per evaluator, in evaluator order."""
-        return self.entry.evaluations
+        return self._scored.evaluations
+
+    @property
+    def entry(self) -> EntryResult:
+        """The input as saved data (built on first use; see :meth:`to_entry`)."""
+        return self._scored.result
 
     def to_entry(self, *, name: str | None = None, threshold: float | None = None) -> EntryResult:
         """This input as saved data: no live capture, only what a report or a diff needs.
@@ -59,14 +66,16 @@ class InputResult:
             threshold: The score an evaluation must reach to pass, for the status; the
                 run's by default.
         """
+        entry = self.entry
         updates: dict[str, Any] = {}
         if name is not None:
             updates["name"] = name
         if threshold is not None:
-            updates["status"] = entry_status(
-                self.entry.evaluations, self.entry.error, threshold=threshold
-            )
-        return self.entry.model_copy(update=updates) if updates else self.entry
+            updates["status"] = entry_status(entry.evaluations, entry.error, threshold=threshold)
+        return entry.model_copy(update=updates) if updates else entry
+
+    def __repr__(self) -> str:
+        return f"InputResult(index={self.index}, evaluations={self.evaluations!r})"
 
 
 class Inputs(EntrySource):
@@ -193,15 +202,7 @@ async def evaluate_inputs(
 
 
 def _row(scored: Scored) -> InputResult:
-    entry = scored.entry
-    assert entry is not None
-    return InputResult(
-        index=entry.index,
-        eval_input=entry.input,
-        evaluable=scored.evaluable,
-        entry=scored.result,
-        run=scored.run,
-    )
+    return InputResult(scored)
 
 
 async def run_and_evaluate(

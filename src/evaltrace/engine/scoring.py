@@ -23,6 +23,7 @@ import anyio
 
 from evaltrace.capture import conventions as conv
 from evaltrace.concurrency import StrayCancellationError, is_stray_cancellation
+from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.engine.entries import Entry
 from evaltrace.engine.runs import EntryPoint, RunOutcome, run_captured
 from evaltrace.evals.context import EvaluatorContext
@@ -31,7 +32,7 @@ from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import PreparedEvaluator, evaluate_prepared
 from evaltrace.evals.selectors import TraceSelector, root
 from evaltrace.evals.telemetry import export_evaluations
-from evaltrace.results.model import EntryResult, entry_status
+from evaltrace.results.model import CompletionStatus, EntryResult, entry_status
 from evaltrace.trace import ObservationNode, SpanRecord, SpanView, TraceFileProblem, walk_trace
 
 __all__ = [
@@ -47,22 +48,89 @@ _PROBLEMS_QUOTED: Final = 3
 """How many problems of a stored trace its error quotes."""
 
 
-@dataclass(kw_only=True, slots=True)
 class Scored:
-    """One entry, scored: its saved result, and what its run left in memory."""
+    """One entry, scored: what it gave, and what its run left in memory.
 
-    entry: Entry | None
-    """The entry (``None`` for one scored in another process, handed back as data)."""
-    result: EntryResult
-    """Its saved result."""
-    evaluable: Evaluable | None = None
-    """What the evaluators scored (``None`` when nothing could be)."""
-    run: RunOutcome | None = None
-    """The run of the app, with its live capture (``None`` when nothing ran here)."""
-    roots: Sequence[ObservationNode] = ()
-    """The trace scored (the run's, or the stored one)."""
-    lines: Sequence[str] | None = None
-    """Its spans as lines of ``traces.jsonl``, when it was scored in another process."""
+    Its saved result (:attr:`result`) is built when first asked for: a run that keeps no
+    entry and writes no folder (``evaluate_inputs``) builds none it does not use
+    (bench_runner.py: the runner's overhead against pydantic-evals).
+    """
+
+    __slots__ = (
+        "_result",
+        "entry",
+        "error",
+        "evaluable",
+        "evaluations",
+        "lines",
+        "roots",
+        "run",
+        "threshold",
+    )
+
+    def __init__(
+        self,
+        *,
+        entry: Entry | None,
+        result: EntryResult | None = None,
+        evaluations: list[Evaluation] | None = None,
+        error: EvaluationError | None = None,
+        evaluable: Evaluable | None = None,
+        run: RunOutcome | None = None,
+        roots: Sequence[ObservationNode] = (),
+        lines: Sequence[str] | None = None,
+        threshold: float = DEFAULT_THRESHOLD,
+    ) -> None:
+        if result is not None:
+            evaluations, error = result.evaluations, result.error
+        elif entry is None or evaluations is None:
+            raise ValueError("a scored entry is given its result, or its entry and evaluations")
+        self.entry = entry
+        """The entry (``None`` for one scored in another process, handed back as data)."""
+        self._result = result
+        self.evaluations: list[Evaluation] = evaluations
+        """One evaluation per evaluator, in their order."""
+        self.error = error
+        """What failed before the evaluators ran, if anything."""
+        self.evaluable = evaluable
+        """What the evaluators scored (``None`` when nothing could be)."""
+        self.run = run
+        """The run of the app, with its live capture (``None`` when nothing ran here)."""
+        self.roots = roots
+        """The trace scored (the run's, or the stored one)."""
+        self.lines = lines
+        """Its spans as lines of ``traces.jsonl``, when it was scored in another process."""
+        self.threshold = threshold
+        """The score that passes, for the status."""
+
+    @property
+    def result(self) -> EntryResult:
+        """Its saved result, built on first use."""
+        if self._result is None:
+            assert self.entry is not None
+            self._result = entry_result(
+                self.entry,
+                evaluations=self.evaluations,
+                error=self.error,
+                evaluable=self.evaluable,
+                run=self.run,
+                roots=self.roots,
+                threshold=self.threshold,
+            )
+        return self._result
+
+    @result.setter
+    def result(self, value: EntryResult) -> None:
+        self._result = value
+        self.evaluations = value.evaluations
+        self.error = value.error
+
+    @property
+    def status(self) -> CompletionStatus:
+        """How the entry ended (without building its saved result)."""
+        if self._result is not None:
+            return self._result.status
+        return entry_status(self.evaluations, self.error, threshold=self.threshold)
 
     def spans(self) -> Iterator[SpanRecord | str]:
         """Its spans, as records or as lines already encoded.
@@ -165,8 +233,8 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
         evaluations = await evaluate_all(prepared, ctx, scoring.timeout, label=entry.label)
     if roots:
         export_evaluations(evaluations, roots, threshold=scoring.threshold)
-    result = entry_result(
-        entry,
+    return Scored(
+        entry=entry,
         evaluations=evaluations,
         error=error,
         evaluable=evaluable,
@@ -174,7 +242,6 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
         roots=roots,
         threshold=scoring.threshold,
     )
-    return Scored(entry=entry, result=result, evaluable=evaluable, run=run, roots=roots)
 
 
 def _duration(entry: Entry) -> float | None:
