@@ -13,7 +13,12 @@ from typing import Any
 
 from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.concurrency import is_stray_cancellation
-from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
+from evaltrace.constants import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_EPOCH_REDUCER,
+    DEFAULT_EPOCHS,
+    DEFAULT_THRESHOLD,
+)
 from evaltrace.engine.config import RunConfig
 from evaltrace.engine.entries import Entry, EntrySource, EvaluatorPlans, Evaluators, SourceInfo
 from evaltrace.engine.run import execute
@@ -23,6 +28,7 @@ from evaltrace.evals.evaluable import UNSET, Evaluable, json_value
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.evaluator import EvaluatorFunction
 from evaltrace.evals.selectors import TraceSelector
+from evaltrace.judges.strategies import BaseJudgeAggregator
 from evaltrace.results.model import EntryResult, entry_status
 
 __all__ = ["InputResult", "Inputs", "evaluate_inputs", "run_and_evaluate"]
@@ -142,6 +148,8 @@ async def evaluate_inputs(
     run_id: str | None = None,
     attributes: Mapping[str, Any] | None = None,
     threshold: float = DEFAULT_THRESHOLD,
+    epochs: int = DEFAULT_EPOCHS,
+    reducer: str | BaseJudgeAggregator = DEFAULT_EPOCH_REDUCER,
 ) -> list[InputResult]:
     """Run each input once and score it with every evaluator; never raises for failures.
 
@@ -169,6 +177,11 @@ async def evaluate_inputs(
             evaluators as :attr:`EvaluatorContext.attributes`.
         threshold: The score that passes, for the statuses and the ``pass``/``fail`` label of
             the evaluations emitted as telemetry (``init(export_evaluations=True)``).
+        epochs: Run the app this many times per input, each run captured and scored on its
+            own; each evaluator's evaluations of the runs are reduced to one by ``reducer``
+            (the runs are in ``to_entry().epochs``; ``run`` is the first).
+        reducer: ``"mean"``, ``"median"``, ``"mode"``, ``"min"``, ``"max"``, or a strategy
+            such as ``AtLeastKAggregationStrategy(k=2)``.
 
     Raises:
         TypeError: ``eval_inputs`` is a string or not a sequence, or ``runnable``, an
@@ -182,6 +195,8 @@ async def evaluate_inputs(
         from_trace=from_trace,
         run_id=run_id,
         attributes=attributes if attributes is not None else {},
+        epochs=epochs,
+        reducer=reducer,
     )
     items = _as_list(eval_inputs, "eval_inputs", "one argument per run, e.g. ['q1', 'q2']")
     cases = _cases(evaluables, len(items))

@@ -176,6 +176,8 @@ def _header(source: EntrySource, config: RunConfig, executor: Executor | None) -
         "threshold": config.threshold,
         "from_trace": None if config.from_trace is None else evaluator_name(config.from_trace),
         "executor": "local" if executor is None else type(executor).__name__,
+        "epochs": config.epochs,
+        "reducer": config.reducer_name,
         **info.settings,
     }
     return _run_result(

@@ -32,7 +32,12 @@ from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import PreparedEvaluator, evaluate_prepared
 from evaltrace.evals.selectors import TraceSelector, root
 from evaltrace.evals.telemetry import export_evaluations
-from evaltrace.results.model import CompletionStatus, EntryResult, entry_status
+from evaltrace.judges.strategies import (
+    BaseJudgeAggregator,
+    NoValidJudgeResultsError,
+    build_aggregation_strategy,
+)
+from evaltrace.results.model import CompletionStatus, EntryResult, EpochResult, entry_status
 from evaltrace.trace import ObservationNode, SpanRecord, SpanView, TraceFileProblem, walk_trace
 
 __all__ = [
@@ -63,6 +68,7 @@ class Scored:
         "evaluable",
         "evaluations",
         "lines",
+        "others",
         "roots",
         "run",
         "threshold",
@@ -102,6 +108,8 @@ class Scored:
         """Its spans as lines of ``traces.jsonl``, when it was scored in another process."""
         self.threshold = threshold
         """The score that passes, for the status."""
+        self.others: list[RunOutcome] = []
+        """The other runs of an entry run several times (their captures, to release)."""
 
     @property
     def result(self) -> EntryResult:
@@ -149,8 +157,9 @@ class Scored:
 
     def release(self) -> None:
         """Drop the run's capture (its spans), once they are written."""
-        if self.run is not None:
-            self.run.handler.clear()
+        for run in [self.run, *self.others]:
+            if run is not None:
+                run.handler.clear()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -169,11 +178,17 @@ class Scoring:
     """The run's id, given to evaluators."""
     attributes: Mapping[str, Any]
     """The run's attributes, given to evaluators."""
+    epochs: int = 1
+    """How many times each entry that runs is run."""
+    reducer: BaseJudgeAggregator | None = None
+    """How an entry's runs are reduced (with ``epochs`` above 1)."""
 
 
 async def score(entry: Entry, scoring: Scoring) -> Scored:
     """Run (or read) ``entry`` and score it; never raises but for a cancellation of the run."""
     try:
+        if scoring.epochs > 1 and entry.trace is None:
+            return await _score_epochs(entry, scoring)
         return await _score(entry, scoring)
     except Exception as exc:  # a failure outside any evaluator still errors only its entry
         error = EvaluationError.from_exception(exc, where="runner")
@@ -242,6 +257,64 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
         roots=roots,
         threshold=scoring.threshold,
     )
+
+
+async def _score_epochs(entry: Entry, scoring: Scoring) -> Scored:
+    """Run ``entry`` ``scoring.epochs`` times, each run scored on its own, then reduce.
+
+    Each evaluator's evaluations of the runs are reduced to one by the run's reducer (the
+    strategies of repeated judging); the runs are kept in the saved entry's ``epochs``.
+    """
+    runs = [await _score(entry, scoring) for _ in range(scoring.epochs)]
+    reducer = scoring.reducer or build_aggregation_strategy("mean")
+    reduced = [
+        _reduce([run.evaluations[position] for run in runs], name, reducer)
+        for position, name in enumerate(entry.evaluators.names)
+    ]
+    first = runs[0].result
+    errors = [run.error for run in runs]
+    error = errors[0] if all(item is not None for item in errors) else None
+    epochs = [
+        EpochResult(
+            epoch=number,
+            output=run.result.output,
+            evaluations=run.evaluations,
+            error=run.error,
+            status=run.status,
+            duration_s=run.result.duration_s,
+            trace_ids=run.result.trace_ids,
+        )
+        for number, run in enumerate(runs)
+    ]
+    result = first.model_copy(
+        update={
+            "evaluations": reduced,
+            "error": error,
+            "status": entry_status(reduced, error, threshold=scoring.threshold),
+            "duration_s": sum(epoch.duration_s for epoch in epochs) / len(epochs),
+            "trace_ids": [trace_id for epoch in epochs for trace_id in epoch.trace_ids],
+            "epochs": epochs,
+        }
+    )
+    scored = Scored(
+        entry=entry,
+        result=result,
+        evaluable=runs[0].evaluable,
+        run=runs[0].run,
+        roots=[root for run in runs for root in run.roots],
+        threshold=scoring.threshold,
+    )
+    scored.others = [run.run for run in runs[1:] if run.run is not None]
+    return scored
+
+
+def _reduce(evaluations: list[Evaluation], name: str, reducer: BaseJudgeAggregator) -> Evaluation:
+    """One evaluator's evaluations of an entry's runs, reduced to one."""
+    try:
+        reduced = reducer.aggregate(evaluations, len(evaluations))
+    except NoValidJudgeResultsError:  # every run errored: the first one's error stands
+        return evaluations[0].model_copy(update={"evaluator": name})
+    return reduced.model_copy(update={"evaluator": name})
 
 
 def _duration(entry: Entry) -> float | None:
