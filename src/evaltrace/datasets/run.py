@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from evaltrace._safe_text import exception_text
+from evaltrace.concurrency import pending
 from evaltrace.constants import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DATASET_TIMEOUT,
@@ -273,6 +274,7 @@ def matches_filter(entry: DatasetEntry, entry_filter: EntryFilter | None) -> boo
     return bool(entry_filter(entry))
 
 
+@pending("evaltrace.run_dataset")
 async def run_dataset(
     dataset: DatasetSource,
     *,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from evaltrace._safe_text import safe_repr, type_name
-from evaltrace.concurrency import is_stray_cancellation
+from evaltrace.concurrency import is_stray_cancellation, pending
 from evaltrace.constants import (
     DEFAULT_CONCURRENCY,
     DEFAULT_EPOCH_REDUCER,
@@ -133,6 +133,7 @@ class Inputs(EntrySource):
             )
 
 
+@pending("evaltrace.evaluate_inputs")
 async def evaluate_inputs(
     runnable: Callable[..., Any],
     eval_inputs: Sequence[Any],
@@ -220,6 +221,7 @@ def _row(scored: Scored) -> InputResult:
     return InputResult(scored)
 
 
+@pending("evaltrace.run_and_evaluate")
 async def run_and_evaluate(
     evaluator: EvaluatorFunction,
     runnable: Callable[..., Any],

@@ -210,7 +210,8 @@ class EpochResult(BaseModel):
     """One run of the app for an entry run several times (one epoch), scored on its own.
 
     Example:
-        >>> EpochResult(epoch=1, evaluations=[Evaluation(score=1.0)]).status
+        >>> evaluations = [Evaluation(score=1.0)]
+        >>> EpochResult(epoch=1, evaluations=evaluations, status=entry_status(evaluations)).status
         <CompletionStatus.SUCCESS: 'SUCCESS'>
     """
 
