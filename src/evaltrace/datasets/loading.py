@@ -216,6 +216,7 @@ def _read(location: Path, file: str, max_bytes: int) -> bytes:
             file,
             "no such file",
             hint=f"check the path (relative paths start from {os.getcwd()})",
+            missing="file",
         ) from None
     except IsADirectoryError:
         raise _fail(file, "is a folder, not a dataset file", hint="name a file inside it") from None

@@ -62,6 +62,7 @@ from evaltrace.constants import RESULTS_DIR
 from evaltrace.errors import (
     EvaltraceError,
     ResultFileError,
+    ResultFileNotFoundError,
     ResultsFolderError,
     RunFolderBusyError,
 )
@@ -588,7 +589,8 @@ def scan_entries(
 
     Raises:
         DuplicateEntryError: Two lines hold the same entry index.
-        ResultFileError: A line is not an entry.
+        ResultFileError: A file is missing (a :class:`ResultFileNotFoundError`), or a line
+            is not an entry.
     """
     paths = [Path(file) for file in files]
     if len(paths) > 1 << _FILE_BITS:
@@ -600,7 +602,7 @@ def scan_entries(
         try:
             stream = open(path, "rb")
         except FileNotFoundError:
-            raise ResultFileError(f"{path}: no such file") from None
+            raise ResultFileNotFoundError(f"{path}: no such file") from None
         with stream:
             for line_number, line in enumerate(stream, start=1):
                 if not line.endswith(b"\n"):
@@ -711,8 +713,9 @@ def load_result(path: str | os.PathLike[str]) -> RunResult:
     """Read a saved run result: a ``result.json``, or a run's folder holding one.
 
     Raises:
-        ResultFileError: The file is missing, is not JSON, or is not a saved run result; the
-            message names the file and, for an invalid result, the first fields at fault.
+        ResultFileError: The file is missing (a :class:`ResultFileNotFoundError`, also a
+            ``FileNotFoundError``), is not JSON, or is not a saved run result; the message
+            names the file and, for an invalid result, the first fields at fault.
 
     Example:
         >>> result = load_result("evaltrace_results/20261123T104107.123456Z")  # doctest: +SKIP
@@ -727,7 +730,7 @@ def load_result(path: str | os.PathLike[str]) -> RunResult:
             if given.is_dir()
             else f"; give a {RESULT_FILE} or a run's folder ({RESULTS_DIR}/<run-id>/)"
         )
-        raise ResultFileError(f"{file}: no such file{hint}") from None
+        raise ResultFileNotFoundError(f"{file}: no such file{hint}") from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise ResultFileError(
@@ -825,7 +828,8 @@ def iter_entries(path: str | os.PathLike[str]) -> Iterator[EntryResult]:
     line without its end (the run was killed while writing it) is left out.
 
     Raises:
-        ResultFileError: The file is missing, or a line is not an entry.
+        ResultFileError: The file is missing (a :class:`ResultFileNotFoundError`), or a
+            line is not an entry.
 
     Example:
         >>> failed = [e.name for e in iter_entries(folder) if not e.status.passed]  # doctest: +SKIP
@@ -835,7 +839,7 @@ def iter_entries(path: str | os.PathLike[str]) -> Iterator[EntryResult]:
     try:
         stream = open(file, "rb")
     except FileNotFoundError:
-        raise ResultFileError(f"{file}: no such file") from None
+        raise ResultFileNotFoundError(f"{file}: no such file") from None
     with stream:
         for number, line in enumerate(stream, start=1):
             if not line.endswith(b"\n"):
