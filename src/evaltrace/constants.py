@@ -61,3 +61,7 @@ INPUTS_BETWEEN_CHECKPOINTS: Final = 16
 
 RESULTS_DIR: Final = "evaltrace_results"
 """The folder, in the current folder, that holds one folder per run unless told otherwise."""
+
+MAX_DATASET_BYTES: Final = 50 * 1024 * 1024
+"""The largest dataset file :func:`evaltrace.datasets.load_dataset` reads (50 MiB); larger ones
+are refused before reading. Pass ``max_bytes`` to allow more."""
