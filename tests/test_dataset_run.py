@@ -292,7 +292,8 @@ async def test_evaluators_given_in_code_replace_the_files_and_keep_its_aggregato
         evaluators=["NoSuchEvaluator", {"name": "label", "aggregators": aggregators}],
     )
 
-    result = await run_dataset(dataset, evaluators=[label])
+    with pytest.warns(UserWarning, match=r"'NoSuchEvaluator' \(not a known evaluator\)"):
+        result = await run_dataset(dataset, evaluators=[label])
 
     assert result.evaluators == ["label"]
     assert [item.status for item in result.entries] == [S.SUCCESS, S.SUCCESS, S.FAILED_SCORE_ZERO]

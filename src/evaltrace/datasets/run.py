@@ -147,7 +147,6 @@ def prepare_dataset(
         entry_evaluators=PerEntry.repeat([], len(loaded.entries)),
     )
     names = {evaluator_name(check): check for check in given}
-    _warn_unused_file_evaluators(loaded, list(names))
     aggregators = {
         spec.name: list(spec.aggregators) for spec in loaded.evaluators if spec.aggregators
     }
@@ -167,6 +166,7 @@ def prepare_dataset(
     problems = _aggregator_problems(loaded.source, aggregators)
     if problems:
         raise DatasetError(problems)
+    _warn_unused_file_evaluators(loaded, list(names))
     return PreparedDataset(
         resolved=resolved,
         entry_evaluators=PerEntry.repeat(given, len(loaded.entries)),
