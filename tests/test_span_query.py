@@ -184,9 +184,7 @@ def test_child_counts_and_child_conditions(trace: list[ObservationNode]) -> None
 def test_descendant_counts_and_conditions(trace: list[ObservationNode]) -> None:
     assert matching(trace, min_descendant_count=5) == ["answer"]
     assert matching(trace, some_descendant_has={"name_equals": "generate"}) == ["answer", "plan"]
-    assert matching(trace, min_child_count=1, no_descendant_has={"has_status": "error"}) == [
-        "plan"
-    ]
+    assert matching(trace, min_child_count=1, no_descendant_has={"has_status": "error"}) == ["plan"]
     assert matching(
         trace, min_child_count=1, all_descendants_have={"has_attribute_keys": ["input.value"]}
     ) == ["answer", "plan"]
