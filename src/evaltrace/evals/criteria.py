@@ -23,9 +23,9 @@ class ScoreThreshold:
 
     A score passes when it is ``>= threshold``. An errored evaluation fails its input. A skipped
     evaluation, or one that gave only a label, is left out; an input whose evaluations were all
-    left out is left out of the fraction. An input missing evaluations (an empty row, or fewer evaluations than the
-    widest row) fails: nothing missing ever counts as a pass. No input (or none scored) fails
-    the check.
+    left out is left out of the fraction. An input missing evaluations (an empty row, or fewer
+    evaluations than the widest row) fails: nothing missing ever counts as a pass. No input
+    (or none scored) fails the check.
 
     Example:
         >>> ScoreThreshold(threshold=0.7, pct=0.9)

@@ -64,9 +64,9 @@ class Evaluator(ABC):
 
     ``ctx`` is the :class:`EvaluatorContext` of the entry: the evaluable, the trace, the
     expectation and metadata, the entry's name and the run's attributes. Return an
-    :class:`Evaluation`, a float in ``[0, 1]``, a bool, or a string (a label). A sync ``evaluate`` runs in a
-    worker thread. The reports name the evaluator after its ``name`` attribute when it has
-    one, else after its class.
+    :class:`Evaluation`, a float in ``[0, 1]``, a bool, or a string (a label). A sync
+    ``evaluate`` runs in a worker thread. The reports name the evaluator after its ``name``
+    attribute when it has one, else after its class.
 
     A subclass is also a plain callable ``(evaluable, *, trace=None)``, so it fits wherever
     an evaluator function does.

@@ -5,8 +5,8 @@ as :class:`LLMSpan` (model calls) or :class:`ObserveSpan`; :func:`capture_traces
 :class:`MemoryTraceHandler` holding the runs started in its block; handlers added with
 :func:`add_handler` receive every span as a view; :func:`save_traces` / :func:`load_traces`
 keep traces in files, and :func:`read_traces` reads a file trace by trace, reporting the lines it
-cannot read; :func:`recorded_values` and :func:`span_documents` read what a run recorded; a :class:`SpanQuery`
-tests a span and the spans around it, declaratively.
+cannot read; :func:`recorded_values` and :func:`span_documents` read what a run recorded; a
+:class:`SpanQuery` tests a span and the spans around it, declaratively.
 """
 
 from __future__ import annotations

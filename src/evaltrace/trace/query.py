@@ -185,7 +185,7 @@ class SpanQuery(BaseModel):
         """Whether ``node`` (its span and the spans around it) matches this query."""
         return self._matches(node)
 
-    def _matches(self, node: ObservationNode) -> bool:  # noqa: C901 - one test per key
+    def _matches(self, node: ObservationNode) -> bool:
         if self.or_ is not None:
             return any(query._matches(node) for query in self.or_)
         if self.not_ is not None and self.not_._matches(node):
