@@ -2,7 +2,9 @@
 
 The metric functions are pure and synchronous; each docstring gives its formula. The metrics
 are also registered by name (:class:`Metric`, :func:`register_metric`), for the per-entry
-evaluators and pipeline evaluation alike.
+evaluators and pipeline evaluation alike. The deterministic evaluators of pydantic-evals keep
+their names and meanings: :class:`Contains`, :class:`IsInstance`, :class:`MaxDuration` and
+:class:`HasMatchingSpan` (with a :class:`SpanQuery`).
 
 Example:
     >>> from evaltrace.metrics import average_precision, token_f1
@@ -30,6 +32,7 @@ from evaltrace.metrics.classification import (
     build_dataset_evaluator,
     compute_dataset_evaluator_results,
 )
+from evaltrace.metrics.deterministic import Contains, HasMatchingSpan, IsInstance, MaxDuration
 from evaltrace.metrics.documents import (
     DocumentKey,
     DocumentKeyError,
@@ -66,8 +69,14 @@ from evaltrace.metrics.retrieval import (
     recall,
     reciprocal_rank,
 )
+from evaltrace.trace.query import SpanQuery
 
 __all__ = [
+    "Contains",
+    "HasMatchingSpan",
+    "IsInstance",
+    "MaxDuration",
+    "SpanQuery",
     "Comparison",
     "Metric",
     "MetricInputError",

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any, Literal, Self
 
@@ -161,6 +161,10 @@ class SpanQuery(BaseModel):
         """Compile the name's regular expression once."""
         if self.name_matches_regex is not None:
             self._regex = re.compile(self.name_matches_regex)
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        """The keys given, for ``repr`` (the others are ``None``)."""
+        return ((name, value) for name, value in super().__repr_args__() if value is not None)
 
     def __str__(self) -> str:
         """The query as the JSON a dataset file would hold, durations in seconds."""
