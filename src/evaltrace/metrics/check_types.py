@@ -487,10 +487,7 @@ def _regex_value(value: Any) -> re.Pattern[str]:
         return re.compile(pattern)
     except re.error as exc:
         raise CheckValueError(
-            f"not a regular expression: {exc}",
-            found=shown(pattern, 60),
-            hint="write the pattern in Python's re syntax (in JSON, a backslash is written "
-            'twice: "\\\\d+")',
+            f"not a regular expression: {exc}", found=shown(pattern, 60)
         ) from None
 
 
