@@ -4,8 +4,12 @@ MaxDuration and HasMatchingSpan; run on real ``@wrap`` apps through ``run_and_ev
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,6 +19,8 @@ from pydantic import BaseModel
 from evaltrace import Evaluable, Evaluation, NamedData, evaluate, run_and_evaluate, wrap
 from evaltrace.datasets import lookup_evaluator
 from evaltrace.metrics import Contains, HasMatchingSpan, IsInstance, MaxDuration, SpanQuery
+
+EVALTRACE = str(Path(sys.executable).with_name("evaltrace"))
 
 
 def scored(evaluator: Any, output: Any, **outputs: Any) -> Evaluation:
@@ -190,3 +196,87 @@ def test_each_is_registered_under_its_name_for_dataset_files(name: str) -> None:
 
 def test_a_display_name_may_be_given() -> None:
     assert scored(Contains("a", name="mentions a"), "a").evaluator == "mentions a"
+
+
+# --- from a dataset file ------------------------------------------------------------------------
+
+RAG_APP = """\
+from evaltrace import wrap
+
+
+@wrap(kind="retriever")
+def search(question: str) -> list[str]:
+    return ["Paris is the capital of France."]
+
+
+@wrap(kind="llm")
+def generate(question: str, documents: list[str]) -> dict:
+    return {"city": "Paris", "sources": len(documents)}
+
+
+@wrap
+def answer(question: str) -> dict:
+    return generate(question, search(question))
+"""
+
+
+def test_a_dataset_file_names_them_with_their_args(tmp_path: Path) -> None:
+    (tmp_path / "rag.py").write_text(RAG_APP)
+    (tmp_path / "rag.evaltrace.json").write_text(
+        json.dumps(
+            {
+                "runnable": "rag.py:answer",
+                "evaluators": [
+                    {"name": "Contains", "args": {"value": {"city": "Paris"}}},
+                    {"name": "IsInstance", "args": {"type_name": "dict"}},
+                    {"name": "MaxDuration", "args": {"seconds": 30}},
+                    {
+                        "name": "HasMatchingSpan",
+                        "args": {
+                            "query": {
+                                "has_kind": "llm",
+                                "some_ancestor_has": {"name_equals": "answer"},
+                            }
+                        },
+                    },
+                ],
+                "entries": [{"name": "capital", "entry_kwargs": {"question": "capital?"}}],
+            }
+        )
+    )
+
+    done = subprocess.run(
+        [EVALTRACE, "test", "rag.evaltrace.json", "--no-scorecard"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "| capital | SUCCESS | 1.00 pass | 1.00 pass  | 1.00 pass   | 1.00 pass " in done.stdout
+
+
+def test_a_bad_span_query_in_a_dataset_file_names_the_key(tmp_path: Path) -> None:
+    (tmp_path / "rag.py").write_text(RAG_APP)
+    (tmp_path / "rag.evaltrace.json").write_text(
+        json.dumps(
+            {
+                "runnable": "rag.py:answer",
+                "evaluators": [{"name": "HasMatchingSpan", "args": {"query": {"kind": "llm"}}}],
+                "entries": [{"entry_kwargs": {"question": "capital?"}}],
+            }
+        )
+    )
+
+    done = subprocess.run(
+        [EVALTRACE, "test", "rag.evaltrace.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 2
+    assert "evaluators[0]: " in done.stderr
+    assert "query is not a valid span query: kind: unknown key" in done.stderr, done.stderr

@@ -287,6 +287,16 @@ class MaxDuration(Evaluator):
         return Evaluation(score=float(within), reasoning=reasoning, evaluator=self.name)
 
 
+def _problems(error: ValidationError) -> str:
+    """Each problem of a span query on one line: where, then what (``kind: unknown key``)."""
+    described = []
+    for problem in error.errors(include_url=False):
+        where = ".".join(str(part) for part in problem["loc"]) or "the query"
+        what = "unknown key" if problem["type"] == "extra_forbidden" else problem["msg"]
+        described.append(f"{where}: {what.removeprefix('Value error, ')}")
+    return "; ".join(described)
+
+
 class HasMatchingSpan(Evaluator):
     """Some span of the trace matches ``query``.
 
@@ -310,7 +320,7 @@ class HasMatchingSpan(Evaluator):
             try:
                 self.query = SpanQuery.model_validate(query)
             except ValidationError as exc:
-                raise ValueError(f"query is not a valid span query: {exc}") from None
+                raise ValueError(f"query is not a valid span query: {_problems(exc)}") from None
         self.name = name or "HasMatchingSpan"
         """The display name."""
 
