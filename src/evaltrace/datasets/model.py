@@ -148,11 +148,6 @@ class CheckSpec(BaseModel):
         """The value, or :data:`~evaltrace.metrics.check_types.MISSING` when none was given."""
         return self.value if "value" in self.model_fields_set else MISSING
 
-    @property
-    def display_name(self) -> str:
-        """How reports name the check."""
-        return self.name or check_name(self.type, self.given_value)
-
     def to_check(self) -> Check:
         """The evaluator applying this check.
 
