@@ -127,7 +127,7 @@ def test_csv_needs_no_pandas(monkeypatch: pytest.MonkeyPatch) -> None:
     assert lines[0].startswith(
         "run_id,run,entry_index,entry,description,entry_status,input,output,expectation,evaluator,"
     )
-    assert lines[1].startswith("20260101-000000,geo,0,e0,,SUCCESS,,,,exact,scored,1.0,True,")
+    assert lines[1].startswith("20260101-000000,geo,0,e0,,SUCCESS,,,,exact,scored,1.0,,True,")
 
 
 def test_task_outcomes_as_a_dataframe_group_by_task_type() -> None:

@@ -312,7 +312,11 @@ def test_the_schema_describes_every_field_of_the_models() -> None:
     }
     assert all(field.get("description") for field in entry["properties"].values())
     spec = schema["$defs"]["EvaluatorSpec"]
-    assert [option.get("type") for option in spec["anyOf"]] == ["string", "object"]
+    assert [option.get("type") for option in spec["anyOf"]] == ["string", "object", None]
+    assert spec["anyOf"][2] == {"$ref": "#/$defs/CheckSpec"}
+    check = schema["$defs"]["CheckSpec"]
+    assert set(check["properties"]) == {"type", "value", "name", "output"}
+    assert check["required"] == ["type"] and check["additionalProperties"] is False
 
 
 def test_importing_evaltrace_does_not_import_datasets_or_yaml() -> None:

@@ -229,10 +229,14 @@ def test_every_evaluator_judge_and_metric_shipped_is_registered_by_name() -> Non
         "AnswerExactMatch",
         "AnswerF1",
         "SemanticAnswerSimilarity",
+        "Contains",
+        "IsInstance",
+        "MaxDuration",
+        "HasMatchingSpan",
     }
     shipped = autoevals_factories | metrics
 
-    assert len(BUILTIN_EVALUATORS) == 28
+    assert len(BUILTIN_EVALUATORS) == 32
     assert shipped <= set(registered_evaluators())
     for name in shipped:
         home = evaltrace.judges if name in autoevals_factories else evaltrace.metrics

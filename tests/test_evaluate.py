@@ -90,7 +90,8 @@ async def test_raising_evaluator_is_an_errored_evaluation_not_a_zero() -> None:
         (float("nan"), "returned the score nan"),
         (1.5, "returned the score 1.5"),
         (-0.1, "returned the score -0.1"),
-        ("great", "returned str 'great'"),
+        ("", "returned an empty string"),
+        (b"great", "returned bytes b'great'"),
         (None, "returned NoneType None"),
     ],
 )

@@ -219,7 +219,7 @@ async def test_failing_evaluators_leave_the_other_results_intact() -> None:
         return 1.5
 
     async def text(evaluable: Evaluable) -> str:
-        return "x"
+        return ""  # a string is a label, but an empty one is no result
 
     with pytest.raises(EvalAssertionError) as info:
         await assert_pass(app, ["a", "b"], [ok, raises, hangs, nan, too_high, text], timeout=0.1)
@@ -236,7 +236,7 @@ async def test_failing_sync_evaluators_leave_the_other_results_intact() -> None:
 
     with pytest.raises(EvalAssertionError) as info:
         await assert_pass(
-            str.upper, ["a", "b"], [upper_ok, raises, lambda e: float("nan"), lambda e: "x"]
+            str.upper, ["a", "b"], [upper_ok, raises, lambda e: float("nan"), lambda e: ""]
         )
     for row in info.value.results:
         assert row[0].score == 1.0

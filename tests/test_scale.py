@@ -68,7 +68,7 @@ def parity(evaluable):
     number = int(evaluable.output_value("answer").split()[-1]) // 2
     actual = "even" if number % 2 == 0 else "odd"
     expected = evaluable.eval_metadata["parity"]
-    return Evaluation(score=float(actual == expected),
+    return Evaluation(score=float(actual == expected), label=actual,
                       details={"expected": expected, "actual": actual})
 """
 
@@ -177,6 +177,21 @@ async def test_merged_shards_equal_an_unsharded_run(tmp_path: Path) -> None:
     assert sorted(f"{one[0].span.trace_id:032x}" for one in traces) == sorted(
         trace_id for entry in merged.entries for trace_id in entry.trace_ids
     )
+
+
+@pytest.mark.anyio
+async def test_a_merged_run_counts_the_statuses_and_labels_of_every_shard(tmp_path: Path) -> None:
+    dataset = write_project(tmp_path, 12)
+    whole = await run_dataset(dataset)
+    folders = []
+    for k in (1, 2):
+        shard = await run_dataset(dataset, output_dir=tmp_path / "shards", shard=Shard(k, 2))
+        folders.append(tmp_path / "shards" / shard.run_id)
+
+    merged = load_result(merge_results(folders, tmp_path / "merged"))
+
+    assert merged.counts == whole.counts
+    assert merged.label_counts == whole.label_counts == {"parity": {"even": 6, "odd": 6}}
 
 
 @pytest.mark.anyio

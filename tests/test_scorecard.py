@@ -388,11 +388,13 @@ def test_fields_at_their_default_are_left_out_and_listed_once(html: str) -> None
     assert data["defaults"]["entry"]["error"] is None
     assert data["defaults"]["span"]["children"] == []
     assert data["defaults"]["evaluation"] == {
+        "score": None,
         "reasoning": "",
         "details": {},
         "error": None,
         "skipped": False,
         "evaluator": None,
+        "label": None,
     }
 
 

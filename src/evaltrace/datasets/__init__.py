@@ -24,7 +24,14 @@ from evaltrace.constants import DEFAULT_DATASET_TIMEOUT
 from evaltrace.datasets.assertions import DatasetPassResult, assert_dataset_pass
 from evaltrace.datasets.entries import DatasetEntries, PreparedDataset
 from evaltrace.datasets.loading import MAX_DATASET_BYTES, dataset_from_data, load_dataset
-from evaltrace.datasets.model import INHERIT, Dataset, DatasetEntry, EvaluatorSpec, NamedInput
+from evaltrace.datasets.model import (
+    INHERIT,
+    CheckSpec,
+    Dataset,
+    DatasetEntry,
+    EvaluatorSpec,
+    NamedInput,
+)
 from evaltrace.datasets.problems import (
     DatasetAttributeError,
     DatasetError,
@@ -74,6 +81,7 @@ __all__ = [
     "assert_dataset_pass",
     "INHERIT",
     "MAX_DATASET_BYTES",
+    "CheckSpec",
     "Dataset",
     "DatasetEntry",
     "DatasetAttributeError",

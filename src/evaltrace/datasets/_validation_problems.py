@@ -2,24 +2,37 @@
 
 Pydantic locates an error by a tuple such as ``("entries", 3, "eval_input", 0, "name")``; it
 also inserts the names of union members (``"fscore"`` for a discriminated aggregator spec,
-``"json-or-python[...]"`` inside a JSON value). The location is rendered without those, and
-the model at the location supplies the known keys for suggesting a misspelt one.
+``"json-or-python[...]"`` inside a JSON value). The location is rendered without those (and
+without the ``check`` that holds a check item inside its evaluator spec), and the model at
+the location supplies the known keys for suggesting a misspelt one.
+
+A problem with a check's value (a regular expression that does not compile, a schema that is
+not a JSON schema) is also given its line and column in the file, when the caller can find
+them (:data:`Locator`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import types
 import typing
-from collections.abc import Mapping, Sequence
-from typing import Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, TypeAlias
 
 from pydantic import BaseModel, JsonValue
 from pydantic_core import ErrorDetails
 
-from evaltrace.datasets.model import Dataset
+from evaltrace.datasets.model import CheckSpec, Dataset, EvaluatorSpec
 from evaltrace.datasets.problems import DatasetProblem, closest, describe_value, format_location
 
-__all__ = ["Unreadable", "problems_from_errors"]
+__all__ = ["Locator", "Unreadable", "problems_from_errors"]
+
+Locator: TypeAlias = Callable[[Sequence[str | int]], tuple[int, int] | None]
+"""Finds where a value is in the file's text: its path (``["evaluators", 1, "value"]``) to its
+1-based line and column, or ``None`` when it cannot be found."""
+
+_LOCATED: Final = frozenset({"check_value"})
+"""The kinds of problem given a line and column: those whose fix is in the value itself."""
 
 
 class Unreadable:
@@ -64,7 +77,11 @@ _UNION_NOISE: Final = ("is_instance_of",)  # the Unset member of ``JsonValue | U
 
 
 def problems_from_errors(
-    errors: Sequence[ErrorDetails], *, file: str, root: type[BaseModel] = Dataset
+    errors: Sequence[ErrorDetails],
+    *,
+    file: str,
+    root: type[BaseModel] = Dataset,
+    locate: Locator | None = None,
 ) -> list[DatasetProblem]:
     """One problem per pydantic error about a document validated as ``root``.
 
@@ -72,13 +89,19 @@ def problems_from_errors(
         errors: ``ValidationError.errors()``.
         file: How problems name the file.
         root: The model the document was validated as.
+        locate: Finds a value's line and column in the file (for a check's value).
     """
     problems = []
     for error in errors:
         if error["type"] in _UNION_NOISE:
             continue
         parts, parent = _walk(root, error["loc"])
-        problems.append(_problem(error, file, parts, parent))
+        problem = _problem(error, file, parts, parent)
+        if locate is not None and error["type"] in _LOCATED:
+            found = locate(parts)
+            if found is not None:
+                problem = dataclasses.replace(problem, line=found[0], column=found[1])
+        problems.append(problem)
     return problems
 
 
@@ -154,9 +177,19 @@ def _problem(
             file=file,
             location=location,
             message="not an evaluator",
-            expected="an evaluator name, or an object with 'name' (and optionally 'args', "
-            "'aggregators')",
+            expected="an evaluator name, an object with 'name' (and optionally 'args', "
+            "'aggregators'), or a check with 'type' (and 'value')",
             found=found,
+        )
+    if kind == "check_value":
+        context = error.get("ctx", {})
+        return DatasetProblem(
+            file=file,
+            location=location,
+            message=str(context.get("message") or error["msg"]),
+            expected=context.get("expected"),
+            found=context.get("found"),
+            hint=context.get("hint"),
         )
     if kind == "literal_error":
         return DatasetProblem(
@@ -190,6 +223,9 @@ def _walk(root: type[BaseModel], loc: Sequence[str | int]) -> tuple[list[str | i
             current = _item_type(current)
             continue
         if isinstance(current, type) and issubclass(current, BaseModel):
+            if current is EvaluatorSpec and part == "check":
+                current = CheckSpec  # a check item is the spec in the file: no key of its own
+                continue
             parts.append(part)
             current = _field_type(current, part)
             continue

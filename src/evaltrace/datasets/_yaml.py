@@ -15,6 +15,7 @@ for aliases that would expand it beyond what a file of the size limit could spel
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, ClassVar, Final
 
 import yaml
@@ -22,7 +23,7 @@ from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
-__all__ = ["YamlProblem", "parse_yaml"]
+__all__ = ["YamlProblem", "parse_yaml", "yaml_position"]
 
 try:
     from yaml._yaml import CParser
@@ -152,6 +153,39 @@ def parse_yaml(text: str, *, max_nodes: int) -> Any:
             raise _problem(exc) from None
     finally:
         loader.dispose()
+
+
+def yaml_position(text: str, path: Sequence[str | int]) -> tuple[int, int] | None:
+    r"""The 1-based line and column where the value at ``path`` starts in a YAML document.
+
+    Args:
+        text: The document (valid YAML, as :func:`parse_yaml` read it).
+        path: Keys and indexes from the top, e.g. ``["evaluators", 1, "value"]``.
+
+    Returns:
+        The line and column, or ``None`` when there is no value at ``path``.
+
+    Example:
+        >>> yaml_position("a:\n  - 1\n  - b: two\n", ["a", 1, "b"])
+        (3, 8)
+    """
+    loader = _DatasetLoader(text)
+    try:
+        node: yaml.Node | None = loader.get_single_node()
+    except (yaml.YAMLError, RecursionError):
+        return None
+    finally:
+        loader.dispose()
+    for part in path:
+        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            node = next((value for key, value in node.value if key.value == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            node = node.value[part] if 0 <= part < len(node.value) else None
+        else:
+            return None
+    if node is None:
+        return None
+    return node.start_mark.line + 1, node.start_mark.column + 1
 
 
 def _problem(exc: yaml.MarkedYAMLError) -> YamlProblem:

@@ -58,6 +58,7 @@ def run_fingerprint(
         spec.name
         for specs in [dataset.evaluators, *(entry.evaluators or [] for entry in dataset.entries)]
         for spec in specs
+        if spec.check is None  # a check's name is its type and value, never a reference
     ]
     return RunFingerprint(
         evaltrace=version(),

@@ -15,11 +15,13 @@ file is JSON when it starts with ``{`` and YAML otherwise.
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import json.scanner
 import math
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -28,8 +30,8 @@ from pydantic import ValidationError
 from evaltrace._safe_text import exception_message
 from evaltrace.checks import check_count
 from evaltrace.constants import MAX_DATASET_BYTES
-from evaltrace.datasets._validation_problems import Unreadable, problems_from_errors
-from evaltrace.datasets._yaml import YamlProblem, parse_yaml
+from evaltrace.datasets._validation_problems import Locator, Unreadable, problems_from_errors
+from evaltrace.datasets._yaml import YamlProblem, parse_yaml, yaml_position
 from evaltrace.datasets.model import (
     Dataset,
     DatasetEntry,
@@ -39,7 +41,7 @@ from evaltrace.datasets.model import (
 )
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, describe_value
 
-__all__ = ["MAX_DATASET_BYTES", "dataset_from_data", "load_dataset"]
+__all__ = ["MAX_DATASET_BYTES", "dataset_from_data", "json_position", "load_dataset"]
 
 
 _NAME_SUFFIXES: Final = (".json", ".yaml", ".yml", ".evaltrace")
@@ -77,13 +79,19 @@ def load_dataset(path: str | os.PathLike[str], *, max_bytes: int = MAX_DATASET_B
     text = _decode(data, file)
     if _format_of(location, text) == "json":
         document = _parse_json(text, file)
+        locate: Locator = functools.partial(json_position, text)
     else:
         document = _parse_yaml(text, file, max_bytes)
-    return dataset_from_data(document, file=file, path=location)
+        locate = functools.partial(yaml_position, text)
+    return dataset_from_data(document, file=file, path=location, locate=locate)
 
 
 def dataset_from_data(
-    data: object, *, file: str = "<dataset>", path: Path | None = None
+    data: object,
+    *,
+    file: str = "<dataset>",
+    path: Path | None = None,
+    locate: Locator | None = None,
 ) -> Dataset:
     """Validate parsed data as a dataset, reporting every problem at once.
 
@@ -91,6 +99,8 @@ def dataset_from_data(
         data: What a dataset file holds, parsed (a dict).
         file: How problems name the source.
         path: The file the data came from (references resolve against its folder).
+        locate: Finds a value's line and column in the file's text, for the problems whose
+            fix is in the value (a check's regular expression or schema).
 
     Raises:
         DatasetError: The data is not a valid dataset.
@@ -114,7 +124,7 @@ def dataset_from_data(
     try:
         dataset = Dataset.model_validate(data, context=scope.context())
     except ValidationError as exc:
-        problems = problems_from_errors(exc.errors(include_url=False), file=file)
+        problems = problems_from_errors(exc.errors(include_url=False), file=file, locate=locate)
         problems += _cross_field_problems_of_valid_parts(data, file)
         raise DatasetError(problems) from None
     except RecursionError:
@@ -325,6 +335,72 @@ def _parse_json(text: str, file: str) -> Any:
     if duplicated:
         raise DatasetError(_duplicate_key_problems(text, file, duplicated))
     return data
+
+
+def json_position(text: str, path: Sequence[str | int]) -> tuple[int, int] | None:
+    r"""The 1-based line and column where the value at ``path`` starts in a JSON document.
+
+    Args:
+        text: The document (valid JSON).
+        path: Keys and indexes from the top, e.g. ``["evaluators", 1, "value"]``.
+
+    Returns:
+        The line and column, or ``None`` when there is no value at ``path``.
+
+    Example:
+        >>> json_position('{"a": [1,\n  {"b": 2}]}', ["a", 1, "b"])
+        (2, 9)
+    """
+    decoder = json.JSONDecoder()
+    at = _skip_space(text, 0)
+    try:
+        for part in path:
+            if isinstance(part, str) and text.startswith("{", at):
+                at = _member(decoder, text, at + 1, part)
+            elif isinstance(part, int) and text.startswith("[", at):
+                at = _item(decoder, text, at + 1, part)
+            else:
+                return None
+            if at < 0:
+                return None
+    except (ValueError, RecursionError, IndexError):
+        return None
+    line_start = text.rfind("\n", 0, at) + 1
+    return text.count("\n", 0, at) + 1, at - line_start + 1
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
+
+
+def _member(decoder: json.JSONDecoder, text: str, at: int, key: str) -> int:
+    """Where the value of ``key`` starts in the object whose members start at ``at``; -1 if none."""
+    at = _skip_space(text, at)
+    while not text.startswith("}", at):
+        name, at = decoder.raw_decode(text, at)
+        at = _skip_space(text, _skip_space(text, at) + 1)  # past the colon
+        if name == key:
+            return at
+        at = _skip_space(text, decoder.raw_decode(text, at)[1])
+        if text.startswith(",", at):
+            at = _skip_space(text, at + 1)
+    return -1
+
+
+def _item(decoder: json.JSONDecoder, text: str, at: int, index: int) -> int:
+    """Where item ``index`` starts in the array whose items start at ``at``; -1 if none."""
+    at = _skip_space(text, at)
+    position = 0
+    while not text.startswith("]", at):
+        if position == index:
+            return at
+        at = _skip_space(text, decoder.raw_decode(text, at)[1])
+        if text.startswith(",", at):
+            at = _skip_space(text, at + 1)
+        position += 1
+    return -1
 
 
 def _first_repeated(keys: Any) -> str:

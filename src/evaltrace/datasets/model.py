@@ -55,6 +55,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     ValidationInfo,
     WithJsonSchema,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -63,10 +64,20 @@ from pydantic_core import CoreSchema, PydanticCustomError
 
 from evaltrace.datasets.problems import DatasetProblem, describe_value, format_location
 from evaltrace.evals.evaluable import UNSET, Evaluable, NamedData, Unset
+from evaltrace.metrics.check_types import (
+    MISSING,
+    Check,
+    CheckValueError,
+    UnknownCheckTypeError,
+    check_name,
+    check_type_names,
+    lookup_check_type,
+)
 from evaltrace.metrics.classification import AggregatorSpec
 
 __all__ = [
     "INHERIT",
+    "CheckSpec",
     "Dataset",
     "DatasetEntry",
     "EvaluatorSpec",
@@ -105,16 +116,108 @@ class ValidationScope:
         return {_SCOPE_KEY: self}
 
 
-class EvaluatorSpec(BaseModel):
-    """An evaluator as a dataset declares it: a name, or ``{"name", "args", "aggregators"}``.
+def _known_check_types(schema: dict[str, Any]) -> None:
+    schema["examples"] = check_type_names()  # as registered when the schema is made
 
-    A bare string is accepted wherever a spec is: ``"Factuality"`` is
-    ``{"name": "Factuality"}``, and a spec without arguments or aggregators is written back
-    as its bare name.
+
+class CheckSpec(BaseModel):
+    """A check as a dataset writes it: ``{"type": "contains", "value": "Paris"}``.
+
+    The value is checked against its type as the file is read (a regular expression must
+    compile, a schema must be a JSON schema), for the types known then: a type that the
+    runnable's module registers is checked when the dataset is resolved.
+
+    Example:
+        >>> CheckSpec.model_validate({"type": "icontains", "value": "paris"}).to_check().name
+        'icontains "paris"'
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    type: str = Field(min_length=1, json_schema_extra=_known_check_types)
+    """The check type (``"contains"``, ``"regex"``, ``"not-contains"``, ...)."""
+    value: JsonValue = None
+    """The check's value (a text, a list of texts, a pattern, a schema, a number)."""
+    name: str | None = Field(default=None, min_length=1)
+    """The display name in reports; the type and the value by default."""
+    output: str | None = Field(default=None, min_length=1)
+    """The name of the output to check; the run's output by default."""
+
+    @property
+    def given_value(self) -> Any:
+        """The value, or :data:`~evaltrace.metrics.check_types.MISSING` when none was given."""
+        return self.value if "value" in self.model_fields_set else MISSING
+
+    def to_check(self) -> Check:
+        """The evaluator applying this check.
+
+        Raises:
+            UnknownCheckTypeError: No check type has this name.
+            CheckValueError: The value does not fit the type.
+        """
+        return Check(self.type, self.given_value, output=self.output, name=self.name)
+
+    @field_validator("value")
+    @classmethod
+    def _value_fits(cls, value: JsonValue, info: ValidationInfo) -> JsonValue:
+        check_type = info.data.get("type")
+        if isinstance(check_type, str):
+            _check_value(check_type, value)
+        return value
+
+    @model_validator(mode="after")
+    def _value_given_when_needed(self) -> Self:
+        if self.name == INHERIT:
+            raise ValueError("'...' cannot name a check; choose another name")
+        if "value" not in self.model_fields_set:
+            _check_value(self.type, MISSING)
+        return self
+
+
+def _check_value(check_type: str, value: Any) -> None:
+    """Refuse a value that does not fit a known check type (unknown ones wait for resolution)."""
+    try:
+        known, _ = lookup_check_type(check_type)
+    except UnknownCheckTypeError:
+        return  # the runnable's module may register it: reported when the dataset is resolved
+    try:
+        known.prepare(value)
+    except CheckValueError as exc:
+        raise PydanticCustomError(
+            "check_value",
+            "{message}",
+            {
+                "message": exc.message,
+                "expected": exc.expected,
+                "found": exc.found,
+                "hint": exc.hint,
+            },
+        ) from None
+
+
+def _check_display_name(data: Mapping[str, Any]) -> str:
+    """The display name of a check item not validated yet (a placeholder when it is invalid)."""
+    name, check_type = data.get("name"), data.get("type")
+    if isinstance(name, str) and name:
+        return name
+    if isinstance(check_type, str) and check_type:
+        return check_name(check_type, data.get("value", MISSING))
+    return "check"
+
+
+class EvaluatorSpec(BaseModel):
+    """An evaluator as a dataset declares it: a name, an object, or a check.
+
+    The object is ``{"name", "args", "aggregators"}``, the check ``{"type", "value"}``. A bare
+    string is accepted wherever a spec is: ``"Factuality"`` is ``{"name": "Factuality"}``, and
+    a spec without arguments or aggregators is written back as its bare name. A check is
+    written back as it was given; its spec's ``name`` is the check's display name.
 
     Example:
         >>> EvaluatorSpec.model_validate("ExactMatch")
-        EvaluatorSpec(name='ExactMatch', args={}, aggregators=[])
+        EvaluatorSpec(name='ExactMatch', args={}, aggregators=[], check=None)
+        >>> EvaluatorSpec.model_validate({"type": "contains", "value": "Paris"}).name
+        'contains "Paris"'
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
@@ -128,43 +231,55 @@ class EvaluatorSpec(BaseModel):
     aggregators: list[AggregatorSpec] = Field(default_factory=list)
     """Dataset-level metrics computed over this evaluator's per-entry results (precision,
     recall, F-beta, confusion matrix). Dataset-level evaluators only."""
+    check: CheckSpec | None = None
+    """The check, for a spec written ``{"type": ..., "value": ...}`` (then :attr:`name` is its
+    display name)."""
 
     @property
     def is_inherit(self) -> bool:
         """Whether this is ``"..."``, standing for the dataset's evaluators."""
-        return self.name == INHERIT
+        return self.check is None and self.name == INHERIT
 
     @model_validator(mode="before")
     @classmethod
     def _accept_bare_name(cls, data: Any) -> Any:
         if isinstance(data, str):
             return {"name": data}
+        if isinstance(data, Mapping) and "type" in data:  # a check: {"type": ..., "value": ...}
+            return {"name": _check_display_name(data), "check": data}
         if isinstance(data, Mapping | EvaluatorSpec):
             return data
         raise PydanticCustomError(
             "evaluator_spec_type",
-            "expected an evaluator name or an object with 'name' (and optionally 'args', "
-            "'aggregators')",
+            "expected an evaluator name, an object with 'name' (and optionally 'args', "
+            "'aggregators'), or a check with 'type' (and 'value')",
         )
 
     @model_serializer(mode="wrap")
     def _bare_name_when_plain(self, handler: SerializerFunctionWrapHandler) -> Any:
+        if self.check is not None:
+            return self.check.model_dump(mode="json", exclude_unset=True)
         if not self.args and not self.aggregators:
             return self.name
-        return handler(self)
+        data = handler(self)
+        if isinstance(data, dict):
+            data.pop("check", None)
+        return data
 
     @classmethod
     def __get_pydantic_json_schema__(
         cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         as_object = handler(core_schema)
+        # A check is its own form in the file, not a key of this one.
+        as_check = as_object.get("properties", {}).pop("check", {}).get("anyOf", [{}])[0]
         as_name = {
             "type": "string",
             "minLength": 1,
             "description": 'An evaluator name or reference, e.g. "Factuality" or '
             '"evals.py:tone"; "..." in an entry stands for the dataset\'s evaluators.',
         }
-        return {"anyOf": [as_name, as_object]}
+        return {"anyOf": [as_name, as_object, as_check]}
 
 
 class NamedInput(NamedData):

@@ -3,9 +3,10 @@
 Every evaluator, judge and metric evaltrace ships is registered under its public name: the 21
 autoevals scorers (``"Factuality"``, ``"ExactMatch"``, ...) and the metric evaluators
 (``"DocumentRecall"``, ``"DocumentMRR"``, ``"DocumentMAP"``, ``"DocumentNDCG"``,
-``"AnswerExactMatch"``, ``"AnswerF1"``, ``"SemanticAnswerSimilarity"``). Users add their own
-with :func:`register_evaluator`, as a call or a decorator; a dataset then names them like the
-built-in ones.
+``"AnswerExactMatch"``, ``"AnswerF1"``, ``"SemanticAnswerSimilarity"``) and the deterministic
+ones (``"Contains"``, ``"IsInstance"``, ``"MaxDuration"``, ``"HasMatchingSpan"``). Users add
+their own with :func:`register_evaluator`, as a call or a decorator; a dataset then names them
+like the built-in ones.
 
 What is registered is a *factory* in the sense of :func:`~evaltrace.datasets.build_evaluator`:
 a class (instantiated with the spec's ``args``), a function without required parameters
@@ -51,6 +52,7 @@ from evaltrace.judges import (
     Translation,
     ValidJSON,
 )
+from evaltrace.metrics.deterministic import Contains, HasMatchingSpan, IsInstance, MaxDuration
 from evaltrace.metrics.evaluators import (
     AnswerExactMatch,
     AnswerF1,
@@ -100,6 +102,10 @@ BUILTIN_EVALUATORS: Final[tuple[Callable[..., Any], ...]] = (
     AnswerExactMatch,
     AnswerF1,
     SemanticAnswerSimilarity,
+    Contains,
+    IsInstance,
+    MaxDuration,
+    HasMatchingSpan,
 )
 """The evaluators evaltrace ships, each registered under its ``__name__``."""
 

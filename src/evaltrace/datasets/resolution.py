@@ -7,8 +7,9 @@ problems found are raised together. The runnable is imported first, so an evalua
 module registers (with :func:`~evaltrace.datasets.register_evaluator`) can be named by the
 dataset.
 
-An evaluator spec becomes an evaluator by :func:`build_evaluator`, whose rule tells factories
-from evaluators:
+A check item (``{"type": "contains", "value": "Paris"}``) becomes a
+:class:`~evaltrace.metrics.Check`; any other evaluator spec becomes an evaluator by
+:func:`build_evaluator`, whose rule tells factories from evaluators:
 
 * a **class** is instantiated with the spec's ``args`` (``DocumentRecall``, a user's class
   with ``__call__``);
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
 from evaltrace._safe_text import exception_text
-from evaltrace.datasets.model import Dataset, DatasetEntry, EvaluatorSpec
+from evaltrace.datasets.model import CheckSpec, Dataset, DatasetEntry, EvaluatorSpec
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, closest, format_location
 from evaltrace.datasets.references import (
     ReferenceLoader,
@@ -45,6 +46,12 @@ from evaltrace.datasets.registry import (
 from evaltrace.datasets.runnable import NotRunnableError, RunnableAdapter
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
+from evaltrace.metrics.check_types import (
+    CheckValueError,
+    UnknownCheckTypeError,
+    check_type_names,
+    closest_check_type,
+)
 
 __all__ = [
     "STORED_TRACES_RUNNABLE",
@@ -464,6 +471,43 @@ def resolve_evaluator_names(
     return [item.evaluator for item in built if item is not None]
 
 
+def _resolve_check(
+    spec: EvaluatorSpec,
+    check: CheckSpec,
+    file: str,
+    location: str,
+    problems: list[DatasetProblem],
+) -> ResolvedEvaluator | None:
+    """The evaluator of a check item; its type is known by now (the runnable was imported)."""
+    try:
+        evaluator = check.to_check()
+    except UnknownCheckTypeError:
+        suggestion = closest_check_type(check.type)
+        problems.append(
+            DatasetProblem(
+                file=file,
+                location=f"{location}.type",
+                message=f"unknown check type {check.type!r}",
+                hint=(f"did you mean {suggestion!r}? " if suggestion else "")
+                + f"the check types are {', '.join(check_type_names())}",
+            )
+        )
+        return None
+    except CheckValueError as exc:  # a type the runnable's module registers, checked only now
+        problems.append(
+            DatasetProblem(
+                file=file,
+                location=f"{location}.value",
+                message=exc.message,
+                expected=exc.expected,
+                found=exc.found,
+                hint=exc.hint,
+            )
+        )
+        return None
+    return ResolvedEvaluator(spec=spec, evaluator=evaluator, name=evaluator.name)
+
+
 STORED_TRACES_RUNNABLE = "stored traces"
 """The name of the runnable of a dataset whose entries are scored from stored traces."""
 
@@ -483,6 +527,8 @@ def _resolve_evaluator(
     base_dir: Path | None,
     problems: list[DatasetProblem],
 ) -> ResolvedEvaluator | None:
+    if spec.check is not None:
+        return _resolve_check(spec, spec.check, file, location, problems)
     try:
         if parse_reference(spec.name) is None:
             target: object = lookup_evaluator(spec.name)

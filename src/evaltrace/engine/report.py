@@ -121,6 +121,8 @@ def _table(
                 why = f"{evaluation.error.type}: {evaluation.error.message}"
             elif evaluation.skipped:
                 score, verdict, why = "-", "SKIP", evaluation.reasoning
+            elif evaluation.score is None:  # a label alone: neither a pass nor a failure
+                score, verdict, why = "-", f"LABEL {evaluation.label}", evaluation.reasoning
             else:
                 assert evaluation.score is not None
                 score = f"{evaluation.score:.2f}"

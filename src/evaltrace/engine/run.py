@@ -46,7 +46,7 @@ from evaltrace.results.folder import (
     load_result,
     new_run_id,
 )
-from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
+from evaltrace.results.model import CompletionStatus, EntryResult, LabelTally, RunResult
 from evaltrace.results.progress import RunProgress
 
 __all__ = ["Listing", "Observer", "Output", "execute"]
@@ -221,6 +221,7 @@ class _Running:
         self.prior = EntryLines(files=[], where=array("q"), count=0)
         self.tally = DatasetResultsTally(header.aggregators)
         self.counts: Counter[CompletionStatus] = Counter()
+        self.labels = LabelTally()
         self.kept = _Kept(keep)
         self.display: RunProgress | None = None
         self.done = 0
@@ -254,6 +255,7 @@ class _Running:
         for line in folder.done.lines():
             entry = EntryResult.model_validate_json(line)
             self.counts[entry.status] += 1
+            self.labels.add(entry.evaluations)
             self.tally.add(entry.evaluations)
         settings = {**header.settings, **({"forced": forced} if forced else {})}
         self.header = recorded[0].model_copy(update={"settings": settings})
@@ -272,6 +274,7 @@ class _Running:
             except ResultsFolderError as exc:
                 self.write_error = exc
         self.counts[scored.status] += 1
+        self.labels.add(scored.evaluations)
         self.tally.add(scored.evaluations)
         self.done += 1
         if self.display is not None:
@@ -292,6 +295,7 @@ class _Running:
                 **fields,
                 "entries": self.kept.entries(),
                 "counts": dict(self.counts),
+                "label_counts": self.labels.counts(),
                 "dataset_results": self.tally.results(),
                 "finished_at": datetime.now(UTC),
                 "duration_s": time.perf_counter() - self.started,

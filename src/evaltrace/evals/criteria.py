@@ -22,10 +22,10 @@ class ScoreThreshold:
     """Pass when at least ``pct`` of the inputs pass; an input passes when all its scores do.
 
     A score passes when it is ``>= threshold``. An errored evaluation fails its input. A skipped
-    evaluation is left out; an input whose evaluations were all skipped is left out of the
-    fraction. An input missing evaluations (an empty row, or fewer evaluations than the
-    widest row) fails: nothing missing ever counts as a pass. No input (or none scored) fails
-    the check.
+    evaluation, or one that gave only a label, is left out; an input whose evaluations were all
+    left out is left out of the fraction. An input missing evaluations (an empty row, or fewer
+    evaluations than the widest row) fails: nothing missing ever counts as a pass. No input
+    (or none scored) fails the check.
 
     Example:
         >>> ScoreThreshold(threshold=0.7, pct=0.9)
@@ -50,7 +50,7 @@ class ScoreThreshold:
                 )
 
     def input_passed(self, row: Sequence[Evaluation], width: int = 1) -> bool | None:
-        """Whether one input passed; ``None`` when all its evaluations were skipped.
+        """Whether one input passed; ``None`` when all its evaluations were left out.
 
         Args:
             row: The evaluations of the input.
@@ -59,7 +59,7 @@ class ScoreThreshold:
         """
         if len(row) < max(width, 1):
             return False
-        scored = [e for e in row if not e.skipped]
+        scored = [e for e in row if e.counts_toward_pass]
         if not scored:
             return None
         return all(e.passed(self.threshold) for e in scored)
@@ -76,7 +76,11 @@ class ScoreThreshold:
             return False, f"{what}; {rule} is required"
         passing = sum(counted)
         fraction = passing / len(counted)
-        note = f" ({skipped} input(s) with only skipped evaluations not counted)" if skipped else ""
+        note = (
+            f" ({skipped} input(s) with only skipped or labelled evaluations not counted)"
+            if skipped
+            else ""
+        )
         missing = sum(1 for row in results if len(row) < max(width, 1))
         if missing:
             note += f" ({missing} input(s) missing evaluations counted as failed)"

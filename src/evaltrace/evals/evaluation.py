@@ -22,7 +22,8 @@ from evaltrace.evals.evaluable import redacted_text, saved_value
 
 __all__ = ["Evaluation", "EvaluationError", "EvaluationStatus"]
 
-EvaluationStatus = Literal["scored", "skipped", "errored"]
+EvaluationStatus = Literal["scored", "labelled", "skipped", "errored"]
+"""What an evaluation holds: a score, only a label, nothing (skipped), or an error."""
 
 
 class EvaluationError(BaseModel):
@@ -55,19 +56,24 @@ class EvaluationError(BaseModel):
 class Evaluation(BaseModel):
     """The result of one evaluator on one evaluable.
 
-    A scored evaluation has a finite ``score`` in ``[0, 1]``. An errored one (``error`` set) and
-    a skipped one (``skipped=True``, the evaluator declined to score) have ``score=None``: they
-    never count as passing and are never averaged as a 0.
+    A scored evaluation has a finite ``score`` in ``[0, 1]``, and may carry a ``label`` beside
+    it. A labelled one has only a ``label`` (a string result, such as ``"positive"``): like a
+    skipped one it is neither a pass nor a failure, and the reports count how often each label
+    was given. An errored one (``error`` set) and a skipped one (``skipped=True``, the evaluator
+    declined to score) have neither: they never count as passing and are never averaged as a 0.
 
     Example:
         >>> Evaluation(score=0.8, reasoning="mostly right").status
         'scored'
+        >>> Evaluation(label="positive").status
+        'labelled'
     """
 
     model_config = ConfigDict(frozen=True)
 
-    score: float | None
-    """The score in ``[0, 1]``; ``None`` exactly when the evaluation errored or was skipped."""
+    score: float | None = None
+    """The score in ``[0, 1]``; ``None`` exactly when the evaluation errored, was skipped, or
+    gave only a label."""
     reasoning: str = ""
     """Why this score (or why it errored or was skipped); secrets in it (a ``Bearer`` token,
     a URL's password) are redacted as in ``wrap`` values."""
@@ -82,6 +88,9 @@ class Evaluation(BaseModel):
     """Set when the evaluator declined to score this evaluable (neither a pass nor a failure)."""
     evaluator: str | None = None
     """The display name of the evaluator that produced this result."""
+    label: str | None = Field(default=None, min_length=1)
+    """A string result (a class, a verdict, a category), beside the score or instead of it;
+    never set on an errored or skipped evaluation."""
 
     @field_validator("reasoning")
     @classmethod
@@ -109,11 +118,17 @@ class Evaluation(BaseModel):
         if self.error is not None or self.skipped:
             if self.score is not None:
                 raise ValueError("an errored or skipped Evaluation must have score=None")
+            if self.label is not None:
+                raise ValueError("an errored or skipped Evaluation carries no label")
             if self.error is not None and self.skipped:
                 raise ValueError("an Evaluation cannot be both errored and skipped")
             return self
         if self.score is None:
-            raise ValueError("score is required unless the evaluation errored or was skipped")
+            if self.label is not None:
+                return self
+            raise ValueError(
+                "a score or a label is required unless the evaluation errored or was skipped"
+            )
         if isinstance(self.score, bool) or not math.isfinite(self.score):
             raise ValueError(f"score must be a finite number in [0, 1], got {self.score!r}")
         if not 0.0 <= self.score <= 1.0:
@@ -122,10 +137,20 @@ class Evaluation(BaseModel):
 
     @property
     def status(self) -> EvaluationStatus:
-        """``"scored"``, ``"skipped"`` or ``"errored"``."""
+        """``"scored"``, ``"labelled"`` (a label and no score), ``"skipped"`` or ``"errored"``."""
         if self.error is not None:
             return "errored"
-        return "skipped" if self.skipped else "scored"
+        if self.skipped:
+            return "skipped"
+        return "labelled" if self.score is None else "scored"
+
+    @property
+    def counts_toward_pass(self) -> bool:
+        """Whether pass criteria judge this evaluation: it has a score or an error.
+
+        A skipped or a label-only evaluation is neither a pass nor a failure: it is left out.
+        """
+        return self.score is not None or self.error is not None
 
     def passed(self, threshold: float = DEFAULT_THRESHOLD) -> bool:
         """Whether this is a scored evaluation with ``score >= threshold``."""

@@ -51,8 +51,9 @@ __all__ = [
     "prepare_evaluator",
 ]
 
-EvaluatorOutput: TypeAlias = Evaluation | float | bool
-"""What an evaluator returns: an :class:`Evaluation`, a score in ``[0, 1]`` or a bool."""
+EvaluatorOutput: TypeAlias = Evaluation | float | bool | str
+"""What an evaluator returns: an :class:`Evaluation`, a score in ``[0, 1]``, a bool, or a
+string (a label: see :attr:`Evaluation.label`)."""
 
 EvaluatorFunction: TypeAlias = Callable[..., Any]
 """The loose type evaluators are accepted as: an :class:`Evaluator`, a function of an
@@ -64,9 +65,9 @@ class Evaluator(ABC):
 
     ``ctx`` is the :class:`EvaluatorContext` of the entry: the evaluable, the trace, the
     expectation and metadata, the entry's name and the run's attributes. Return an
-    :class:`Evaluation`, a float in ``[0, 1]`` or a bool. A sync ``evaluate`` runs in a
-    worker thread. The reports name the evaluator after its ``name`` attribute when it has
-    one, else after its class.
+    :class:`Evaluation`, a float in ``[0, 1]``, a bool, or a string (a label). A sync
+    ``evaluate`` runs in a worker thread. The reports name the evaluator after its ``name``
+    attribute when it has one, else after its class.
 
     A subclass is also a plain callable ``(evaluable, *, trace=None)``, so it fits wherever
     an evaluator function does.
@@ -227,7 +228,7 @@ def prepare_evaluator(evaluator: EvaluatorFunction, name: str | None = None) -> 
     return PreparedEvaluator(evaluator, label, call, is_async)
 
 
-_BUILTIN_SCORES: Final = frozenset({bool, int, float})
+_BUILTIN_SCORES: Final = frozenset({bool, int, float, str})
 """Result types checked by exact type first: cheaper than ``isinstance`` on a model class."""
 
 _NO_TIMEOUT: Final = contextlib.nullcontext()
@@ -255,6 +256,13 @@ def _coerce(result: object, name: str) -> Evaluation:
             result = item()
     if isinstance(result, bool):
         return Evaluation(score=1.0 if result else 0.0, evaluator=name)
+    if isinstance(result, str):
+        if result:
+            return Evaluation(label=result, evaluator=name)
+        raise InvalidEvaluatorResultError(
+            f"evaluator {name!r} returned an empty string; a string result is a label, "
+            "such as 'positive'"
+        )
     if isinstance(result, int | float):
         score = float(result)
         if math.isfinite(score) and 0.0 <= score <= 1.0:
@@ -265,7 +273,7 @@ def _coerce(result: object, name: str) -> Evaluation:
         )
     raise InvalidEvaluatorResultError(
         f"evaluator {name!r} returned {type_name(result)} {safe_repr(result)[:80]}; "
-        "return an Evaluation, a float between 0 and 1, or a bool"
+        "return an Evaluation, a float between 0 and 1, a bool, or a string (a label)"
     )
 
 

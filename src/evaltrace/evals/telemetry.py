@@ -6,8 +6,9 @@ OpenTelemetry GenAI semantic conventions' ``gen_ai.evaluation.result`` event:
 
 * ``gen_ai.evaluation.name``: the evaluator's name;
 * ``gen_ai.evaluation.score.value``: the score in [0, 1], when it scored;
-* ``gen_ai.evaluation.score.label``: ``pass`` or ``fail`` (against the run's threshold),
-  ``skipped`` when the evaluator declined to score;
+* ``gen_ai.evaluation.score.label``: the evaluation's :attr:`~evaltrace.Evaluation.label`
+  when it gave one, else ``pass`` or ``fail`` (against the run's threshold), ``skipped``
+  when the evaluator declined to score;
 * ``gen_ai.evaluation.explanation``: the evaluator's reasoning, when it gave one;
 * ``error.type``: the error's type, when the evaluation errored.
 
@@ -66,7 +67,9 @@ def evaluation_attributes(
     if evaluation.score is not None:
         attributes[conv.GEN_AI_EVALUATION_SCORE_VALUE] = evaluation.score
         label = "pass" if evaluation.passed(threshold) else "fail"
-        attributes[conv.GEN_AI_EVALUATION_SCORE_LABEL] = label
+        attributes[conv.GEN_AI_EVALUATION_SCORE_LABEL] = evaluation.label or label
+    elif evaluation.label is not None:
+        attributes[conv.GEN_AI_EVALUATION_SCORE_LABEL] = evaluation.label
     elif evaluation.skipped:
         attributes[conv.GEN_AI_EVALUATION_SCORE_LABEL] = "skipped"
     if evaluation.reasoning:

@@ -2,7 +2,11 @@
 
 The metric functions are pure and synchronous; each docstring gives its formula. The metrics
 are also registered by name (:class:`Metric`, :func:`register_metric`), for the per-entry
-evaluators and pipeline evaluation alike.
+evaluators and pipeline evaluation alike. The deterministic evaluators of pydantic-evals keep
+their names and meanings: :class:`Contains`, :class:`IsInstance`, :class:`MaxDuration` and
+:class:`HasMatchingSpan` (with a :class:`SpanQuery`). :class:`Check` applies a check written as
+data, ``{"type": "contains", "value": "Paris"}``, from the registry of check types
+(:func:`register_check`).
 
 Example:
     >>> from evaltrace.metrics import average_precision, token_f1
@@ -13,6 +17,16 @@ Example:
 """
 
 from evaltrace.metrics.answers import exact_match, normalize_answer, token_f1
+from evaltrace.metrics.check_types import (
+    Check,
+    CheckOutcome,
+    CheckType,
+    CheckValueError,
+    UnknownCheckTypeError,
+    check_type_names,
+    lookup_check_type,
+    register_check,
+)
 from evaltrace.metrics.classification import (
     AGGREGATOR_SPEC_ADAPTER,
     AggregatorSpec,
@@ -30,6 +44,7 @@ from evaltrace.metrics.classification import (
     build_dataset_evaluator,
     compute_dataset_evaluator_results,
 )
+from evaltrace.metrics.deterministic import Contains, HasMatchingSpan, IsInstance, MaxDuration
 from evaltrace.metrics.documents import (
     DocumentKey,
     DocumentKeyError,
@@ -66,8 +81,22 @@ from evaltrace.metrics.retrieval import (
     recall,
     reciprocal_rank,
 )
+from evaltrace.trace.query import SpanQuery
 
 __all__ = [
+    "Check",
+    "CheckOutcome",
+    "CheckType",
+    "CheckValueError",
+    "UnknownCheckTypeError",
+    "check_type_names",
+    "lookup_check_type",
+    "register_check",
+    "Contains",
+    "HasMatchingSpan",
+    "IsInstance",
+    "MaxDuration",
+    "SpanQuery",
     "Comparison",
     "Metric",
     "MetricInputError",

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from evaltrace.errors import EvaltraceError
@@ -44,7 +45,7 @@ from evaltrace.results.folder import (
     write_atomically,
     write_result,
 )
-from evaltrace.results.model import EntryResult, EntrySelection, RunResult
+from evaltrace.results.model import CompletionStatus, EntryResult, EntrySelection, RunResult
 
 __all__ = ["MergeError", "merge_results"]
 
@@ -129,6 +130,8 @@ def merge_results(
             "run_id": folder.name,
             "entries": [],
             "dataset_results": tally.results(),
+            "counts": _summed_counts(result for _, result in shards),
+            "label_counts": _summed_label_counts(result for _, result in shards),
             "started_at": min(started, default=None),
             "finished_at": max(finished, default=None),
             "duration_s": max(result.duration_s for _, result in shards),
@@ -246,3 +249,20 @@ def _concatenate(sources: list[Path], target: Path) -> None:
             if source.exists():
                 with open(source, "rb") as stream:
                     shutil.copyfileobj(stream, out)
+
+
+def _summed_counts(results: Iterable[RunResult]) -> dict[CompletionStatus, int]:
+    """How many entries of all the shards ended with each status."""
+    summed: Counter[CompletionStatus] = Counter()
+    for result in results:
+        summed.update(result.counts)
+    return {status: summed[status] for status in CompletionStatus if summed[status]}
+
+
+def _summed_label_counts(results: Iterable[RunResult]) -> dict[str, dict[str, int]]:
+    """Each evaluator's label counts over the shards, most frequent label first."""
+    summed: dict[str, Counter[str]] = {}
+    for result in results:
+        for name, labels in result.label_counts.items():
+            summed.setdefault(name, Counter()).update(labels)
+    return {name: dict(counter.most_common()) for name, counter in summed.items()}

@@ -9,7 +9,8 @@ round-trips through JSON exactly::
     RunResult.model_validate_json(result.model_dump_json()) == result
 
 Each entry gets a :class:`CompletionStatus`, derived by :func:`entry_status` with one
-precedence (first match wins):
+precedence (first match wins). A skipped evaluation, and one that gave only a label, is
+neither a pass nor a failure: it is left out.
 
 ====================== =====================================================================
 status                 when
@@ -18,7 +19,8 @@ LOG_FILE_ERROR         the entry's stored trace could not be read (``where="trac
 ERROR                  the runnable raised, the selector failed, or an evaluator errored
                        (a timeout is not counted here)
 TIMED_OUT              the runnable or an evaluator timed out, and nothing else failed
-NO_SCORE_LOGGED        no evaluator scored the entry (none ran, or every one skipped it)
+NO_SCORE_LOGGED        no evaluator scored the entry (none ran, or every one skipped it or gave
+                       only a label)
 SUCCESS                every scored evaluation reached the threshold
 FAILED_SCORE_ZERO      every scored evaluation is 0
 FAILED_PARTIAL_SCORE   some scored evaluation is below the threshold, not all are 0
@@ -66,6 +68,7 @@ __all__ = [
     "EntrySelection",
     "EpochResult",
     "FingerprintDifference",
+    "LabelTally",
     "RunFingerprint",
     "RunResult",
     "entry_status",
@@ -105,6 +108,7 @@ RECORD_COLUMNS: Final = (
     "evaluator",
     "evaluation_status",
     "score",
+    "label",
     "passed",
     "error_type",
     "error_where",
@@ -170,6 +174,31 @@ def entry_status(
     if all(score == 0.0 for score in scores):
         return CompletionStatus.FAILED_SCORE_ZERO
     return CompletionStatus.FAILED_PARTIAL_SCORE
+
+
+class LabelTally:
+    """Counts the labels each evaluator gives, entry by entry, as a run's entries finish.
+
+    Example:
+        >>> tally = LabelTally()
+        >>> tally.add([Evaluation(label="positive", evaluator="tone")])
+        >>> tally.counts()
+        {'tone': {'positive': 1}}
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[str, Counter[str]] = {}
+
+    def add(self, evaluations: Iterable[Evaluation]) -> None:
+        """Count the labels of one entry's evaluations."""
+        for evaluation in evaluations:
+            if evaluation.label is not None:
+                name = evaluation.evaluator or "?"
+                self._counts.setdefault(name, Counter())[evaluation.label] += 1
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Each evaluator's labels with how many entries got each, most frequent first."""
+        return {name: dict(counter.most_common()) for name, counter in self._counts.items()}
 
 
 def _plain_details(evaluation: Evaluation) -> Evaluation:
@@ -483,6 +512,10 @@ class RunResult(BaseModel):
     counts: dict[CompletionStatus, int] = Field(default_factory=dict)
     """How many entries ended with each status (statuses with none are left out); derived
     from :attr:`entries` when not given."""
+    label_counts: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """How many entries each evaluator (by display name) gave each label, over every entry
+    like :attr:`counts` (evaluators that gave no label are left out); derived from
+    :attr:`entries` when not given."""
     dataset_results: dict[str, Evaluation] = Field(default_factory=dict)
     """Dataset-level results (precision, recall, F-beta, ...), keyed ``"{evaluator}::{type}"``."""
     started_at: datetime | None = None
@@ -517,10 +550,15 @@ class RunResult(BaseModel):
         return {key: _plain_details(evaluation) for key, evaluation in results.items()}
 
     def model_post_init(self, context: Any) -> None:
-        """Derive :attr:`counts` from the entries when it was not given."""
+        """Derive :attr:`counts` and :attr:`label_counts` from the entries when not given."""
         if "counts" not in self.model_fields_set and self.entries:
             counts = dict(Counter(entry.status for entry in self.entries))
             object.__setattr__(self, "counts", counts)  # frozen: set once, as it is made
+        if "label_counts" not in self.model_fields_set and self.entries:
+            tally = LabelTally()
+            for entry in self.entries:
+                tally.add(entry.evaluations)
+            object.__setattr__(self, "label_counts", tally.counts())
 
     @property
     def status_counts(self) -> dict[CompletionStatus, int]:
@@ -597,6 +635,7 @@ class RunResult(BaseModel):
                         "evaluator": None if evaluation is None else evaluation.evaluator,
                         "evaluation_status": None if evaluation is None else evaluation.status,
                         "score": None if evaluation is None else evaluation.score,
+                        "label": None if evaluation is None else evaluation.label,
                         "passed": evaluation is not None and evaluation.passed(self.threshold),
                         "error_type": None if error is None else error.type,
                         "error_where": None if error is None else error.where,

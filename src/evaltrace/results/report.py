@@ -1,9 +1,10 @@
 """The text report of one or more runs, drawn with rich: what ``evaltrace test`` prints.
 
-For each run: a table of its entries against its evaluators (score and pass/fail, or why
-there is none), every entry that did not pass with its reasoning or error, the dataset-level
-metrics (precision, recall and F-beta per class, the confusion matrix), the count of each
-status; then the totals and the wall time of all runs.
+For each run: a table of its entries against its evaluators (score and pass/fail, the label
+an evaluator gave, or why there is none), every entry that did not pass with its reasoning or
+error, how often each evaluator gave each label, the dataset-level metrics (precision, recall
+and F-beta per class, the confusion matrix), the count of each status; then the totals and
+the wall time of all runs.
 
 On a terminal the report has colour and box-drawing tables. Written anywhere else, or with
 ``NO_COLOR`` set, it is plain ASCII without colour (tables drawn with ``+``, ``-`` and ``|``;
@@ -72,6 +73,8 @@ is drawn wider than the width rather than cutting a status or an evaluator name.
 _CONTENT_WIDTH: Final = 1_000_000
 """The width of a report drawn outside a terminal without ``COLUMNS``: wider than any table,
 so each takes the width its content needs (lines are never padded to the width)."""
+_LABEL_WIDTH: Final = 24
+"""The most a label takes in a cell of the entries table (the labels table shows it whole)."""
 _TRACE_ID: Final = re.compile(r"[0-9a-f]{32}")
 _SHORT_TRACE_ID: Final = 7
 """The fewest digits of a trace id shown as an entry's name (git's default for a hash)."""
@@ -319,6 +322,7 @@ def _run_section(result: RunResult, *, verbose: bool, look: _Look) -> list[Rende
     if result.entry_count:
         parts.append(_entries_table(result, verbose=verbose, look=look))
         parts += _failures(result, verbose=verbose, look=look)
+    parts += _labels(result, look)
     parts += _dataset_results(result, look)
     parts.append(_status_counts(result, look))
     return parts
@@ -371,12 +375,16 @@ def _cell(evaluation: Evaluation | None, threshold: float, look: _Look) -> Text:
     if evaluation.error is not None:
         timed_out = evaluation.error.type in TIMEOUT_ERROR_TYPES
         return look.text("timeout" if timed_out else "error", "magenta" if timed_out else "red")
+    label = evaluation.label
     if evaluation.skipped or evaluation.score is None:
+        if label is not None:
+            return look.cell(short_text(label, _LABEL_WIDTH), "cyan")
         return look.text("skipped", "dim")
     passed = evaluation.score >= threshold
-    return look.text(
-        f"{evaluation.score:.2f} {'pass' if passed else 'FAIL'}", "green" if passed else "red"
-    )
+    text = f"{evaluation.score:.2f} {'pass' if passed else 'FAIL'}"
+    if label is not None:
+        text += f" ({short_text(label, _LABEL_WIDTH)})"
+    return look.cell(text, "green" if passed else "red")
 
 
 def _failures(result: RunResult, *, verbose: bool, look: _Look) -> list[RenderableType]:
@@ -424,6 +432,10 @@ def _failure(entry: EntryResult, threshold: float, look: _Look) -> RenderableTyp
         name = evaluation.evaluator or "?"
         if evaluation.error is not None:
             verdict = f"error {evaluation.error.type}: {evaluation.error.message}"
+        elif evaluation.label is not None and evaluation.score is None:
+            verdict = f"label {evaluation.label!r}" + (
+                f": {evaluation.reasoning}" if evaluation.reasoning else ""
+            )
         elif evaluation.skipped or evaluation.score is None:
             verdict = f"skipped: {evaluation.reasoning}"
         else:
@@ -437,6 +449,23 @@ def _labelled(label: str, value: Text, look: _Look) -> Text:
     line.append(look.text(f"{label}: ", "dim"))
     line.append(value)
     return line
+
+
+def _labels(result: RunResult, look: _Look) -> list[RenderableType]:
+    """How often each evaluator gave each label, over every entry of the run."""
+    if not result.label_counts:
+        return []
+    table = look.table("evaluator", "label", "entries", "share", shortened=[1])
+    for name, labels in result.label_counts.items():
+        total = sum(labels.values())
+        for position, (label, count) in enumerate(labels.items()):
+            table.add_row(
+                look.text(name if position == 0 else ""),
+                look.cell(label),
+                f"{count} of {total}",
+                f"{count / total:.0%}",
+            )
+    return [Text(""), look.text("Labels", "bold"), table]
 
 
 def _dataset_results(result: RunResult, look: _Look) -> list[RenderableType]:

@@ -25,6 +25,7 @@ import hashlib
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -180,6 +181,8 @@ class EvaluatorSummary(BaseModel):
     """Entries it declined to score."""
     mean: float | None
     """Its mean score over the scored entries."""
+    labels: dict[str, int] = Field(default_factory=dict)
+    """How many entries it gave each label, most frequent first (empty: it gave none)."""
     baseline_mean: float | None = None
     """Its mean score in the baseline run."""
 
@@ -380,6 +383,7 @@ class DatasetScorecard(BaseModel):
                 if evaluation.evaluator == name
             ]
             scores = [e.score for e in found if e.score is not None]
+            labels = Counter(e.label for e in found if e.label is not None)
             summaries.append(
                 EvaluatorSummary(
                     name=name,
@@ -389,6 +393,7 @@ class DatasetScorecard(BaseModel):
                     errored=sum(e.error is not None for e in found),
                     skipped=sum(e.skipped for e in found),
                     mean=_mean(scores),
+                    labels=dict(labels.most_common()),
                     baseline_mean=self.baseline_evaluator_means.get(name),
                 )
             )
@@ -419,6 +424,7 @@ def generate_dataset_scorecard_html(scorecard: DatasetScorecard | RunResult) -> 
     style = _asset("scorecard.css")
     script = _asset("scorecard.js")
     data = _page_data(card)
+    evaluators = card.evaluator_summaries()
     policy = (
         "default-src 'none'; "
         f"style-src '{_sha256(style)}'; script-src '{_sha256(script)}'; "
@@ -430,7 +436,8 @@ def generate_dataset_scorecard_html(scorecard: DatasetScorecard | RunResult) -> 
         .render(
             card=card,
             summary=_summary(card),
-            evaluators=card.evaluator_summaries(),
+            evaluators=evaluators,
+            labelled=any(summary.labels for summary in evaluators),
             histograms=_histograms(card),
             repeated=_repeated_charts(card),
             dataset_results=[
@@ -532,6 +539,8 @@ def _summary(card: DatasetScorecard) -> dict[str, Any]:
 def _histograms(card: DatasetScorecard) -> list[charts.Histogram]:
     found = []
     for summary in card.evaluator_summaries():
+        if not summary.scored and summary.labels:
+            continue  # it gives labels, not scores: its frequencies are in the summary table
         scores = [
             evaluation.score
             for entry in card.entries

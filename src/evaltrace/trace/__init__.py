@@ -5,7 +5,8 @@ as :class:`LLMSpan` (model calls) or :class:`ObserveSpan`; :func:`capture_traces
 :class:`MemoryTraceHandler` holding the runs started in its block; handlers added with
 :func:`add_handler` receive every span as a view; :func:`save_traces` / :func:`load_traces`
 keep traces in files, and :func:`read_traces` reads a file trace by trace, reporting the lines it
-cannot read; :func:`recorded_values` and :func:`span_documents` read what a run recorded.
+cannot read; :func:`recorded_values` and :func:`span_documents` read what a run recorded; a
+:class:`SpanQuery` tests a span and the spans around it, declaratively.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from evaltrace.trace.spans import (
     span_view,
 )
 from evaltrace.trace.tree import (
+    NodePredicate,
     ObservationNode,
     ParentCycle,
     SpanPredicate,
@@ -49,6 +51,7 @@ from evaltrace.trace.tree import (
 
 if TYPE_CHECKING:
     from evaltrace.trace.io import load_traces, save_traces, span_to_json
+    from evaltrace.trace.query import SpanQuery
     from evaltrace.trace.trace_file import StoredTrace, TraceFile, TraceFileProblem, read_traces
     from evaltrace.trace.values import recorded_value, recorded_values, span_documents
 
@@ -61,12 +64,14 @@ __all__ = [
     "remove_handler",
     "LLMMessage",
     "LLMSpan",
+    "NodePredicate",
     "ObservationNode",
     "ObserveSpan",
     "ParentCycle",
     "SpanError",
     "SpanEventRecord",
     "SpanPredicate",
+    "SpanQuery",
     "SpanRecord",
     "SpanStatus",
     "SpanView",
@@ -102,9 +107,11 @@ _ON_FIRST_USE = {
     **dict.fromkeys(
         ["recorded_value", "recorded_values", "span_documents"], "evaltrace.trace.values"
     ),
+    "SpanQuery": "evaltrace.trace.query",
 }
 """Names whose module loads on first use: trace files (JSONL, OTLP-JSON, Phoenix) and reading
-recorded values, which capturing never needs, so ``import evaltrace`` does not load them."""
+recorded values, and span queries (pydantic), which capturing never needs, so ``import evaltrace``
+does not load them."""
 
 
 def __getattr__(name: str) -> Any:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from evaltrace.capture.values import WrapRecord
 
 __all__ = [
+    "NodePredicate",
     "ObservationNode",
     "ParentCycle",
     "SpanPredicate",
@@ -35,6 +36,10 @@ __all__ = [
 SpanPredicate: TypeAlias = Callable[[ObserveSpan | LLMSpan], bool]
 """A test on a span view, used by :meth:`ObservationNode.find_all` and the selectors."""
 
+NodePredicate: TypeAlias = Callable[["ObservationNode"], bool]
+"""A test on a node (its span, and the spans around it), used by the navigation of
+:class:`ObservationNode`; a :class:`~evaltrace.trace.SpanQuery` is one."""
+
 _SpanKey: TypeAlias = tuple[int, int]
 _TEXT_LIMIT = 120
 _MESSAGES_SHOWN = 3
@@ -44,15 +49,29 @@ _MESSAGES_SHOWN = 3
 class ObservationNode:
     """One span of a trace and the spans started under it, ordered by start time.
 
+    Each node knows its :attr:`parent`, so a trace can be walked down (:attr:`children`,
+    :attr:`descendants`) and up (:attr:`ancestors`). The ``find_``, ``first_`` and ``any_``
+    helpers search the children, the descendants or the ancestors with a :data:`NodePredicate`,
+    such as a :class:`~evaltrace.trace.SpanQuery`; the descendant and ancestor ones take a
+    ``stop_recursing_when`` predicate, beyond a match of which they search no further.
+
     Example:
         >>> for node in trace[0].walk():  # doctest: +SKIP
         ...     print(node.span.name, node.span.duration_ms)
+        >>> trace[0].first_descendant(SpanQuery(has_kind="tool"))  # doctest: +SKIP
     """
 
     span: ObserveSpan | LLMSpan
     """The span's view."""
     children: list[ObservationNode] = field(default_factory=list)
     """The child spans, earliest start first."""
+    parent: ObservationNode | None = field(default=None, init=False, repr=False, compare=False)
+    """The node whose span this one's ran inside; ``None`` for a root. Set by
+    :func:`build_trace`, and for the ``children`` a node is made with."""
+
+    def __post_init__(self) -> None:
+        for child in self.children:
+            child.parent = self
 
     def walk(self) -> Iterator[ObservationNode]:
         """Yield this node and every node below it, depth-first, parents before children."""
@@ -73,6 +92,99 @@ class ObservationNode:
             >>> node.find_all(lambda span: span.status == "error")  # doctest: +SKIP
         """
         return [node for node in self.walk() if predicate(node.span)]
+
+    # --- up and down the tree -------------------------------------------------------------------
+
+    @property
+    def ancestors(self) -> list[ObservationNode]:
+        """The nodes above this one: its parent first, the root last (empty for a root)."""
+        return list(self._above(None))
+
+    @property
+    def descendants(self) -> list[ObservationNode]:
+        """Every node below this one, depth-first, parents before children (not this one)."""
+        return list(self._below(None))
+
+    @property
+    def depth(self) -> int:
+        """How many ancestors this node has: 0 for a root."""
+        return sum(1 for _ in self._above(None))
+
+    def find_children(self, predicate: NodePredicate) -> list[ObservationNode]:
+        """The children that satisfy ``predicate``, earliest start first."""
+        return [child for child in self.children if predicate(child)]
+
+    def first_child(self, predicate: NodePredicate) -> ObservationNode | None:
+        """The earliest child that satisfies ``predicate``, or ``None``."""
+        return next((child for child in self.children if predicate(child)), None)
+
+    def any_child(self, predicate: NodePredicate) -> bool:
+        """Whether some child satisfies ``predicate``."""
+        return self.first_child(predicate) is not None
+
+    def find_descendants(
+        self, predicate: NodePredicate, stop_recursing_when: NodePredicate | None = None
+    ) -> list[ObservationNode]:
+        """The descendants that satisfy ``predicate``, depth-first.
+
+        Args:
+            predicate: The test.
+            stop_recursing_when: Below a node that satisfies it, nothing is searched (the node
+                itself is).
+        """
+        return [node for node in self._below(stop_recursing_when) if predicate(node)]
+
+    def first_descendant(
+        self, predicate: NodePredicate, stop_recursing_when: NodePredicate | None = None
+    ) -> ObservationNode | None:
+        """The first descendant, depth-first, that satisfies ``predicate``, or ``None``."""
+        return next((n for n in self._below(stop_recursing_when) if predicate(n)), None)
+
+    def any_descendant(
+        self, predicate: NodePredicate, stop_recursing_when: NodePredicate | None = None
+    ) -> bool:
+        """Whether some descendant satisfies ``predicate``."""
+        return self.first_descendant(predicate, stop_recursing_when) is not None
+
+    def find_ancestors(
+        self, predicate: NodePredicate, stop_recursing_when: NodePredicate | None = None
+    ) -> list[ObservationNode]:
+        """The ancestors that satisfy ``predicate``, closest first.
+
+        Args:
+            predicate: The test.
+            stop_recursing_when: Above a node that satisfies it, nothing is searched (the node
+                itself is).
+        """
+        return [node for node in self._above(stop_recursing_when) if predicate(node)]
+
+    def first_ancestor(
+        self, predicate: NodePredicate, stop_recursing_when: NodePredicate | None = None
+    ) -> ObservationNode | None:
+        """The closest ancestor that satisfies ``predicate``, or ``None``."""
+        return next((n for n in self._above(stop_recursing_when) if predicate(n)), None)
+
+    def any_ancestor(
+        self, predicate: NodePredicate, stop_recursing_when: NodePredicate | None = None
+    ) -> bool:
+        """Whether some ancestor satisfies ``predicate``."""
+        return self.first_ancestor(predicate, stop_recursing_when) is not None
+
+    def _below(self, stop: NodePredicate | None) -> Iterator[ObservationNode]:
+        stack = list(reversed(self.children))
+        while stack:
+            node = stack.pop()
+            yield node
+            if stop is None or not stop(node):
+                stack.extend(reversed(node.children))
+
+    def _above(self, stop: NodePredicate | None) -> Iterator[ObservationNode]:
+        node = self.parent
+        while node is not None:
+            yield node
+            if stop is not None and stop(node):
+                return
+            node = node.parent
 
     def to_text(self) -> str:
         """Render this subtree as an indented outline, one block per span.
@@ -232,7 +344,10 @@ def build_trace_and_cycles(
             values = sorted([*own, *unattached], key=lambda value: value.timestamp_ns)
         nodes[key] = ObservationNode(span=span_view(record, values))
     for key, child_keys in children.items():
-        nodes[key].children = [nodes[child] for child in child_keys]
+        node = nodes[key]
+        node.children = [nodes[child] for child in child_keys]
+        for child in node.children:
+            child.parent = node
     cycles = [ParentCycle(spans=tuple(records[key] for key in loop)) for loop in loops]
     return [nodes[key] for key in roots], cycles
 

@@ -211,10 +211,14 @@
       td.className = "score skip";
       td.textContent = "skipped";
       td.title = evaluation.reasoning;
+    } else if (evaluation.score === null || evaluation.score === undefined) {
+      td.className = "score label";  // a label and no score: neither a pass nor a failure
+      td.textContent = evaluation.label;
+      td.title = evaluation.reasoning;
     } else {
       td.textContent = formatScore(evaluation.score);
       td.style.backgroundColor = scoreColour(evaluation.score);
-      td.title = evaluation.reasoning;
+      td.title = evaluation.label ? evaluation.label + ": " + evaluation.reasoning : evaluation.reasoning;
     }
     var entry = entries[index];
     if (hasBaseline && entry.in_baseline && own(entry.baseline_scores, name)) {
@@ -352,15 +356,17 @@
     entry.evaluations.forEach(function (evaluation) {
       var tr = el("tr");
       tr.appendChild(el("th", null, evaluation.evaluator));
-      var score = el("td", "score", formatScore(evaluation.score));
-      if (evaluation.score !== null) score.style.backgroundColor = scoreColour(evaluation.score);
+      var unscored = evaluation.score === null || evaluation.score === undefined;
+      var shown = evaluation.label ? (unscored ? evaluation.label : formatScore(evaluation.score) + " · " + evaluation.label) : formatScore(evaluation.score);
+      var score = el("td", "score", shown);
+      if (!unscored) score.style.backgroundColor = scoreColour(evaluation.score);
       tr.appendChild(score);
       if (hasBaseline) {
         var known = entry.in_baseline && own(entry.baseline_scores, evaluation.evaluator);
         tr.appendChild(el("td", null, known ? formatScore(entry.baseline_scores[evaluation.evaluator]) : "—"));
       }
       var passed = evaluation.score !== null && evaluation.score >= threshold;
-      tr.appendChild(el("td", null, evaluation.error ? "errored" : evaluation.skipped ? "skipped" : passed ? "passed" : "failed"));
+      tr.appendChild(el("td", null, evaluation.error ? "errored" : evaluation.skipped ? "skipped" : unscored ? "labelled" : passed ? "passed" : "failed"));
       var why = el("td");
       if (evaluation.error) {
         why.appendChild(el("div", "error-text", evaluation.error.type + ": " + evaluation.error.message
