@@ -118,7 +118,8 @@ def test_dataset_validate_reports_every_problem_of_every_file(
     captured = capsys.readouterr()
     assert "ok  good.evaltrace.json  (1 entry)" in captured.out
     assert "3 problems in dataset bad.evaltrace.json:" in captured.err
-    assert "bad.evaltrace.json: evaluators[0]: unknown evaluator 'Factualty'" in captured.err
+    # one line holds the whole file: each problem names its column
+    assert "bad.evaltrace.json:1:43: evaluators[0]: unknown evaluator 'Factualty'" in captured.err
     assert "did you mean 'question'?" in captured.err
 
 

@@ -65,7 +65,7 @@ async def test_dataset_file_errors_name_the_file_and_entry(tmp_path: Path) -> No
 
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"entries": [{"entry_kwargs": {"text": "a"}, "eval_input": "x"}]}))
-    with pytest.raises(DatasetFileError, match=r"bad.json: entries\[0\]\.eval_input: "):
+    with pytest.raises(DatasetFileError, match=r"bad.json:1:60: entries\[0\]\.eval_input: "):
         await assert_dataset_pass(shout, bad, [upper_ok])
     with pytest.raises(DatasetFileError, match=r"missing\.json: no such file"):
         await assert_dataset_pass(shout, tmp_path / "missing.json", [upper_ok])

@@ -16,6 +16,7 @@ __all__ = [
     "ConfigurationError",
     "DuplicateWrapNameError",
     "EvaltraceError",
+    "EvaluatorSignatureError",
     "EvaluatorTimeoutError",
     "InvalidEvaluatorResultError",
     "MissingEvalInputError",
@@ -110,6 +111,14 @@ class NotATraceFileError(TraceFormatError):
 
     The message names the file and, when it can tell, what the file is instead (a dataset
     file, a saved run, binary data).
+    """
+
+
+class EvaluatorSignatureError(EvaltraceError, TypeError):
+    """An evaluator's parameters fit none of the ways evaluators are called.
+
+    Raised when the evaluator is prepared, before any entry is scored (and reported by
+    dataset validation at the evaluator's place in the file).
     """
 
 

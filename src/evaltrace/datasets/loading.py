@@ -20,8 +20,10 @@ import json
 import json.scanner
 import math
 import os
+import re
 import stat
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -126,11 +128,15 @@ def dataset_from_data(
     except ValidationError as exc:
         problems = problems_from_errors(exc.errors(include_url=False), file=file, locate=locate)
         problems += _cross_field_problems_of_valid_parts(data, file)
-        raise DatasetError(problems) from None
+        error = DatasetError(problems)
+        error.valid_parts = _valid_parts(data, file, path)
+        raise error from None
     except RecursionError:
         raise DatasetError([_too_deep(file)]) from None
     if scope.problems:
-        raise DatasetError(scope.problems)
+        error = DatasetError(scope.problems)
+        error.valid_parts = ValidParts(dataset=dataset, indexes=range(len(dataset.entries)))
+        raise error
     if dataset.name is None and path is not None:
         dataset.name = _name_from(path)
     return dataset
@@ -158,6 +164,111 @@ def _cross_field_problems_of_valid_parts(data: dict[str, Any], file: str) -> lis
             except (ValidationError, RecursionError):
                 continue  # its own problems are already reported
     return dataset_problems(file, evaluators, entries, names)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidParts:
+    """What of an invalid dataset file is valid.
+
+    The checks that need the user's code (the runnable's signature against each entry's
+    arguments, the evaluators' signatures, the aggregators' pairings) run on it, so that one
+    validation reports every problem.
+    """
+
+    dataset: Dataset
+    """The dataset's valid header with the entries whose arguments could be read (not
+    validated as a whole: a run never uses it)."""
+    indexes: Sequence[int]
+    """Each of those entries' index in the file."""
+
+
+def _valid_parts(data: dict[str, Any], file: str, path: Path | None) -> ValidParts | None:
+    """The valid header and readable entries of ``data``, whose validation failed."""
+    header = {key: value for key, value in data.items() if key != "entries"}
+    runnable = header.get("runnable")
+    attempts = [header, {"runnable": runnable} if isinstance(runnable, str) else None]
+    base: Dataset | None = None
+    for attempt in attempts:
+        if attempt is None:
+            continue
+        try:  # one stand-in entry: a dataset has at least one
+            base = Dataset.model_validate(
+                {**attempt, "entries": [{"entry_kwargs": {}}]},
+                context=ValidationScope(file, path).context(),
+            )
+        except (ValidationError, RecursionError):
+            continue
+        break
+    if base is None:
+        return None
+    entries: list[DatasetEntry] = []
+    indexes: list[int] = []
+    raw_entries = data.get("entries")
+    for index, raw in enumerate(raw_entries if isinstance(raw_entries, list) else ()):
+        entry = _readable_entry(raw)
+        if entry is not None:
+            entries.append(entry)
+            indexes.append(index)
+    if not entries and base.runnable is None:
+        return None  # nothing left whose references could be checked
+    return ValidParts(dataset=base.model_copy(update={"entries": entries}), indexes=indexes)
+
+
+def _readable_entry(raw: object) -> DatasetEntry | None:
+    """``raw`` as an entry, else an entry of its arguments alone, else ``None``."""
+    try:
+        return DatasetEntry.model_validate(raw)
+    except (ValidationError, RecursionError):  # reported already: its arguments still count
+        return _arguments_of(raw)
+
+
+def _arguments_of(raw: object) -> DatasetEntry | None:
+    """An entry of ``raw``'s arguments alone, when they can be checked without the rest."""
+    if not isinstance(raw, dict) or "trace" in raw or "evaluators" in raw:
+        return None  # its own evaluators are invalid: checking it without them would mislead
+    try:
+        return DatasetEntry.model_validate({"entry_kwargs": raw.get("entry_kwargs", {})})
+    except (ValidationError, RecursionError):
+        return None
+
+
+_LOCATION_PART: Final = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+
+_POSITIONED_PROBLEMS: Final = 50
+"""How many of a file's problems are given their line (each one parses the file again)."""
+
+
+def with_positions(error: DatasetError, path: str | os.PathLike[str]) -> DatasetError:
+    """``error`` with the line and column of each problem located in the file at ``path``.
+
+    A problem found after the file was read (an argument the runnable does not take, an
+    evaluator that cannot be built) names a place such as ``entries[2].entry_kwargs.query``;
+    the file is read again, on this failing path only, to give that place its line. A
+    problem whose place is not in the file (a key that is missing) is given its parent's.
+    """
+    try:
+        text = _decode(_read(Path(path), os.fspath(path), MAX_DATASET_BYTES), os.fspath(path))
+    except DatasetError:  # gone or changed since it was read: the places are enough
+        return error
+    locate: Locator = functools.partial(
+        json_position if _format_of(Path(path), text) == "json" else yaml_position, text
+    )
+    problems = list(error.problems)
+    for position, problem in enumerate(problems[:_POSITIONED_PROBLEMS]):
+        if problem.line is not None or not problem.location:
+            continue
+        parts: list[str | int] = [
+            int(index) if index else key for index, key in _LOCATION_PART.findall(problem.location)
+        ]
+        while parts:
+            found = locate(parts)
+            if found is not None:
+                problems[position] = replace(problem, line=found[0], column=found[1])
+                break
+            parts.pop()
+    if problems == error.problems:
+        return error
+    return DatasetError(problems)
 
 
 def _name_from(path: Path) -> str:

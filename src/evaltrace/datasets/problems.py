@@ -23,7 +23,7 @@ import difflib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias, cast
+from typing import Any, Final, Literal, TypeAlias, cast
 
 from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.errors import EvaltraceError
@@ -124,6 +124,10 @@ class DatasetError(EvaltraceError, ValueError):
             raise ValueError("a DatasetError needs at least one problem")
         self.problems: list[DatasetProblem] = list(problems)
         """Every problem found, in the order found."""
+        self.valid_parts: Any = None
+        """What of the dataset is valid, when the file's own validation failed (a
+        :class:`~evaltrace.datasets.loading.ValidParts`): :func:`prepare_dataset` checks it
+        against the user's code too, to report every problem at once."""
         super().__init__(self._render())
 
     def _render(self) -> str:

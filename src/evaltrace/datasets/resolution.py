@@ -44,8 +44,8 @@ from evaltrace.datasets.registry import (
     registered_evaluators,
 )
 from evaltrace.datasets.runnable import NotRunnableError, RunnableAdapter
-from evaltrace.errors import EvaltraceError
-from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
+from evaltrace.errors import EvaltraceError, EvaluatorSignatureError
+from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name, prepare_evaluator
 from evaltrace.metrics.check_types import (
     CheckValueError,
     UnknownCheckTypeError,
@@ -174,6 +174,10 @@ class ResolvedDataset:
 def build_evaluator(target: object, args: Mapping[str, Any], *, label: str) -> EvaluatorFunction:
     """Make ``target`` (a registered or referenced object) into an evaluator.
 
+    The evaluator built must take what it scores in one of the accepted forms
+    (``f(evaluable)``, ``f(evaluable, *, trace=None)``, ``f(ctx: EvaluatorContext)``, an
+    :class:`~evaltrace.evals.Evaluator`).
+
     Args:
         target: A class, a factory function without required parameters, or an evaluator.
         args: The spec's ``args``.
@@ -181,13 +185,23 @@ def build_evaluator(target: object, args: Mapping[str, Any], *, label: str) -> E
 
     Raises:
         EvaluatorBuildError: ``target`` is not callable, takes no such ``args``, raised while
-            being built, or built something that is not callable.
+            being built, or built something that is not callable or whose parameters fit
+            none of the accepted forms.
 
     Example:
         >>> from evaltrace.metrics import DocumentRecall
         >>> build_evaluator(DocumentRecall, {"mode": "single_hit"}, label="DocumentRecall").mode
         'single_hit'
     """
+    evaluator = _build(target, args, label)
+    try:
+        prepare_evaluator(evaluator, label)
+    except EvaluatorSignatureError as exc:
+        raise EvaluatorBuildError(str(exc)) from None
+    return evaluator
+
+
+def _build(target: object, args: Mapping[str, Any], label: str) -> EvaluatorFunction:
     if isinstance(target, type):
         evaluator = _construct(target, args, label, "instantiating")
         if not callable(evaluator):

@@ -19,12 +19,13 @@ end, atomically, also when the run is interrupted (then with the entries that fi
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 from evaltrace._safe_text import exception_text
 from evaltrace.concurrency import pending
@@ -37,11 +38,16 @@ from evaltrace.constants import (
 )
 from evaltrace.datasets.entries import DatasetEntries, PreparedDataset
 from evaltrace.datasets.fingerprint import run_fingerprint
-from evaltrace.datasets.loading import load_dataset
-from evaltrace.datasets.model import Dataset, DatasetEntry
+from evaltrace.datasets.loading import ValidParts, load_dataset, with_positions
+from evaltrace.datasets.model import Dataset, DatasetEntry, EvaluatorSpec
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, format_location
-from evaltrace.datasets.references import ReferenceLoader
-from evaltrace.datasets.registry import registered_evaluators
+from evaltrace.datasets.references import ReferenceLoader, parse_reference
+from evaltrace.datasets.registry import (
+    BUILTIN_EVALUATORS,
+    UnknownEvaluatorError,
+    lookup_evaluator,
+    registered_evaluators,
+)
 from evaltrace.datasets.resolution import (
     PerEntry,
     ResolvedDataset,
@@ -123,7 +129,28 @@ def prepare_dataset(
                 "runnable= or evaluators=, pass the Dataset itself (or its path)"
             )
         return dataset if isinstance(dataset, PreparedDataset) else _prepared_from_files(dataset)
-    loaded = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+    if not isinstance(dataset, Dataset):
+        try:
+            loaded = load_dataset(dataset)
+        except DatasetError as exc:
+            error = _with_code_problems(exc, runnable, evaluators, loader)
+            raise with_positions(error, dataset) from None
+    else:
+        loaded = dataset
+    try:
+        return _prepared(loaded, runnable, evaluators, loader)
+    except DatasetError as exc:
+        if loaded.path is None:
+            raise
+        raise with_positions(exc, loaded.path) from None
+
+
+def _prepared(
+    loaded: Dataset,
+    runnable: object | None,
+    evaluators: Sequence[EvaluatorFunction] | None,
+    loader: ReferenceLoader | None,
+) -> PreparedDataset:
     if evaluators is None:
         prepared = _prepared_from_files(resolve_dataset(loaded, runnable=runnable, loader=loader))
         return replace(prepared, from_code=runnable is not None)
@@ -197,6 +224,46 @@ def _warn_unused_file_evaluators(dataset: Dataset, given: list[str]) -> None:
     )
 
 
+_ENTRY_LOCATION: Final = re.compile(r"^entries\[(\d+)\]")
+
+
+def _with_code_problems(
+    error: DatasetError,
+    runnable: object | None,
+    evaluators: Sequence[EvaluatorFunction] | None,
+    loader: ReferenceLoader | None,
+) -> DatasetError:
+    """``error`` with the problems its file's valid parts have with the user's code.
+
+    A file whose own validation failed is still checked against the runnable's signature,
+    the evaluators' and the aggregators', so that one validation lists every problem.
+    """
+    parts = error.valid_parts
+    if not isinstance(parts, ValidParts):
+        return error
+    try:
+        _prepared(parts.dataset, runnable, evaluators, loader)
+    except DatasetError as more:
+        known = {(problem.location, problem.message) for problem in error.problems}
+        added = []
+        for problem in more.problems:
+            problem = _at_file_index(problem, parts.indexes)
+            if (problem.location, problem.message) not in known:
+                added.append(problem)
+        if added:
+            return DatasetError([*error.problems, *added])
+    return error
+
+
+def _at_file_index(problem: DatasetProblem, indexes: Sequence[int]) -> DatasetProblem:
+    """``problem`` located by its entry's index in the file (the valid parts skip some)."""
+    found = _ENTRY_LOCATION.match(problem.location)
+    if found is None:
+        return problem
+    location = f"entries[{indexes[int(found.group(1))]}]" + problem.location[found.end() :]
+    return replace(problem, location=location)
+
+
 def _prepared_from_files(resolved: ResolvedDataset) -> PreparedDataset:
     dataset = resolved.dataset
     problems: list[DatasetProblem] = []
@@ -217,8 +284,10 @@ def _prepared_from_files(resolved: ResolvedDataset) -> PreparedDataset:
     )
     aggregators: dict[str, list[AggregatorSpec]] = {}
     sources: dict[str, EvaluatorFunction] = {}
-    for item in resolved.evaluators:
-        if item.spec.aggregators:
+    for position, item in enumerate(resolved.evaluators):
+        if item.spec.aggregators and not _may_label(item.spec):
+            problems.append(_unlabelled(dataset.source, position, item.spec))
+        elif item.spec.aggregators:
             aggregators[item.name] = list(item.spec.aggregators)
             sources[item.name] = item.evaluator
     problems += _aggregator_problems(dataset.source, aggregators)
@@ -242,6 +311,39 @@ def _no_evaluator(dataset: Dataset, index: int) -> DatasetProblem:
         hint="list evaluators on the entry, or in the top-level 'evaluators'"
         if own_list
         else "add a top-level 'evaluators' list, or give the entry its own",
+    )
+
+
+def _may_label(spec: EvaluatorSpec) -> bool:
+    """Whether the evaluator of ``spec`` may record labels (``details.expected/actual``).
+
+    None of evaltrace's own evaluators and checks does (each gives a score); a custom one may.
+    """
+    if spec.check is not None:
+        return False
+    if parse_reference(spec.name) is not None:
+        return True
+    try:
+        return lookup_evaluator(spec.name) not in BUILTIN_EVALUATORS
+    except UnknownEvaluatorError:  # reported where it is built
+        return True
+
+
+def _unlabelled(file: str, position: int, spec: EvaluatorSpec) -> DatasetProblem:
+    kinds = list(dict.fromkeys(aggregator.type for aggregator in spec.aggregators))
+    label = repr(spec.name) if spec.check is None else f"the {spec.check.type!r} check"
+    return DatasetProblem(
+        file=file,
+        location=format_location(("evaluators", position, "aggregators")),
+        message=(
+            f"{', '.join(kinds)} count{'' if len(kinds) > 1 else 's'} each entry's expected "
+            f"and actual labels, which {label} does not record (it gives a score)"
+        ),
+        hint=(
+            "give the aggregators to an evaluator that labels each entry: a custom one "
+            "returning Evaluation(score=..., details={'expected': <label>, 'actual': <label>}) "
+            "(see docs/metrics.md, dataset-level metrics)"
+        ),
     )
 
 

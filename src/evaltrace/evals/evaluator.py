@@ -34,7 +34,11 @@ from evaltrace.concurrency import (
     pending,
     run_in_worker_thread,
 )
-from evaltrace.errors import EvaluatorTimeoutError, InvalidEvaluatorResultError
+from evaltrace.errors import (
+    EvaluatorSignatureError,
+    EvaluatorTimeoutError,
+    InvalidEvaluatorResultError,
+)
 from evaltrace.evals.context import EvaluatorContext
 from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation
@@ -164,7 +168,64 @@ def _call_shape(target: Callable[..., Any]) -> tuple[_Takes, bool]:
             takes = _Takes.EVALUABLE_AND_TRACE
         else:
             takes = _Takes.EVALUABLE
+        _check_parameters(target, params, takes)
     return takes, is_async_callable(target)
+
+
+ACCEPTED_FORMS: Final = (
+    "f(evaluable)",
+    "f(evaluable, *, trace=None)",
+    "f(ctx: EvaluatorContext)",
+    "an Evaluator subclass with evaluate(self, ctx)",
+)
+"""The ways an evaluator can take what it scores (sync or async alike)."""
+
+
+def _check_parameters(
+    target: Callable[..., Any], params: Sequence[inspect.Parameter], takes: _Takes
+) -> None:
+    """Raise when ``target`` cannot be called the way its shape says it is.
+
+    An evaluator such as ``def two_args(output, expected)`` would otherwise fail with a bare
+    ``TypeError`` on every entry; it is refused once, when it is prepared.
+    """
+    required = [
+        p.name
+        for p in params[1:]
+        if p.default is p.empty
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and not (takes is _Takes.EVALUABLE_AND_TRACE and p.name == "trace")
+    ]
+    takes_one = bool(params) and (
+        params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD)
+        or params[0].kind is params[0].VAR_POSITIONAL
+    )
+    if takes_one and not required:
+        return
+    name = evaluator_name(target)
+    if not takes_one:
+        problem = "takes no positional parameter for what it scores"
+    else:
+        problem = (
+            f"also requires {', '.join(repr(p) for p in required)}, which evaluators are not given"
+        )
+    raise EvaluatorSignatureError(
+        f"evaluator {name}{_signature_text(target)} {problem}; an evaluator is called as "
+        f"{' or '.join(ACCEPTED_FORMS)}: read the output and expectation from the evaluable "
+        "(evaluable.eval_output, evaluable.expectation) instead of separate parameters"
+    )
+
+
+def _signature_text(target: Callable[..., Any]) -> str:
+    """``target``'s parameters as written, without their annotations."""
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return ""
+    bare = [
+        parameter.replace(annotation=parameter.empty) for parameter in signature.parameters.values()
+    ]
+    return str(signature.replace(parameters=bare, return_annotation=signature.empty))
 
 
 def _shape_of(evaluator: Callable[..., Any]) -> tuple[_Takes, bool]:

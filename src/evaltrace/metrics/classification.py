@@ -518,6 +518,21 @@ class ClassificationDatasetEvaluator:
         else:
             materialised = items if isinstance(items, Sequence) else list(items)
             details = self._details(_count_items(materialised), len(materialised))
+        if details.n_total and details.skip_reasons.get(_Skip.MALFORMED.value) == details.n_total:
+            return Evaluation.errored(
+                EvaluationError(
+                    type="UnlabelledResultsError",
+                    message=(
+                        f"none of the {details.n_total} results of {self._source!r} holds "
+                        "labels to count: a classification metric needs an evaluator whose "
+                        "evaluations record details={'expected': <label>, 'actual': <label>} "
+                        "(strings); this one records none (a score alone is not a label)"
+                    ),
+                    where="dataset_results",
+                ),
+                details=details.model_dump(),
+                evaluator=self.name,
+            )
         if details.n_scored == 0:
             return Evaluation.skip(
                 f"no item could be scored ({self._describe_skips(details)})",

@@ -572,13 +572,17 @@ class RunResult(BaseModel):
 
     @property
     def passed(self) -> bool:
-        """Whether the run completed without errors, has entries, and every one succeeded."""
+        """Whether the run completed without errors and every entry and dataset-level result did.
+
+        A dataset-level result that errored is a metric that could not be computed.
+        """
         counts = self.counts
         return (
             not self.interrupted
             and not self.errors
             and bool(counts)
             and all(status.passed for status in counts)
+            and not any(result.error is not None for result in self.dataset_results.values())
         )
 
     def to_records(self) -> list[dict[str, Any]]:
