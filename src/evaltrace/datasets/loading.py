@@ -19,11 +19,13 @@ import json
 import json.scanner
 import math
 import os
+import re
 import stat
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
-from pydantic import ValidationError
+import yaml
+from pydantic import BaseModel, ValidationError
 
 from evaltrace._safe_text import exception_message
 from evaltrace.checks import check_count
@@ -39,7 +41,16 @@ from evaltrace.datasets.model import (
 )
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, describe_value
 
-__all__ = ["MAX_DATASET_BYTES", "dataset_from_data", "load_dataset"]
+__all__ = [
+    "MAX_DATASET_BYTES",
+    "dataset_from_data",
+    "load_dataset",
+    "read_document",
+    "validate_document",
+]
+
+_Model = TypeVar("_Model", bound=BaseModel)
+_PART: Final = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
 
 
 _NAME_SUFFIXES: Final = (".json", ".yaml", ".yml", ".evaltrace")
@@ -80,6 +91,113 @@ def load_dataset(path: str | os.PathLike[str], *, max_bytes: int = MAX_DATASET_B
     else:
         document = _parse_yaml(text, file, max_bytes)
     return dataset_from_data(document, file=file, path=location)
+
+
+def read_document(
+    path: str | os.PathLike[str], *, max_bytes: int = MAX_DATASET_BYTES
+) -> tuple[Any, str]:
+    """Read a JSON or YAML file of evaltrace's (a dataset, an evaluators file) as data.
+
+    The file is read as a dataset file is (checked, decoded, parsed safely), and what goes
+    wrong is one :class:`~evaltrace.datasets.DatasetError` naming the file, and the line and
+    column of a syntax error.
+
+    Args:
+        path: The file (JSON by its ``.json`` suffix or a leading ``{``, else YAML).
+        max_bytes: The largest file accepted, in bytes.
+
+    Returns:
+        The parsed data and the file's text (for :func:`validate_document`'s line numbers).
+
+    Raises:
+        DatasetError: The file is missing, unreadable, too large, not UTF-8, or not valid
+            JSON or YAML.
+    """
+    max_bytes = check_count(max_bytes, "max_bytes")
+    location = Path(path)
+    file = os.fspath(path)
+    text = _decode(_read(location, file, max_bytes), file)
+    if _format_of(location, text) == "json":
+        return _parse_json(text, file), text
+    return _parse_yaml(text, file, max_bytes), text
+
+
+def validate_document(data: object, model: type[_Model], *, file: str, text: str = "") -> _Model:
+    """Validate parsed data as ``model``, every problem at once, as dataset files are.
+
+    Each problem names the file, the field (``evaluators[1].name``), what was expected and
+    what was found, and, when the file's ``text`` is given, the line the field is on.
+
+    Args:
+        data: The parsed document.
+        model: The pydantic model it must be.
+        file: How problems name the file.
+        text: The file's text, to find the line of each problem's field.
+
+    Raises:
+        DatasetError: The data is not a valid ``model``.
+
+    Example:
+        >>> class Limits(BaseModel):
+        ...     model_config = {"extra": "forbid"}
+        ...     rate: float = 1.0
+        >>> validate_document({"rat": 2}, Limits, file="limits.yaml", text="rat: 2")
+        Traceback (most recent call last):
+        ...
+        evaltrace.datasets.problems.DatasetError: 1 problem in dataset limits.yaml:
+          limits.yaml:1: rat: unknown key 'rat'; did you mean 'rate'? the keys here are 'rate'
+    """
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = problems_from_errors(exc.errors(include_url=False), file=file, root=model)
+        raise DatasetError(with_lines(problems, text)) from None
+    except RecursionError:
+        raise DatasetError([_too_deep(file)]) from None
+
+
+def with_lines(problems: list[DatasetProblem], text: str) -> list[DatasetProblem]:
+    """``problems``, each given the line of the field it names in ``text`` when it has none.
+
+    The text is composed as YAML (of which JSON is a subset) only to find where each field's
+    value starts; a text that does not compose leaves the problems as they are.
+    """
+    if not text or all(problem.line is not None for problem in problems):
+        return problems
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return problems
+    located = []
+    for problem in problems:
+        if problem.line is None and root is not None:
+            line = _line_of(root, problem.location)
+            if line is not None:
+                problem = DatasetProblem(**{**problem.__dict__, "line": line})
+        located.append(problem)
+    return located
+
+
+def _line_of(node: yaml.Node, location: str) -> int | None:
+    """The 1-based line of the deepest node ``location`` leads to in the composed document."""
+    line = None
+    for match in _PART.finditer(location):
+        key, index = match.group(1), match.group(2)
+        found: yaml.Node | None = None
+        if index is not None and isinstance(node, yaml.SequenceNode):
+            position = int(index)
+            found = node.value[position] if position < len(node.value) else None
+        elif key is not None and isinstance(node, yaml.MappingNode):
+            for name, value in node.value:
+                if isinstance(name, yaml.ScalarNode) and name.value == key:
+                    line = name.start_mark.line + 1
+                    found = value
+                    break
+        if found is None:
+            break
+        node = found
+        line = node.start_mark.line + 1 if index is not None else line
+    return line
 
 
 def dataset_from_data(
