@@ -8,6 +8,7 @@ OpenTelemetry SDK's own OTLP/HTTP exporter, as an app would.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -20,14 +21,21 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource as ProtoResource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
+
+from evaltrace.serve import Gateway, GatewayConfig
 
 CHECKS = """
 from evaltrace.evals import Evaluation
@@ -167,10 +175,13 @@ class ServeProcess:
         return found
 
 
-def provider(url: str, *, batch: bool = False, service: str = "shop") -> TracerProvider:
+def provider(
+    url: str, *, batch: bool = False, service: str = "shop", token: str | None = None
+) -> TracerProvider:
     """A tracer provider of its own exporting to ``url`` with the SDK's OTLP/HTTP exporter."""
     made = TracerProvider(resource=Resource.create({"service.name": service}))
-    exporter = OTLPSpanExporter(endpoint=url, timeout=10)
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    exporter = OTLPSpanExporter(endpoint=url, timeout=10, headers=headers)
     made.add_span_processor(
         BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
     )
@@ -193,3 +204,94 @@ def app_spans(
             root.set_attribute("output.value", text)
             ids.append(f"{root.get_span_context().trace_id:032x}")
     return ids
+
+
+def export_request(traces: int, spans_per_trace: int = 2, *, seed: int = 0) -> bytes:
+    """An OTLP/HTTP protobuf export request of ``traces`` whole traces (a root, children)."""
+    spans = []
+    now = time.time_ns()
+    for number in range(traces):
+        trace_id = (seed * 1_000_003 + number + 1).to_bytes(16, "big")
+        root_id = (number * 64 + 1).to_bytes(8, "big")
+        for child in range(spans_per_trace):
+            span_id = root_id if child == 0 else (number * 64 + 1 + child).to_bytes(8, "big")
+            spans.append(
+                Span(
+                    trace_id=trace_id,
+                    span_id=span_id,
+                    parent_span_id=b"" if child == 0 else root_id,
+                    name="answer" if child == 0 else "llm",
+                    start_time_unix_nano=now,
+                    end_time_unix_nano=now + 1000,
+                    attributes=[
+                        KeyValue(key="output.value", value=AnyValue(string_value=f"Paris {number}"))
+                    ],
+                )
+            )
+    service = KeyValue(key="service.name", value=AnyValue(string_value="load"))
+    request = ExportTraceServiceRequest(
+        resource_spans=[
+            ResourceSpans(
+                resource=ProtoResource(attributes=[service]), scope_spans=[ScopeSpans(spans=spans)]
+            )
+        ]
+    )
+    return request.SerializeToString()
+
+
+def post(
+    url: str, body: bytes, content_type: str = "application/x-protobuf", **headers: str
+) -> tuple[int, dict[str, str], bytes]:
+    """POST ``body``; the status, headers and body of the answer."""
+    request = urllib.request.Request(
+        url, data=body, method="POST", headers={"Content-Type": content_type, **headers}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+class GatewayThread:
+    """A :class:`~evaltrace.serve.Gateway` in a thread of its own, on a free loopback port.
+
+    The same gateway ``evaltrace serve`` runs, in this process: for the tests of its faults,
+    which need no process of their own (the client tests use :class:`ServeProcess`).
+    """
+
+    def __init__(self, config: GatewayConfig) -> None:
+        self.gateway = Gateway(replace(config, host="127.0.0.1", port=0))
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+
+    def __enter__(self) -> GatewayThread:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.gateway.start(), self.loop).result(30)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(self.gateway.stop(), self.loop).result(60)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(10)
+            self.loop.close()
+
+    @property
+    def traces_url(self) -> str:
+        return self.gateway.address
+
+    def metric(self, name: str, *labels: str) -> float:
+        counter = getattr(self.gateway.metrics, name)
+        return float(counter.value(*labels))
+
+    def wait_for(self, name: str, at_least: float, *labels: str, timeout: float = 20) -> float:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.metric(name, *labels)
+            if value >= at_least or time.monotonic() > deadline:
+                return value
+            time.sleep(0.02)
