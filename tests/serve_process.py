@@ -176,10 +176,18 @@ class ServeProcess:
 
 
 def provider(
-    url: str, *, batch: bool = False, service: str = "shop", token: str | None = None
+    url: str,
+    *,
+    batch: bool = False,
+    service: str = "shop",
+    token: str | None = None,
+    project: str | None = None,
 ) -> TracerProvider:
     """A tracer provider of its own exporting to ``url`` with the SDK's OTLP/HTTP exporter."""
-    made = TracerProvider(resource=Resource.create({"service.name": service}))
+    attributes = {"service.name": service}
+    if project is not None:
+        attributes["openinference.project.name"] = project  # Phoenix files spans by it
+    made = TracerProvider(resource=Resource.create(attributes))
     headers = {"Authorization": f"Bearer {token}"} if token else None
     exporter = OTLPSpanExporter(endpoint=url, timeout=10, headers=headers)
     made.add_span_processor(
