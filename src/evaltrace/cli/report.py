@@ -55,8 +55,10 @@ def report(
     baseline: str | None,
     window: float,
 ) -> int:
-    """Print the report of RESULT: a result.json, the run folder holding one, or a results
-    stream (the --results file of evaltrace serve), one run per time window.
+    """Print the report of RESULT: a result.json, or the run folder holding one.
+
+    RESULT may also be a results stream (the --results file of evaltrace serve): it is
+    reported as one run per time window of --window minutes.
 
     Exit code 0 once printed (whatever the run's outcome), 2 when RESULT (or --baseline)
     cannot be read.

@@ -1,9 +1,10 @@
 """Forwarding what arrives to the collector behind: :class:`Forwarder`.
 
 Every accepted request is queued as it arrived (its protobuf encoding), with the evaluation
-spans scoring adds; one sender sends what is queued, merging queued requests into one up to
-the batch size (the protobuf encodings of two ``ExportTraceServiceRequest`` messages, joined,
-are the encoding of one message holding both: no decoding needed). A request the collector
+spans scoring adds; a few senders (:data:`SENDERS`) send what is queued, each merging queued
+requests into one up to the batch size (the protobuf encodings of two
+``ExportTraceServiceRequest`` messages, joined, are the encoding of one message holding both:
+no decoding needed). A request the collector
 refuses for a while (429, 5xx, unreachable, timed out) is sent again with exponential backoff
 (a ``Retry-After`` it gives is honoured) until the retry period ends, then dropped and
 counted; one it rejects (another 4xx) is dropped and counted at once.
@@ -38,6 +39,9 @@ logger = logging.getLogger("evaltrace.serve")
 Kind = Literal["app", "evaluation"]
 """What a queued batch holds: the apps' spans, or the evaluation spans scoring made."""
 
+SENDERS: Final = 2
+"""Forward requests in flight at once: a request that arrives while one is sent goes out
+without waiting for its answer (bench/bench_serve.py: the added p99 latency at half load)."""
 _FIRST_BACKOFF: Final = 0.25
 _MAX_BACKOFF: Final = 10.0
 
@@ -77,14 +81,14 @@ class Forwarder:
         self.queued_bytes = 0
         """Bytes waiting (not counting the batch being sent)."""
         self.sending_bytes = 0
-        """Bytes of the batch being sent."""
+        """Bytes of the batches being sent."""
         self.healthy = True
         """Whether the last forward succeeded (``/readyz`` says so)."""
         self._queue: deque[_Queued] = deque()
         self._wake = asyncio.Event()
         self._closing = False
         self._session: aiohttp.ClientSession | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
 
     def full(self, adding: int = 0) -> bool:
         """Whether ``adding`` more bytes would pass the bound (intake then answers 503)."""
@@ -103,29 +107,26 @@ class Forwarder:
         """Open the client and start the sender (in the running event loop)."""
         target = self.target
         timeout = aiohttp.ClientTimeout(total=target.timeout_seconds)
-        connector = aiohttp.TCPConnector(ssl=_ssl_context(target), limit=4)
+        connector = aiohttp.TCPConnector(ssl=_ssl_context(target), limit=SENDERS)
         headers = {**target.headers, "Content-Type": PROTOBUF}
         if target.compression != "none":
             headers["Content-Encoding"] = target.compression
         self._session = aiohttp.ClientSession(
             timeout=timeout, connector=connector, headers=headers, auto_decompress=True
         )
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._run()) for _ in range(SENDERS)]
 
     async def close(self, deadline: float) -> None:
         """Send what is queued until ``deadline`` (monotonic); drop and count the rest."""
         self._closing = True
         self._wake.set()
-        task = self._task
-        if task is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(task), max(0.0, deadline - time.monotonic()))
-            except TimeoutError:
+        if self._tasks:
+            _, late = await asyncio.wait(self._tasks, timeout=max(0.0, deadline - time.monotonic()))
+            for task in late:
                 task.cancel()
-                try:
-                    await task
-                except asyncio.CancelledError:
-                    pass  # cancelled here, at the deadline: what it held is counted below
+            # cancelled here, at the deadline: what each held is counted as it stops
+            await asyncio.gather(*late, return_exceptions=True)
         while self._queue:
             item = self._queue.popleft()
             self.metrics.spans_dropped.add(item.spans, "shutdown")
@@ -141,7 +142,7 @@ class Forwarder:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            batch = self._take()
+            batch, size = self._take()
             try:
                 await self._send(batch)
             except asyncio.CancelledError:  # the drain deadline: what is in flight is lost
@@ -149,10 +150,10 @@ class Forwarder:
                     self.metrics.spans_dropped.add(item.spans, "shutdown")
                 raise
             finally:
-                self.sending_bytes = 0
+                self.sending_bytes -= size
 
-    def _take(self) -> list[_Queued]:
-        """The next batch: queued requests of one kind, merged up to the batch size."""
+    def _take(self) -> tuple[list[_Queued], int]:
+        """The next batch and its size: queued requests of one kind, merged up to the limit."""
         first = self._queue.popleft()
         batch, size = [first], len(first.body)
         while self._queue and self._queue[0].kind == first.kind:
@@ -162,8 +163,8 @@ class Forwarder:
             batch.append(self._queue.popleft())
             size += following
         self.queued_bytes -= size
-        self.sending_bytes = size
-        return batch
+        self.sending_bytes += size
+        return batch, size
 
     async def _send(self, batch: list[_Queued]) -> None:
         spans = sum(item.spans for item in batch)

@@ -35,7 +35,10 @@ import time
 from typing import Final
 
 from aiohttp import web
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 
 from evaltrace.errors import OTLPRequestError, ServeError
 from evaltrace.results import ResultsStream
@@ -262,9 +265,15 @@ class Gateway:
                 return web.Response(status=status, text=f"{exc}\n")
             if forwarder is not None and forwarder.full(len(encoded)):
                 return _busy(503, "the forward queue is full")
-            count = self._assemble(decoded)
+            count = sum(
+                len(scope.spans)
+                for resource in decoded.resource_spans
+                for scope in resource.scope_spans
+            )
             if forwarder is not None and count:
-                forwarder.offer(encoded, count)
+                forwarder.offer(encoded, count)  # first: assembly must not delay forwarding
+            if self.assembler is not None:
+                self._assemble(decoded)
             self.metrics.spans_received.add(count)
         finally:
             self._in_flight -= 1
@@ -274,16 +283,13 @@ class Gateway:
             body=ExportTraceServiceResponse().SerializeToString(), content_type=PROTOBUF
         )
 
-    def _assemble(self, decoded: object) -> int:
-        """Add the request's spans to assembly (when scoring); how many it holds."""
+    def _assemble(self, decoded: ExportTraceServiceRequest) -> None:
+        """Add the request's spans to assembly."""
         assembler = self.assembler
-        count = 0
+        assert assembler is not None
         now = time.monotonic()
-        for resource, span in request_spans(decoded):  # type: ignore[arg-type]
-            count += 1
-            if assembler is not None:
-                assembler.add(resource, span, now)
-        return count
+        for resource, span in request_spans(decoded):
+            assembler.add(resource, span, now)
 
     def _send_evaluations(self, body: bytes, spans: int) -> None:
         """From the scoring thread: queue evaluation spans for forwarding, in this loop."""
