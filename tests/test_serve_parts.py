@@ -4,6 +4,8 @@ target, sampling, the budget, and its results stream read back by ``evaltrace re
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -239,3 +241,14 @@ def test_report_prints_a_results_stream_by_window(tmp_path: Path) -> None:
     ]
     text = CliRunner().invoke(evaltrace, ["report", str(path), "--window", "1440"])
     assert text.exit_code == 0 and "serve 2026-11-28T00:00Z" in text.output
+
+
+def test_without_aiohttp_serve_says_which_extra_to_install() -> None:
+    code = (
+        "import sys; sys.modules['aiohttp'] = None\n"
+        "from evaltrace.cli.main import main\n"
+        "sys.exit(main(['serve']))"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 2, ran.stderr
+    assert "pip install 'evaltrace[serve]'" in ran.stderr

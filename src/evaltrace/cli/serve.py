@@ -170,7 +170,7 @@ def serve(
     try:
         import aiohttp  # noqa: F401  (checked here: the message names the extra)
     except ImportError:
-        raise MissingExtraError("evaltrace serve", "aiohttp", "serve") from None
+        raise CommandError(str(MissingExtraError("evaltrace serve", "aiohttp", "serve"))) from None
     from evaltrace.capture.config import init, settings
     from evaltrace.datasets import DatasetError
     from evaltrace.errors import ServeError

@@ -9,8 +9,16 @@ its own (:mod:`~evaltrace.serve.scoring`): the scores go to the collector as
 ``evaltrace report`` reads. Everything it holds is bounded, and it says what it counts at
 ``/metrics`` (:mod:`~evaltrace.serve.metrics`).
 
-aiohttp (``pip install 'evaltrace[serve]'``) is needed; this package imports it.
+aiohttp (``pip install 'evaltrace[serve]'``) is needed; without it, importing this package
+raises :class:`~evaltrace.errors.MissingExtraError`, which says how to install it.
 """
+
+from evaltrace.errors import MissingExtraError
+
+try:
+    import aiohttp  # noqa: F401  (every module below needs it)
+except ImportError as missing:
+    raise MissingExtraError("evaltrace serve", "aiohttp", "serve") from missing
 
 from evaltrace.serve.config import (
     Budget,
