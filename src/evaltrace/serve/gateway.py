@@ -361,6 +361,7 @@ class Gateway:
         )
         while self._in_flight and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
+        await asyncio.sleep(0)  # the assembly of the last requests, scheduled after their answer
         if self._ticker is not None:
             self._ticker.cancel()
         if self.assembler is not None and self.scorer is not None:
