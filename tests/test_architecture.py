@@ -33,6 +33,7 @@ FLOORS: dict[str, float] = {
     "engine": 6.5,
     "datasets": 7,
     "pipeline": 8,
+    "serve": 8.5,
     "testing": 9,
     "demo": 9,
     "cli": 10,

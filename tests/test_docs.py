@@ -97,6 +97,17 @@ NOT_RUN_HERE: dict[tuple[str, str], str] = {
         "OTEL_EXPORTER_OTLP_PROTOCOL=grpc OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 \\\n"
         "EVALTRACE_PROJECT_NAME=my-app python app.py",
     ): "exports to the Phoenix started above, which is not installed here",
+    (
+        "docs/serve.md",
+        "evaltrace serve --forward http://collector:4318 --evaluators online.yaml "
+        "--results scores.jsonl",
+    ): (
+        "a server that runs until stopped; the Python block below it runs the same command "
+        "and stops it"
+    ),
+    ("docs/cli.md", "evaltrace serve --forward http://127.0.0.1:6006 --evaluators online.yaml"): (
+        "a server that runs until stopped; docs/serve.md runs it and stops it"
+    ),
 }
 """Commands shown in a ``bash`` block that this test does not run: (page, command) -> why."""
 

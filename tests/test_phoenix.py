@@ -21,6 +21,7 @@ import pytest
 
 from evaltrace import LLMSpan, last_llm_call, load_traces
 from evaltrace.testing import PhoenixServer
+from serve_process import CHECKS, ServeProcess, app_spans, provider
 
 
 @pytest.fixture(scope="module")
@@ -213,3 +214,36 @@ def test_evaluation_results_arrive_in_phoenix_in_the_trace_they_scored(
     spans = phoenix.spans("evaltrace-evaluations", count=4)
     assert len(evaluation_nodes(spans, tmp_path)) == 2
     assert len({span["context"]["trace_id"] for span in spans}) == 1
+
+
+def test_serve_forwards_to_phoenix_and_its_scores_land_on_the_traces_they_scored(
+    phoenix: PhoenixServer, tmp_path: Path
+) -> None:
+    (tmp_path / "checks.py").write_text(CHECKS)
+    (tmp_path / "online.yaml").write_text("evaluators: ['checks.py:grounded']\nsample: 1\n")
+    args = ("--forward", phoenix.otlp_http_endpoint, "--evaluators", "online.yaml")
+    with ServeProcess(tmp_path, *args, "--quiet-period", "0.2") as serve:
+        made = provider(serve.traces_url, project="evaltrace-serve")
+        paris, rome = app_spans(made, ["Paris", "Rome"])
+        made.shutdown()
+        spans = phoenix.spans("evaltrace-serve", count=6)
+    roots = {
+        span["context"]["trace_id"]: span["context"]["span_id"]
+        for span in spans
+        if span["parent_id"] is None
+    }
+    assert set(roots) == {paris, rome}
+    evaluations = [span for span in spans if span["name"] == "evaluation grounded"]
+    assert sorted(span["context"]["trace_id"] for span in evaluations) == sorted([paris, rome])
+    for span in evaluations:
+        assert span["parent_id"] == roots[span["context"]["trace_id"]]
+        assert span["span_kind"] == "EVALUATOR"
+    page = tmp_path / "phoenix.json"
+    page.write_text(json.dumps({"data": spans, "next_cursor": None}))
+    scores = {
+        node.span.trace_id: node.span.record.events[0].attributes["gen_ai.evaluation.score.value"]
+        for root in load_traces(page)
+        for node in root.walk()
+        if node.span.name == "evaluation grounded"
+    }
+    assert scores == {int(paris, 16): 1.0, int(rome, 16): 0.0}

@@ -20,6 +20,18 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "INPUTS_BETWEEN_CHECKPOINTS",
     "RESULTS_DIR",
+    "SERVE_DRAIN_TIMEOUT",
+    "SERVE_EVALUATION_QUEUE",
+    "SERVE_FORWARD_BATCH_BYTES",
+    "SERVE_FORWARD_QUEUE_BYTES",
+    "SERVE_FORWARD_RETRY_SECONDS",
+    "SERVE_LISTEN",
+    "SERVE_MAX_PENDING_BYTES",
+    "SERVE_MAX_PENDING_TRACES",
+    "SERVE_MAX_REQUEST_BYTES",
+    "SERVE_QUIET_PERIOD",
+    "SERVE_REQUEST_TIMEOUT",
+    "SERVE_TRACE_TIMEOUT",
 ]
 
 DEFAULT_THRESHOLD: Final = 0.5
@@ -65,3 +77,46 @@ RESULTS_DIR: Final = "evaltrace_results"
 MAX_DATASET_BYTES: Final = 50 * 1024 * 1024
 """The largest dataset file :func:`evaltrace.datasets.load_dataset` reads (50 MiB); larger ones
 are refused before reading. Pass ``max_bytes`` to allow more."""
+
+SERVE_LISTEN: Final = "127.0.0.1:4318"
+"""Where ``evaltrace serve`` listens: loopback, on OTLP/HTTP's port. Any other address must
+be asked for (``--listen 0.0.0.0:4318``)."""
+
+SERVE_QUIET_PERIOD: Final = 2.0
+"""Seconds without a new span after which a trace whose root span arrived is complete."""
+
+SERVE_TRACE_TIMEOUT: Final = 60.0
+"""Seconds after which a trace whose root span never arrived is taken as it is."""
+
+SERVE_MAX_PENDING_TRACES: Final = 10_000
+"""Most traces ``evaltrace serve`` holds while they are assembled; beyond, the oldest is
+evicted (not scored; its spans were forwarded) and counted."""
+
+SERVE_MAX_PENDING_BYTES: Final = 64 * 1024 * 1024
+"""Most bytes of spans (as received) held while traces are assembled (64 MiB)."""
+
+SERVE_EVALUATION_QUEUE: Final = 1000
+"""Most chosen traces waiting to be scored; beyond, a chosen trace is dropped and counted
+(intake never waits for scoring)."""
+
+SERVE_FORWARD_QUEUE_BYTES: Final = 64 * 1024 * 1024
+"""Most bytes of requests waiting to be forwarded (64 MiB); beyond, intake answers 503 with
+``Retry-After`` (the exporter sends again later) and nothing it accepted is lost."""
+
+SERVE_FORWARD_BATCH_BYTES: Final = 4 * 1024 * 1024
+"""Most bytes forwarded in one request (queued requests are merged up to this)."""
+
+SERVE_FORWARD_RETRY_SECONDS: Final = 60.0
+"""How long a forward that fails (429, 5xx, unreachable) is retried, with backoff, before it
+is dropped and counted."""
+
+SERVE_MAX_REQUEST_BYTES: Final = 16 * 1024 * 1024
+"""The largest request body ``evaltrace serve`` takes (16 MiB, decompressed); larger: 413."""
+
+SERVE_REQUEST_TIMEOUT: Final = 10.0
+"""Seconds a client may take to send a request's headers, and again its body; a slower one
+is cut off (slow clients must not hold connections)."""
+
+SERVE_DRAIN_TIMEOUT: Final = 10.0
+"""Seconds ``evaltrace serve`` takes, on SIGTERM, to score what it holds and forward what it
+queued; what is left then is dropped and counted."""

@@ -24,12 +24,14 @@ __all__ = [
     "MultipleTracesError",
     "NoTraceError",
     "NotATraceFileError",
+    "OTLPRequestError",
     "ResultFileError",
     "ResultFileNotFoundError",
     "ResultsFolderError",
     "ResumeError",
     "RunFolderBusyError",
     "RunnableTimeoutError",
+    "ServeError",
     "StopIterationError",
     "TraceFormatError",
     "UnknownEvaluatorError",
@@ -200,3 +202,11 @@ class MissingExtraError(EvaltraceError, ImportError):
         """The missing package."""
         self.extra = extra
         """The evaltrace extra that installs it."""
+
+
+class OTLPRequestError(EvaltraceError, ValueError):
+    """An OTLP export request ``evaltrace serve`` cannot read (answered 400 with the reason)."""
+
+
+class ServeError(EvaltraceError, RuntimeError):
+    """``evaltrace serve`` cannot start as asked (its address, its forward target, a file)."""

@@ -9,6 +9,7 @@ import click
 __all__ = ["SELECTOR_HELP", "SelectorType", "selector"]
 
 SELECTOR_HELP: Final = "root, last_llm_call, first_llm_call, or name:SPAN (the span named SPAN)"
+"""The selectors ``--select`` takes (as :data:`evaltrace.evals.SELECTOR_NAMES` says)."""
 
 
 class SelectorType(click.ParamType[str, Any]):
@@ -32,8 +33,6 @@ class SelectorType(click.ParamType[str, Any]):
 
 def selector(text: str) -> Any:
     """The selector function ``text`` names (checked by :class:`SelectorType`)."""
-    from evaltrace.evals import by_name, first_llm_call, last_llm_call, root
+    from evaltrace.evals import named_selector
 
-    if text.startswith("name:"):
-        return by_name(text[5:])
-    return {"root": root, "last_llm_call": last_llm_call, "first_llm_call": first_llm_call}[text]
+    return named_selector(text)

@@ -2,7 +2,7 @@
 
 Each command lives in its own module: ``test``, ``dataset`` (``create``, ``list``,
 ``validate``, ``schema``, ``save``), ``trace``, ``report``, ``diff``, ``merge``, ``outcomes``,
-``config``, ``fake_llm`` (``fake-llm``), ``demo``.
+``config``, ``serve``, ``fake_llm`` (``fake-llm``), ``demo``.
 A command returns its exit code: 0 success, 1 something failed (an entry, a trace), 2 bad
 usage or an invalid dataset (the problems, never a traceback), 130 interrupted by Ctrl-C, 141
 when the reader of the output went away.
@@ -31,6 +31,7 @@ from evaltrace.cli.fake_llm import fake_llm
 from evaltrace.cli.merge import merge
 from evaltrace.cli.outcomes import outcomes
 from evaltrace.cli.report import report
+from evaltrace.cli.serve import serve
 from evaltrace.cli.test import test
 from evaltrace.cli.trace import trace
 from evaltrace.errors import EvaltraceError
@@ -64,7 +65,19 @@ def evaltrace() -> None:
     """Trace capture and evaluation for LLM applications."""
 
 
-for _command in (test, dataset, trace, report, diff, merge, outcomes, config, fake_llm, demo):
+for _command in (
+    test,
+    dataset,
+    trace,
+    report,
+    diff,
+    merge,
+    outcomes,
+    config,
+    serve,
+    fake_llm,
+    demo,
+):
     evaltrace.add_command(_command)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import timedelta
 
 import click
 
@@ -37,10 +38,27 @@ __all__ = ["report"]
     metavar="RESULT",
     help="With --html: a result.json (or run folder) each cell of the scorecard compares with.",
 )
+@click.option(
+    "--window",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    metavar="MINUTES",
+    help="For a results stream (evaltrace serve --results): the length of each window, "
+    "reported as one run.",
+)
 def report(
-    result: str, verbose: bool, output_format: str, html: str | None, baseline: str | None
+    result: str,
+    verbose: bool,
+    output_format: str,
+    html: str | None,
+    baseline: str | None,
+    window: float,
 ) -> int:
     """Print the report of RESULT: a result.json, or the run folder holding one.
+
+    RESULT may also be a results stream (the --results file of evaltrace serve): it is
+    reported as one run per time window of --window minutes.
 
     Exit code 0 once printed (whatever the run's outcome), 2 when RESULT (or --baseline)
     cannot be read.
@@ -48,6 +66,7 @@ def report(
     from evaltrace.results import (
         DatasetScorecard,
         ResultFileError,
+        is_results_stream,
         print_report,
         run_result_to_csv,
         save_dataset_scorecard,
@@ -55,6 +74,8 @@ def report(
 
     if baseline is not None and html is None:
         raise CommandError("--baseline compares the scorecard's cells; give --html FILE too")
+    if is_results_stream(result):
+        return _report_stream(result, verbose, output_format, html, timedelta(minutes=window))
     loaded = load_run(result, command="report", takes="a run's folder or its result.json")
     try:
         card = DatasetScorecard.from_folder(result, baseline=baseline) if html is not None else None
@@ -70,4 +91,32 @@ def report(
         page = save_dataset_scorecard(card, html)
         if output_format == "text":
             out(f"scorecard: {page}")
+    return 0
+
+
+def _report_stream(
+    path: str, verbose: bool, output_format: str, html: str | None, window: timedelta
+) -> int:
+    """Report a results stream as one run per window of ``window``, the earliest first."""
+    from evaltrace.results import ResultFileError, print_report, read_windows, run_result_to_csv
+
+    if html is not None:
+        raise CommandError(
+            f"{path} is a results stream (evaltrace serve --results); --html takes a run's "
+            "folder or its result.json"
+        )
+    try:
+        runs = read_windows(path, window=window)
+    except ResultFileError as exc:
+        raise CommandError(str(exc)) from None
+    if output_format == "json":
+        documents = ",\n".join(run.model_dump_json(indent=2) for run in runs)
+        sys.stdout.write(printable(f"[{documents}]") + "\n")
+    elif output_format == "csv":
+        for number, run in enumerate(runs):
+            if number:
+                sys.stdout.write("\n")
+            run_result_to_csv(run, sys.stdout)
+    else:
+        print_report(runs, verbose=verbose)
     return 0

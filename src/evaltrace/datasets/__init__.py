@@ -23,7 +23,13 @@ Example:
 from evaltrace.constants import DEFAULT_DATASET_TIMEOUT
 from evaltrace.datasets.assertions import DatasetPassResult, assert_dataset_pass
 from evaltrace.datasets.entries import DatasetEntries, PreparedDataset
-from evaltrace.datasets.loading import MAX_DATASET_BYTES, dataset_from_data, load_dataset
+from evaltrace.datasets.loading import (
+    MAX_DATASET_BYTES,
+    dataset_from_data,
+    load_dataset,
+    read_document,
+    validate_document,
+)
 from evaltrace.datasets.model import (
     INHERIT,
     CheckSpec,
@@ -54,6 +60,7 @@ from evaltrace.datasets.resolution import (
     build_evaluator,
     resolve_dataset,
     resolve_evaluator_names,
+    resolve_evaluators,
 )
 from evaltrace.datasets.run import (
     EntryFilter,
@@ -124,6 +131,9 @@ __all__ = [
     "registered_evaluators",
     "resolve_dataset",
     "resolve_evaluator_names",
+    "resolve_evaluators",
+    "read_document",
+    "validate_document",
     "run_dataset",
     "selection_digest",
     "shard_positions",

@@ -25,9 +25,9 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from evaltrace._safe_text import exception_message
 from evaltrace.checks import check_count
@@ -43,7 +43,17 @@ from evaltrace.datasets.model import (
 )
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, describe_value
 
-__all__ = ["MAX_DATASET_BYTES", "dataset_from_data", "json_position", "load_dataset"]
+__all__ = [
+    "MAX_DATASET_BYTES",
+    "dataset_from_data",
+    "json_position",
+    "load_dataset",
+    "read_document",
+    "validate_document",
+    "with_positions",
+]
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 _NAME_SUFFIXES: Final = (".json", ".yaml", ".yml", ".evaltrace")
@@ -86,6 +96,69 @@ def load_dataset(path: str | os.PathLike[str], *, max_bytes: int = MAX_DATASET_B
         document = _parse_yaml(text, file, max_bytes)
         locate = functools.partial(yaml_position, text)
     return dataset_from_data(document, file=file, path=location, locate=locate)
+
+
+def read_document(
+    path: str | os.PathLike[str], *, max_bytes: int = MAX_DATASET_BYTES
+) -> tuple[Any, str]:
+    """Read a JSON or YAML file of evaltrace's (a dataset, an evaluators file) as data.
+
+    The file is read as a dataset file is (checked, decoded, parsed safely), and what goes
+    wrong is one :class:`~evaltrace.datasets.DatasetError` naming the file, and the line and
+    column of a syntax error.
+
+    Args:
+        path: The file (JSON by its ``.json`` suffix or a leading ``{``, else YAML).
+        max_bytes: The largest file accepted, in bytes.
+
+    Returns:
+        The parsed data and the file's text (for :func:`validate_document`'s line numbers).
+
+    Raises:
+        DatasetError: The file is missing, unreadable, too large, not UTF-8, or not valid
+            JSON or YAML.
+    """
+    max_bytes = check_count(max_bytes, "max_bytes")
+    location = Path(path)
+    file = os.fspath(path)
+    text = _decode(_read(location, file, max_bytes), file)
+    if _format_of(location, text) == "json":
+        return _parse_json(text, file), text
+    return _parse_yaml(text, file, max_bytes), text
+
+
+def validate_document(data: object, model: type[_Model], *, file: str, text: str = "") -> _Model:
+    """Validate parsed data as ``model``, every problem at once, as dataset files are.
+
+    Each problem names the file, the field (``evaluators[1].name``), what was expected and
+    what was found, and, when the file's ``text`` is given, the line the field is on.
+
+    Args:
+        data: The parsed document.
+        model: The pydantic model it must be.
+        file: How problems name the file.
+        text: The file's text, to find the line of each problem's field.
+
+    Raises:
+        DatasetError: The data is not a valid ``model``.
+
+    Example:
+        >>> class Limits(BaseModel):
+        ...     model_config = {"extra": "forbid"}
+        ...     rate: float = 1.0
+        >>> validate_document({"rat": 2}, Limits, file="limits.yaml", text="rat: 2")
+        Traceback (most recent call last):
+        ...
+        evaltrace.datasets.problems.DatasetError: 1 problem in dataset limits.yaml:
+          limits.yaml:1:6: rat: unknown key 'rat'; did you mean 'rate'? the keys here are 'rate'
+    """
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = problems_from_errors(exc.errors(include_url=False), file=file, root=model)
+        raise DatasetError(_positioned(problems, file, text) if text else problems) from None
+    except RecursionError:
+        raise DatasetError([_too_deep(file)]) from None
 
 
 def dataset_from_data(
@@ -250,11 +323,19 @@ def with_positions(error: DatasetError, path: str | os.PathLike[str]) -> Dataset
         text = _decode(_read(Path(path), os.fspath(path), MAX_DATASET_BYTES), os.fspath(path))
     except DatasetError:  # gone or changed since it was read: the places are enough
         return error
+    problems = _positioned(error.problems, os.fspath(path), text)
+    if problems == error.problems:
+        return error
+    return DatasetError(problems)
+
+
+def _positioned(problems: Sequence[DatasetProblem], file: str, text: str) -> list[DatasetProblem]:
+    """``problems``, each without a line given the line and column of its place in ``text``."""
     locate: Locator = functools.partial(
-        json_position if _format_of(Path(path), text) == "json" else yaml_position, text
+        json_position if _format_of(Path(file), text) == "json" else yaml_position, text
     )
-    problems = list(error.problems)
-    for position, problem in enumerate(problems[:_POSITIONED_PROBLEMS]):
+    positioned = list(problems)
+    for position, problem in enumerate(positioned[:_POSITIONED_PROBLEMS]):
         if problem.line is not None or not problem.location:
             continue
         parts: list[str | int] = [
@@ -263,12 +344,10 @@ def with_positions(error: DatasetError, path: str | os.PathLike[str]) -> Dataset
         while parts:
             found = locate(parts)
             if found is not None:
-                problems[position] = replace(problem, line=found[0], column=found[1])
+                positioned[position] = replace(problem, line=found[0], column=found[1])
                 break
             parts.pop()
-    if problems == error.problems:
-        return error
-    return DatasetError(problems)
+    return positioned
 
 
 def _name_from(path: Path) -> str:

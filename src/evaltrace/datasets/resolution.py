@@ -62,6 +62,7 @@ __all__ = [
     "build_evaluator",
     "resolve_dataset",
     "resolve_evaluator_names",
+    "resolve_evaluators",
 ]
 
 
@@ -520,6 +521,43 @@ def _resolve_check(
         )
         return None
     return ResolvedEvaluator(spec=spec, evaluator=evaluator, name=evaluator.name)
+
+
+def resolve_evaluators(
+    specs: Sequence[EvaluatorSpec],
+    *,
+    file: str,
+    location: str = "evaluators",
+    base_dir: Path | None = None,
+    loader: ReferenceLoader | None = None,
+) -> list[ResolvedEvaluator]:
+    """Build evaluators declared as a dataset file declares them, in a file of another kind.
+
+    The same names, references and ``args`` as a dataset's ``evaluators`` (an evaluators file
+    of ``evaltrace serve``, say), resolved by the same registry and loader.
+
+    Args:
+        specs: The evaluator specs, in order.
+        file: How problems name the file.
+        location: Where the list is in the file (problems say ``evaluators[1]``).
+        base_dir: The file's folder: references to files resolve against it.
+        loader: The module loader; a new one by default.
+
+    Raises:
+        DatasetError: Every spec that does not resolve (with the closest known name) or whose
+            evaluator cannot be built.
+    """
+    loader = loader or ReferenceLoader()
+    problems: list[DatasetProblem] = []
+    built = [
+        _resolve_evaluator(
+            spec, loader, file, format_location((location, index)), base_dir, problems
+        )
+        for index, spec in enumerate(specs)
+    ]
+    if problems:
+        raise DatasetError(problems)
+    return [item for item in built if item is not None]
 
 
 STORED_TRACES_RUNNABLE = "stored traces"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -164,6 +164,18 @@ class EntrySource(ABC):
     def info(self) -> SourceInfo:
         """What the run records of the source; called once, before the first entry."""
         return SourceInfo()
+
+    def arriving(self) -> AsyncIterator[Entry] | None:
+        """The entries as they arrive, for a source fed while the run goes on; ``None`` here.
+
+        A source whose entries are not known up front (traces received over the network by
+        ``evaltrace serve``) returns an async iterator: the run's workers take each entry
+        from it when one is free, waiting for the next without holding the event loop, and
+        the run ends when it is exhausted. :meth:`entries` is then not used, ``len`` counts
+        the entries taken so far, and a resumed run does not apply. Only the local executor
+        scores such a source. ``None`` (the default): the run takes :meth:`entries`.
+        """
+        return None
 
     def session(self) -> AbstractAsyncContextManager[object]:
         """What runs around the entries in each process that scores them; nothing by default.

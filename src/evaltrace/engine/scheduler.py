@@ -9,9 +9,9 @@ Another executor implements :class:`Executor`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -145,11 +145,17 @@ async def score_entries(work: Work, finished: Finished) -> None:
     """Score the entries of ``work`` in this process, ``concurrency`` at a time.
 
     Workers share one lazy iterator of the entries, so each is taken once, when a worker is
-    free: memory holds the entries in flight, not the run. ``finished`` gets each one as it
-    ends; what it raises (or taking an entry raises) ends the run, the others cancelled.
+    free: memory holds the entries in flight, not the run. A source fed while the run goes
+    on (:meth:`~evaltrace.engine.EntrySource.arriving`) is scored as its entries arrive.
+    ``finished`` gets each one as it ends; what it raises (or taking an entry raises) ends
+    the run, the others cancelled.
     """
-    entries = work.entries()
     scoring = work.scoring()
+    arriving = work.source.arriving()
+    if arriving is not None:
+        await _score_arriving(arriving, scoring, finished, work.config.concurrency)
+        return
+    entries = work.entries()
 
     async def worker() -> None:
         for done, entry in enumerate(entries, 1):  # workers share one iterator
@@ -157,6 +163,36 @@ async def score_entries(work: Work, finished: Finished) -> None:
             await checkpoint_now_and_then(done)
 
     workers = max(1, min(work.config.concurrency, len(work.source)))
+    await _in_workers(worker, workers)
+
+
+async def _score_arriving(
+    arriving: AsyncIterator[Entry], scoring: Scoring, finished: Finished, concurrency: int
+) -> None:
+    """Score entries as they arrive, ``concurrency`` at a time, until ``arriving`` ends.
+
+    The workers share the one async iterator, taken under a lock (an async generator may
+    not be advanced by two tasks at once): a worker waits for the next entry only while
+    none of the others does.
+    """
+    taking = anyio.Lock()
+
+    async def worker() -> None:
+        done = 0
+        while True:
+            async with taking:
+                entry = await anext(arriving, None)
+            if entry is None:
+                return
+            await finished(await score(entry, scoring))
+            done += 1
+            await checkpoint_now_and_then(done)
+
+    await _in_workers(worker, concurrency)
+
+
+async def _in_workers(worker: Callable[[], Coroutine[Any, Any, None]], workers: int) -> None:
+    """Run ``workers`` copies of ``worker``; what one raises ends them all, raised as it is."""
     try:
         async with anyio.create_task_group() as group:
             for _ in range(workers):

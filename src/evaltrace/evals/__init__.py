@@ -26,16 +26,20 @@ from evaltrace.evals.evaluator import (
     evaluator_name,
 )
 from evaltrace.evals.selectors import (
+    SELECTOR_NAMES,
     TraceSelector,
     by_kind,
     by_name,
     first_llm_call,
     last_llm_call,
+    named_selector,
     root,
     select,
 )
 
 __all__ = [
+    "SELECTOR_NAMES",
+    "named_selector",
     "UNSET",
     "Evaluable",
     "Evaluation",

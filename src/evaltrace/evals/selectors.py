@@ -26,6 +26,8 @@ from evaltrace.trace.tree import ObservationNode, SpanPredicate, split_traces, w
 from evaltrace.trace.values import collect_values, wrap_records
 
 __all__ = [
+    "SELECTOR_NAMES",
+    "named_selector",
     "LLM_METADATA_KEYS",
     "TraceSelector",
     "by_kind",
@@ -200,6 +202,32 @@ def select(predicate: SpanPredicate, *, description: str | None = None) -> Trace
     """
     looked_for = description or "a span matching the predicate"
     return _selector(predicate, looked_for, f"select({looked_for})")
+
+
+SELECTOR_NAMES = "root, last_llm_call, first_llm_call, or name:SPAN (the span named SPAN)"
+"""The selectors a name can give (:func:`named_selector`), as messages list them."""
+
+
+def named_selector(text: str) -> TraceSelector:
+    """The selector a name stands for, as command lines and files write it.
+
+    Args:
+        text: ``root``, ``last_llm_call``, ``first_llm_call``, or ``name:SPAN`` (the span
+            named ``SPAN``, as :func:`by_name`).
+
+    Raises:
+        ValueError: ``text`` names no selector.
+
+    Example:
+        >>> named_selector("last_llm_call") is last_llm_call
+        True
+    """
+    if text.startswith("name:") and text[5:]:
+        return by_name(text[5:])
+    named = {"root": root, "last_llm_call": last_llm_call, "first_llm_call": first_llm_call}
+    if text not in named:
+        raise ValueError(f"{text!r} is not a selector; use {SELECTOR_NAMES}")
+    return named[text]
 
 
 def _selector(predicate: SpanPredicate, looked_for: str, label: str) -> TraceSelector:

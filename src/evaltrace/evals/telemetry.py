@@ -22,16 +22,26 @@ span id the root's), carrying the event and the same attributes, with the OpenIn
 
 These spans belong to no capture, and the judge calls made by evaluators stay out of the
 app's trace (unless ``configure_judge(trace_judge_calls=True)``).
+
+:func:`evaluation_spans` builds the same spans as data, without a tracer, under the resource
+of the trace they evaluate: ``evaltrace serve`` encodes them and forwards them with the
+trace's own spans, so that a collector that groups spans by resource (Phoenix's projects)
+files them with the run.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import random
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from opentelemetry import trace as otel_trace
-from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, TraceFlags
 
 from evaltrace._safe_text import exception_text
 from evaltrace.capture import conventions as conv
@@ -41,7 +51,12 @@ from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.trace.tree import ObservationNode
 
-__all__ = ["EVALUATION_SPAN_KIND", "evaluation_attributes", "export_evaluations"]
+__all__ = [
+    "EVALUATION_SPAN_KIND",
+    "evaluation_attributes",
+    "evaluation_spans",
+    "export_evaluations",
+]
 
 logger = logging.getLogger("evaltrace")
 
@@ -49,6 +64,7 @@ EVALUATION_SPAN_KIND: Final = "EVALUATOR"
 """The OpenInference span kind of an evaluation's span."""
 
 _SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
+_SCOPE: Final = InstrumentationScope("evaltrace")
 _warned = False
 
 
@@ -109,6 +125,76 @@ def export_evaluations(
             )
 
 
+def evaluation_spans(
+    evaluations: Sequence[Evaluation],
+    root: ObservationNode,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    resource: Mapping[str, Any] | None = None,
+) -> list[ReadableSpan]:
+    """The spans that carry ``evaluations`` into the trace of ``root``, built as data.
+
+    The same spans :func:`export_evaluations` emits (named ``evaluation <name>``, children of
+    ``root``, each with its ``gen_ai.evaluation.result`` event), made without a tracer, for
+    whoever sends them on: any OpenTelemetry span exporter, or the SDK's OTLP encoder.
+
+    Args:
+        evaluations: One entry's evaluations.
+        root: The root of the evaluated trace; the spans are its children.
+        threshold: The score that passes, for the ``pass``/``fail`` label.
+        resource: The attributes of the resource the spans are filed under; by default the
+            evaluated span's own, so that they land with the trace they evaluate.
+
+    Example:
+        >>> from evaltrace.trace import SpanRecord, build_trace
+        >>> roots = build_trace([SpanRecord(trace_id=1, span_id=2, name="ask",
+        ...                                 start_time_ns=0, end_time_ns=5)])
+        >>> [span.name for span in evaluation_spans([Evaluation(score=1.0, evaluator="F1")],
+        ...                                          roots[0])]
+        ['evaluation F1']
+    """
+    evaluated = root.span
+    parent = SpanContext(
+        trace_id=evaluated.trace_id, span_id=evaluated.span_id, is_remote=True, trace_flags=_SAMPLED
+    )
+    attributes_of = evaluated.record.resource_attributes if resource is None else resource
+    filed_under = Resource(dict(attributes_of))
+    spans = []
+    for evaluation in evaluations:
+        attributes = evaluation_attributes(evaluation, threshold=threshold)
+        now = time.time_ns()
+        context = SpanContext(
+            trace_id=evaluated.trace_id,
+            span_id=random.getrandbits(64) or 1,
+            is_remote=False,
+            trace_flags=_SAMPLED,
+        )
+        spans.append(
+            ReadableSpan(
+                name=f"evaluation {attributes[conv.GEN_AI_EVALUATION_NAME]}",
+                context=context,
+                parent=parent,
+                resource=filed_under,
+                attributes={conv.SPAN_KIND: EVALUATION_SPAN_KIND, **attributes},
+                events=[Event(conv.GEN_AI_EVALUATION_RESULT_EVENT, attributes, timestamp=now)],
+                kind=SpanKind.INTERNAL,
+                status=_status(evaluation),
+                start_time=now,
+                end_time=now,
+                instrumentation_scope=_SCOPE,
+            )
+        )
+    return spans
+
+
+def _status(evaluation: Evaluation) -> Status:
+    if evaluation.error is None:
+        return Status(otel_trace.StatusCode.UNSET)
+    return Status(
+        otel_trace.StatusCode.ERROR, f"{evaluation.error.type}: {evaluation.error.message}"
+    )
+
+
 def _emit(evaluations: Sequence[Evaluation], root: ObservationNode, threshold: float) -> None:
     evaluated = root.span
     parent = NonRecordingSpan(
@@ -132,10 +218,5 @@ def _emit(evaluations: Sequence[Evaluation], root: ObservationNode, threshold: f
             )
             span.add_event(conv.GEN_AI_EVALUATION_RESULT_EVENT, attributes)
             if evaluation.error is not None:
-                span.set_status(
-                    otel_trace.Status(
-                        otel_trace.StatusCode.ERROR,
-                        f"{evaluation.error.type}: {evaluation.error.message}",
-                    )
-                )
+                span.set_status(_status(evaluation))
             span.end()

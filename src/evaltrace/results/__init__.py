@@ -5,7 +5,9 @@
 read and write of it is here (:func:`load_result`, :func:`save_result`, :class:`ResultsFolder`,
 :func:`iter_entries`), and results saved by an earlier evaltrace are migrated as they are read.
 A run's folder holds its ``run.json``, ``entries.jsonl``, ``traces.jsonl`` and
-``result.json``. :func:`render_report` draws the text report of runs and :func:`diff_results`
+``result.json``. A results stream (:class:`ResultsStream`, what ``evaltrace serve`` writes)
+holds scored traces as they come, read back as one run per time window
+(:func:`read_windows`). :func:`render_report` draws the text report of runs and :func:`diff_results`
 compares a run with a baseline; :class:`DatasetScorecard` and :func:`save_dataset_scorecard`
 make a self-contained HTML page of a run; :func:`run_result_to_csv` and
 :func:`aggregate_results_to_dataframe` give tables; :func:`analyze_agent_log`,
@@ -93,8 +95,12 @@ from evaltrace.results.scorecard import (
     save_dataset_scorecard,
     write_scorecard,
 )
+from evaltrace.results.stream import ResultsStream, is_results_stream, read_stream, read_windows
 
 __all__ = [
+    "is_results_stream",
+    "read_stream",
+    "read_windows",
     "ENTRIES_FILE",
     "LOCK_FILE",
     "RECORD_COLUMNS",
@@ -120,6 +126,7 @@ __all__ = [
     "ResultFileError",
     "ResultFileNotFoundError",
     "ResultsFolder",
+    "ResultsStream",
     "ResultsFolderError",
     "ResumeError",
     "RunDiff",

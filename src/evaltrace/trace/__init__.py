@@ -50,7 +50,7 @@ from evaltrace.trace.tree import (
 )
 
 if TYPE_CHECKING:
-    from evaltrace.trace.io import load_traces, save_traces, span_to_json
+    from evaltrace.trace.io import load_traces, otlp_spans, save_traces, span_to_json
     from evaltrace.trace.query import SpanQuery
     from evaltrace.trace.trace_file import StoredTrace, TraceFile, TraceFileProblem, read_traces
     from evaltrace.trace.values import recorded_value, recorded_values, span_documents
@@ -85,6 +85,7 @@ __all__ = [
     "build_trace",
     "build_trace_and_cycles",
     "load_traces",
+    "otlp_spans",
     "parse_named_values",
     "read_traces",
     "recorded_value",
@@ -99,7 +100,9 @@ __all__ = [
 ]
 
 _ON_FIRST_USE = {
-    **dict.fromkeys(["load_traces", "save_traces", "span_to_json"], "evaltrace.trace.io"),
+    **dict.fromkeys(
+        ["load_traces", "otlp_spans", "save_traces", "span_to_json"], "evaltrace.trace.io"
+    ),
     **dict.fromkeys(
         ["StoredTrace", "TraceFile", "TraceFileProblem", "read_traces"],
         "evaltrace.trace.trace_file",

@@ -27,6 +27,7 @@ from evaltrace.capture.jsonl import span_line
 from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import NotATraceFileError, TraceFormatError
 from evaltrace.trace._fields import Invalid
+from evaltrace.trace._otlp_json import otlp_records
 from evaltrace.trace._span_json import (
     JSONL_HINT,
     TOO_DEEP,
@@ -44,7 +45,7 @@ from evaltrace.trace.tree import ObservationNode, build_trace_and_cycles
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["load_traces", "save_traces", "span_to_json"]
+__all__ = ["load_traces", "otlp_spans", "save_traces", "span_to_json"]
 
 
 def save_traces(
@@ -272,3 +273,34 @@ def _first_content_line(text: str) -> int:
         if line.strip():
             return number
     return 1
+
+
+def otlp_spans(document: Any, *, source: str = "OTLP export") -> list[SpanRecord]:
+    """The spans of one OTLP export request, given in the protocol's JSON mapping.
+
+    What an OTLP/HTTP JSON request holds (``{"resourceSpans": [...]}``), or a protobuf
+    ``ExportTraceServiceRequest`` turned into data by protobuf's own
+    ``json_format.MessageToDict`` (ids in base64, 64-bit numbers as strings): both are read,
+    each span with its resource's attributes.
+
+    Args:
+        document: The request as data.
+        source: How the error names where it came from.
+
+    Raises:
+        TraceFormatError: A span cannot be read; the message names the field.
+
+    Example:
+        >>> [span.name for span in otlp_spans({"resourceSpans": [{"scopeSpans": [{"spans": [
+        ...     {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
+        ...      "name": "ask", "startTimeUnixNano": "1", "endTimeUnixNano": "2"}]}]}]})]
+        ['ask']
+    """
+    if not isinstance(document, dict):
+        raise TraceFormatError(f"{source}: not an OTLP export (an object with resourceSpans)")
+    try:
+        return [record for _, record in otlp_records(document)]
+    except Invalid as exc:
+        raise TraceFormatError(f"{source}: {exc}") from None
+    except RecursionError as exc:
+        raise TraceFormatError(f"{source}: {unreadable(exc)}") from None
