@@ -38,6 +38,7 @@ from evaltrace.engine.scoring import Scored
 from evaltrace.errors import ResultsFolderError, ResumeError
 from evaltrace.evals.evaluation import EvaluationError
 from evaltrace.evals.evaluator import evaluator_name
+from evaltrace.llm.usage import JudgeUsage, add_judge_usage
 from evaltrace.metrics.classification import DatasetResultsTally
 from evaltrace.results.folder import (
     DuplicateEntryError,
@@ -217,6 +218,7 @@ class _Running:
         self.prior = EntryLines(files=[], where=array("q"), count=0)
         self.tally = DatasetResultsTally(header.aggregators)
         self.counts: Counter[CompletionStatus] = Counter()
+        self.judge_usage: dict[str, JudgeUsage] = {}
         self.kept = _Kept(keep)
         self.display: RunProgress | None = None
         self.done = 0
@@ -251,6 +253,7 @@ class _Running:
             entry = EntryResult.model_validate_json(line)
             self.counts[entry.status] += 1
             self.tally.add(entry.evaluations)
+            self.add_usage(entry)
         settings = {**header.settings, **({"forced": forced} if forced else {})}
         self.header = recorded[0].model_copy(update={"settings": settings})
 
@@ -264,6 +267,7 @@ class _Running:
                 self.write_error = exc
         self.counts[entry.status] += 1
         self.tally.add(entry.evaluations)
+        self.add_usage(entry)
         self.done += 1
         if self.display is not None:
             self.display.advance(entry)
@@ -274,6 +278,10 @@ class _Running:
         self.kept.add(entry)
         if self.release:
             scored.release()
+
+    def add_usage(self, entry: EntryResult) -> None:
+        if entry.judge_usage:
+            self.judge_usage = add_judge_usage(self.judge_usage, entry.judge_usage)
 
     def result(self, *, interrupted: bool, errors: Iterable[EvaluationError]) -> RunResult:
         fields = {name: getattr(self.header, name) for name in type(self.header).model_fields}
@@ -287,6 +295,7 @@ class _Running:
                 "duration_s": time.perf_counter() - self.started,
                 "errors": [*self.header.errors, *errors],
                 "interrupted": interrupted,
+                "judge_usage": self.judge_usage,
             }
         )
 

@@ -26,11 +26,13 @@ from evaltrace.concurrency import StrayCancellationError, is_stray_cancellation
 from evaltrace.engine.entries import Entry
 from evaltrace.engine.runs import EntryPoint, RunOutcome, run_captured
 from evaltrace.evals.context import EvaluatorContext
+from evaltrace.evals.criteria import passing_at
 from evaltrace.evals.evaluable import UNSET, Evaluable, Unset, json_value, saved_value
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import PreparedEvaluator, evaluate_prepared
 from evaltrace.evals.selectors import TraceSelector, root
 from evaltrace.evals.telemetry import export_evaluations
+from evaltrace.llm.usage import JudgeUsage, collect_judge_usage
 from evaltrace.results.model import EntryResult, entry_status
 from evaltrace.trace import ObservationNode, SpanRecord, SpanView, TraceFileProblem, walk_trace
 
@@ -148,6 +150,7 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
             evaluable = with_case((scoring.from_trace or root)(roots), case)
         except Exception as exc:  # a selector that finds nothing is reported per entry
             error = EvaluationError.from_exception(exc, where="from_trace")
+    judge_usage: dict[str, JudgeUsage] = {}
     if error is not None:
         evaluations = [Evaluation.errored(error, evaluator=n) for n in entry.evaluators.names]
     elif evaluable is None:
@@ -162,7 +165,11 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
             attributes=scoring.attributes,
             duration_s=run.duration_s if run is not None else _duration(entry),
         )
-        evaluations = await evaluate_all(prepared, ctx, scoring.timeout, label=entry.label)
+        # The entry's judge calls are counted apart from every other entry's, and an
+        # evaluator that stops once its verdict is settled knows the run's threshold.
+        with collect_judge_usage() as judges, passing_at(scoring.threshold):
+            evaluations = await evaluate_all(prepared, ctx, scoring.timeout, label=entry.label)
+        judge_usage = judges.usage()
     if roots:
         export_evaluations(evaluations, roots, threshold=scoring.threshold)
     result = entry_result(
@@ -173,6 +180,7 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
         run=run,
         roots=roots,
         threshold=scoring.threshold,
+        judge_usage=judge_usage,
     )
     return Scored(entry=entry, result=result, evaluable=evaluable, run=run, roots=roots)
 
@@ -192,6 +200,7 @@ def entry_result(
     run: RunOutcome | None = None,
     roots: Sequence[ObservationNode] = (),
     threshold: float,
+    judge_usage: Mapping[str, JudgeUsage] | None = None,
 ) -> EntryResult:
     """The saved result of ``entry``: what it was given, what it produced, how it scored.
 
@@ -204,6 +213,7 @@ def entry_result(
         run: The run of the app, if it ran here.
         roots: The trace scored.
         threshold: The score that passes, for the status.
+        judge_usage: What its evaluators' judge calls spent, by model.
     """
     case = evaluable if evaluable is not None else entry.case
     fields: dict[str, Any] = {
@@ -213,6 +223,8 @@ def entry_result(
         "error": error,
         "status": entry_status(evaluations, error, threshold=threshold),
     }
+    if judge_usage:
+        fields["judge_usage"] = dict(judge_usage)
     if run is not None:
         span = _run_span(roots)
         fields.update(
