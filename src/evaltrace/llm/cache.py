@@ -433,6 +433,8 @@ class JudgeCache:
         Raises:
             OSError: The file cannot be deleted or written.
         """
+        if not self.path.exists():
+            return 0
         with self._lock:
             connection = self._open(warn=False)
             if connection is None:
