@@ -8,7 +8,7 @@ in-process server. Each cache is a fresh SQLite file in a temporary folder.
 - *Hit*: 10,000 judge calls (``create_llm_evaluator`` with ``choice_scores``) answered from
   the cache, lookup included, vs the same calls sent to the server with no latency: the
   cost per hit (goal <= 1 ms) and its ratio to a request.
-- *Filling*: ``run_dataset`` of 200 entries scored by ``Repeated(judge, n=3)`` with a 5 ms
+- *Filling*: ``run_dataset`` of 200 entries scored by ``Repeated(judge, n=3)`` with a 20 ms
   judge, into an empty cache vs with the cache off; in alternation, best of 7 (goal: <= 1.05x;
   the ratio of this process's CPU time is printed too).
 - *Early stopping*: 500 entries whose judge mostly agrees with itself (85% of them give one
@@ -139,7 +139,7 @@ async def hit_cost(folder: Path) -> bool:
 
 
 async def filling_cost(folder: Path) -> bool:
-    server = JudgeProcess(latency=0.005)
+    server = JudgeProcess(latency=0.020)
     try:
         evaluators = [Repeated(grader(), n=3)]
         data = dataset(200)
@@ -159,7 +159,7 @@ async def filling_cost(folder: Path) -> bool:
                     assert result.judge_usage["m"].requests == 600
         print(f"  the same in CPU time of this process: {cpu[True] / cpu[False]:.2f}x")
         return report(
-            "run_dataset 200 x Repeated(n=3), 5 ms judge: empty cache vs off",
+            "run_dataset 200 x Repeated(n=3), 20 ms judge: empty cache vs off",
             wall[True] * 1000,
             wall[False] * 1000,
             "ms",

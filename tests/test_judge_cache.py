@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import anyio
 import pytest
 
 from evaltrace.datasets import dataset_from_data, run_dataset
+from evaltrace.errors import ConfigurationError
 from evaltrace.evals.evaluable import Evaluable, NamedData
 from evaltrace.judges import Factuality, Repeated, configure_judge, create_llm_evaluator
 from evaltrace.llm import (
@@ -29,12 +31,14 @@ from evaltrace.llm import (
     JudgeUsage,
     RateLimiter,
     current_judge_sample,
+    judge_client,
     judge_config,
     judge_epoch,
     judge_sample,
     request_key,
+    run_judge_call,
 )
-from evaltrace.results import RunResult, load_result
+from evaltrace.results import RunResult, load_result, merge_results
 from evaltrace.results.report import render_report
 from evaltrace.testing.fake_judge import FakeJudgeServer, serve_fake_judge
 
@@ -307,8 +311,6 @@ def test_a_negative_sample_index_is_refused() -> None:
 async def test_transport_options_are_not_part_of_the_key(
     judge: FakeJudgeServer, cache_file: Path
 ) -> None:
-    from evaltrace.llm import judge_client, run_judge_call
-
     config = judge_config()
     client = judge_client(config).caching
     request = {
@@ -493,8 +495,6 @@ def test_threads_writing_one_cache_lose_nothing(cache_file: Path) -> None:
 
 
 def test_the_cache_given_to_configure_judge_is_checked() -> None:
-    from evaltrace.errors import ConfigurationError
-
     with pytest.raises(ConfigurationError, match=r"configure_judge\(cache=\.\.\.\) takes True"):
         configure_judge(cache=3)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match=r"ttl=\.\.\.\) must be a positive number"):
@@ -567,6 +567,21 @@ async def test_the_report_says_what_the_judges_spent_and_what_the_cache_saved(
     report = render_report([again], plain=True)
 
     assert "judges: 0 requests; cache: 2 hits, 0 misses" in report
+
+
+@pytest.mark.anyio
+async def test_merged_shards_add_up_their_judge_usage(
+    judge: FakeJudgeServer, tmp_path: Path
+) -> None:
+    path = write_project(tmp_path, judge.base_url)
+    shards = [
+        await run_dataset(path, shard=f"{k}/2", output_dir=tmp_path / "shards") for k in (1, 2)
+    ]
+
+    merged = load_result(merge_results([tmp_path / "shards" / r.run_id for r in shards], tmp_path))
+
+    assert merged.judge_usage["m"].requests == 6
+    assert merged.judge_usage["m"] == shards[0].judge_usage["m"] + shards[1].judge_usage["m"]
 
 
 def test_a_run_result_without_judge_usage_still_loads() -> None:
@@ -667,8 +682,6 @@ def write_project(folder: Path, base_url: str) -> Path:
 
 
 def evaltrace(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Any:
-    import os
-
     environment = {**os.environ, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "evaltrace", *args],
