@@ -346,7 +346,9 @@ def test_a_key_keeps_its_first_response(cache_file: Path) -> None:
 
 
 def test_responses_older_than_the_ttl_are_not_used(cache_file: Path) -> None:
-    JudgeCache(cache_file).put("k", reply())
+    cache = JudgeCache(cache_file)
+    cache.put("k", reply())
+    cache.flush()
     with sqlite3.connect(cache_file) as connection:
         connection.execute("UPDATE responses SET created = created - 7200")
 
@@ -361,6 +363,7 @@ def test_past_its_size_limit_the_responses_used_longest_ago_are_evicted(
     body = json.dumps({"text": "x" * 900})
     for index in range(10):
         cache.put(f"old-{index}", reply(body))
+    cache.flush()
     with sqlite3.connect(cache_file) as connection:
         connection.execute("UPDATE responses SET used = used - 3600")
     assert cache.get("old-0") is not None  # used an hour later than the others: kept longer
