@@ -181,6 +181,28 @@ async def test_without_a_cache_every_request_is_sent(
     assert len(judge_server.requests) == 2
 
 
+class CommittedOnlyWhenFlushed(JudgeCache):
+    """A cache whose writer thread never starts: its writes reach the file only on a flush."""
+
+    def _wake_writer(self) -> None:
+        pass
+
+
+@pytest.mark.anyio
+async def test_a_run_leaves_its_judge_responses_in_the_file_when_it_returns(
+    judge_server: FakeJudgeServer, cache_file: Path
+) -> None:
+    judge_server.reset()
+    judge_server.reset_stats()
+    cache = CommittedOnlyWhenFlushed(cache_file)
+    with configure_judge(base_url=judge_server.base_url, api_key="k", model=MODEL, cache=cache):
+        await run_dataset(dataset(2), runnable=shout, evaluators=[Repeated(grader(), n=2)])
+
+        with sqlite3.connect(cache_file) as connection:
+            stored = connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    assert stored == 4
+
+
 # -- what is never cached ---------------------------------------------------------------------
 
 

@@ -282,3 +282,41 @@ async def test_a_mostly_unanimous_judge_is_asked_far_less_with_the_same_pass_or_
     assert full_requests == 5 * len(verdicts)
     assert early_passed == full_passed
     assert early_requests <= 0.7 * full_requests, (early_requests, full_requests)
+
+
+@pytest.mark.parametrize("strategy", ["majority_vote", "average", "median"])
+def test_on_500_mostly_unanimous_entries_early_stop_asks_30_percent_less_with_the_same_verdicts(
+    strategy: str,
+) -> None:
+    grades = mostly_unanimous(500)
+    asked: list[int] = []
+
+    def judge(evaluable: Evaluable) -> float:
+        asked.append(1)
+        path = current_judge_sample().path
+        answers = grades[int(str(evaluable.output_value()).split()[-1])]
+        return GRADES[answers[path[-1] if path else 0]]
+
+    data = dataset_from_data(
+        {
+            "entries": [
+                {"name": f"e{i}", "entry_kwargs": {"question": f"question {i}"}}
+                for i in range(len(grades))
+            ]
+        }
+    )
+
+    def app(question: str) -> str:
+        return question
+
+    def run(early: bool) -> tuple[list[bool], int]:
+        asked.clear()
+        evaluator = Repeated(judge, n=5, strategy=strategy, early_stop=early)
+        result = anyio.run(lambda: run_dataset(data, runnable=app, evaluators=[evaluator]))
+        return [entry.status.passed for entry in result.entries], len(asked)
+
+    (full_passed, full_asked), (early_passed, early_asked) = run(False), run(True)
+
+    assert full_asked == 5 * 500
+    assert early_passed == full_passed
+    assert early_asked <= 0.7 * full_asked, (early_asked, full_asked)

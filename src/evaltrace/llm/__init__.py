@@ -15,6 +15,7 @@ from evaltrace.llm.cache import (
     JudgeCache,
     JudgeCacheStats,
     default_judge_cache_path,
+    flush_judge_caches,
     request_key,
     shared_judge_cache,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "embed_texts",
     "environment_judge_cache",
     "estimate_tokens",
+    "flush_judge_caches",
     "isolated_judge_call",
     "judge_client",
     "judge_config",

@@ -43,6 +43,7 @@ __all__ = [
     "JudgeCache",
     "JudgeCacheStats",
     "default_judge_cache_path",
+    "flush_judge_caches",
     "request_key",
     "shared_judge_cache",
 ]
@@ -651,7 +652,16 @@ _CACHES: weakref.WeakSet[JudgeCache] = weakref.WeakSet()
 
 
 @atexit.register
-def _flush_at_exit() -> None:
+def flush_judge_caches() -> None:
+    """Commit the pending writes of every judge cache of this process (never raises).
+
+    Called when a run's entries are scored, so that a run leaves its judges' responses in the
+    file when it returns (another process, or a worker that ends abruptly, finds them there),
+    and when the process exits.
+
+    Example:
+        >>> flush_judge_caches()
+    """
     for cache in list(_CACHES):
         cache.flush()
 
