@@ -159,6 +159,29 @@ async def test_a_run_after_changing_one_evaluator_asks_only_that_evaluators_judg
 
 
 @pytest.mark.anyio
+async def test_each_epoch_of_an_entry_is_judged_as_a_sample_of_its_own(
+    judge: FakeJudgeServer,
+) -> None:
+    judge.add_rule("", sequence=["A", "C", "B"])
+    evaluators = [grader()]
+
+    first = await run_dataset(
+        dataset(1), runnable=shout, evaluators=evaluators, epochs=3, reducer="mean"
+    )
+    sent = len(judge.requests)
+    again = await run_dataset(
+        dataset(1), runnable=shout, evaluators=evaluators, epochs=3, reducer="mean"
+    )
+
+    epochs = [[e.score for e in epoch.evaluations] for epoch in again.entries[0].epochs]
+    assert sent == 3 and len(judge.requests) == 3  # three epochs asked, then none
+    assert epochs == [[1.0], [0.0], [0.5]]
+    assert scores(again) == scores(first) == [[0.5]]
+    assert first.entries[0].judge_usage[MODEL].requests == 3
+    assert again.entries[0].judge_usage[MODEL].cache_hits == 3
+
+
+@pytest.mark.anyio
 async def test_autoevals_judges_are_answered_from_the_cache_too(judge: FakeJudgeServer) -> None:
     judge.add_rule("", choice="C")
     first = await Factuality()(case())
