@@ -19,6 +19,8 @@ __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_THRESHOLD",
     "INPUTS_BETWEEN_CHECKPOINTS",
+    "JUDGE_CACHE_FILE",
+    "JUDGE_CACHE_MAX_BYTES",
     "RESULTS_DIR",
     "SERVE_DRAIN_TIMEOUT",
     "SERVE_EVALUATION_QUEUE",
@@ -66,6 +68,16 @@ DEFAULT_JUDGE_MODEL: Final = "gpt-4o-mini"
 
 DEFAULT_EMBEDDING_MODEL: Final = "text-embedding-3-small"
 """The judges' embedding model when none is configured."""
+
+JUDGE_CACHE_FILE: Final = "judge-cache.sqlite3"
+"""The judge cache's file name in evaltrace's folder of the user's cache directory
+(``~/.cache/evaltrace/`` on Linux, ``~/Library/Caches/evaltrace/`` on macOS,
+``%LOCALAPPDATA%/evaltrace/`` on Windows), unless another file is configured."""
+
+JUDGE_CACHE_MAX_BYTES: Final = 512 * 1024 * 1024
+"""The judge cache's size limit (bytes of stored responses): past it, the responses used
+longest ago are evicted. A judge response is one to a few KB, so this holds a few hundred
+thousand."""
 
 INPUTS_BETWEEN_CHECKPOINTS: Final = 16
 """How many entries a worker of a run scores before it goes back to the event loop (see

@@ -25,7 +25,7 @@ import inspect
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +38,7 @@ from evaltrace.engine.scoring import Scored
 from evaltrace.errors import ResultsFolderError, ResumeError
 from evaltrace.evals.evaluation import EvaluationError
 from evaltrace.evals.evaluator import evaluator_name
+from evaltrace.llm.usage import JudgeUsage, add_judge_usage
 from evaltrace.metrics.classification import DatasetResultsTally
 from evaltrace.results.folder import (
     DuplicateEntryError,
@@ -222,6 +223,7 @@ class _Running:
         self.tally = DatasetResultsTally(header.aggregators)
         self.counts: Counter[CompletionStatus] = Counter()
         self.labels = LabelTally()
+        self.judge_usage: dict[str, JudgeUsage] = {}
         self.kept = _Kept(keep)
         self.display: RunProgress | None = None
         self.done = 0
@@ -257,6 +259,7 @@ class _Running:
             self.counts[entry.status] += 1
             self.labels.add(entry.evaluations)
             self.tally.add(entry.evaluations)
+            self.add_usage(entry.judge_usage)
         settings = {**header.settings, **({"forced": forced} if forced else {})}
         self.header = recorded[0].model_copy(update={"settings": settings})
 
@@ -276,6 +279,7 @@ class _Running:
         self.counts[scored.status] += 1
         self.labels.add(scored.evaluations)
         self.tally.add(scored.evaluations)
+        self.add_usage(scored.judge_usage)
         self.done += 1
         if self.display is not None:
             self.display.advance(scored.result)
@@ -287,6 +291,10 @@ class _Running:
             self.kept.add(scored.result)
         if self.release:
             scored.release()
+
+    def add_usage(self, usage: Mapping[str, JudgeUsage]) -> None:
+        if usage:
+            self.judge_usage = add_judge_usage(self.judge_usage, usage)
 
     def result(self, *, interrupted: bool, errors: Iterable[EvaluationError]) -> RunResult:
         fields = {name: getattr(self.header, name) for name in type(self.header).model_fields}
@@ -301,6 +309,7 @@ class _Running:
                 "duration_s": time.perf_counter() - self.started,
                 "errors": [*self.header.errors, *errors],
                 "interrupted": interrupted,
+                "judge_usage": self.judge_usage,
             }
         )
 

@@ -21,6 +21,7 @@ from evaltrace.engine.config import RunConfig
 from evaltrace.engine.entries import Entry, EntrySource
 from evaltrace.engine.scoring import Scored, Scoring, failed_entry, score
 from evaltrace.evals.evaluation import EvaluationError
+from evaltrace.llm.cache import flush_judge_caches
 
 __all__ = [
     "Executor",
@@ -104,7 +105,12 @@ class LocalExecutor:
         try:
             async with work.source.session():
                 phase = "entries"
-                await score_entries(work, finished)
+                try:
+                    await score_entries(work, finished)
+                finally:
+                    # The judges' responses of these entries are in the cache file once they
+                    # are scored: another process (a shard, a Ray worker) reuses them at once.
+                    flush_judge_caches()
                 phase = "teardown"
         except Exception as exc:
             if phase == "entries":  # not the app's failure (those are data)

@@ -54,6 +54,7 @@ from evaltrace.evals.evaluable import (
     encode_unless_json,
 )
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
+from evaltrace.llm.usage import JudgeUsage
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -315,6 +316,9 @@ class EntryResult(HasExpectation):
     """Each run of the app, scored on its own, when the entry ran several times (``epochs``);
     then :attr:`evaluations` are their reductions, :attr:`output` the first run's. Empty for
     an entry run once."""
+    judge_usage: dict[str, JudgeUsage] = Field(default_factory=dict)
+    """What the entry's judge calls spent, by model: requests and tokens (input, output,
+    from the provider's prompt cache), and the requests the judge cache answered."""
 
     @field_validator("evaluations")
     @classmethod
@@ -543,6 +547,10 @@ class RunResult(BaseModel):
     fingerprint: RunFingerprint | None = None
     """What makes the run comparable with another (dataset, evaluators, code, settings);
     ``None`` for a run that did not come from a dataset, or one saved before fingerprints."""
+    judge_usage: dict[str, JudgeUsage] = Field(default_factory=dict)
+    """What the judge calls of every entry spent, by model (the entries' ``judge_usage``
+    added up, those not kept in :attr:`entries` included): requests, tokens, and the judge
+    cache's hits, misses and the tokens its hits saved."""
 
     @field_validator("dataset_results")
     @classmethod
