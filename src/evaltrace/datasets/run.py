@@ -27,7 +27,14 @@ from pathlib import Path
 from typing import TypeAlias
 
 from evaltrace._safe_text import exception_text
-from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_DATASET_TIMEOUT, DEFAULT_THRESHOLD
+from evaltrace.constants import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_DATASET_TIMEOUT,
+    DEFAULT_RESAMPLES,
+    DEFAULT_STATISTICS_SEED,
+    DEFAULT_THRESHOLD,
+)
 from evaltrace.datasets.entries import DatasetEntries, PreparedDataset
 from evaltrace.datasets.fingerprint import run_fingerprint
 from evaltrace.datasets.loading import load_dataset
@@ -286,6 +293,9 @@ async def run_dataset(
     executor: Executor | None = None,
     keep_entries: bool | Listing = True,
     force: bool = False,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    statistics_seed: int = DEFAULT_STATISTICS_SEED,
 ) -> RunResult:
     """Run every entry of a dataset through its runnable, score it, and return the result.
 
@@ -335,6 +345,10 @@ async def run_dataset(
             lists.
         force: Resume even when the fingerprints differ (the differences are recorded in
             the result's ``settings["forced"]``).
+        confidence: The confidence level of the run's intervals (``statistics``).
+        resamples: How often the bootstrap resamples the entries for those intervals; 0
+            computes no statistics.
+        statistics_seed: The seed of those resamples.
 
     Returns:
         The run's result: one :class:`~evaltrace.results.EntryResult` per selected entry
@@ -366,6 +380,9 @@ async def run_dataset(
         threshold=threshold,
         from_trace=from_trace,
         run_id=run_id,
+        confidence=confidence,
+        resamples=resamples,
+        statistics_seed=statistics_seed,
     )
     if not keep_entries and output_dir is None and resume is None:
         raise ValueError(

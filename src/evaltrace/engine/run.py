@@ -36,7 +36,7 @@ from evaltrace.engine.entries import EntrySource
 from evaltrace.engine.scheduler import Executor, LocalExecutor, Work
 from evaltrace.engine.scoring import Scored
 from evaltrace.errors import ResultsFolderError, ResumeError
-from evaltrace.evals.evaluation import EvaluationError
+from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import evaluator_name
 from evaltrace.metrics.classification import DatasetResultsTally
 from evaltrace.results.folder import (
@@ -48,6 +48,8 @@ from evaltrace.results.folder import (
 )
 from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
 from evaltrace.results.progress import RunProgress
+from evaltrace.results.run_statistics import StatisticsTally
+from evaltrace.results.uncertainty import RunStatistics
 
 __all__ = ["Listing", "Observer", "Output", "execute"]
 
@@ -136,7 +138,7 @@ async def execute(
             ``result.json`` is written first, with what finished.
     """
     header = _header(source, config, executor)
-    state = _Running(header, source, keep=keep, observers=observers, release=release)
+    state = _Running(header, source, config, keep=keep, observers=observers, release=release)
     resumed = output is not None and output.resume is not None
     if output is not None and output.resume is not None:
         state.reopen(output.resume, force=output.force)
@@ -204,6 +206,7 @@ class _Running:
         self,
         header: RunResult,
         source: EntrySource,
+        config: RunConfig,
         *,
         keep: bool | Listing,
         observers: Sequence[Observer],
@@ -211,12 +214,19 @@ class _Running:
     ) -> None:
         self.header = header
         self.source = source
+        self.config = config
         self.observers = observers
         self.release = release
         self.folder: ResultsFolder | None = None
         self.prior = EntryLines(files=[], where=array("q"), count=0)
         self.tally = DatasetResultsTally(header.aggregators)
         self.counts: Counter[CompletionStatus] = Counter()
+        # Entries do not repeat within a run yet: each is its own cluster (its index).
+        self.scores = (
+            StatisticsTally(threshold=header.threshold, evaluators=header.evaluators)
+            if config.resamples
+            else None
+        )
         self.kept = _Kept(keep)
         self.display: RunProgress | None = None
         self.done = 0
@@ -251,6 +261,8 @@ class _Running:
             entry = EntryResult.model_validate_json(line)
             self.counts[entry.status] += 1
             self.tally.add(entry.evaluations)
+            if self.scores is not None:
+                self.scores.add(entry)
         settings = {**header.settings, **({"forced": forced} if forced else {})}
         self.header = recorded[0].model_copy(update={"settings": settings})
 
@@ -264,6 +276,8 @@ class _Running:
                 self.write_error = exc
         self.counts[entry.status] += 1
         self.tally.add(entry.evaluations)
+        if self.scores is not None:
+            self.scores.add(entry)
         self.done += 1
         if self.display is not None:
             self.display.advance(entry)
@@ -277,17 +291,32 @@ class _Running:
 
     def result(self, *, interrupted: bool, errors: Iterable[EvaluationError]) -> RunResult:
         fields = {name: getattr(self.header, name) for name in type(self.header).model_fields}
+        dataset_results = self.tally.results()
         return _run_result(
             **{
                 **fields,
                 "entries": self.kept.entries(),
                 "counts": dict(self.counts),
-                "dataset_results": self.tally.results(),
+                "dataset_results": dataset_results,
+                "statistics": self.statistics(dataset_results),
                 "finished_at": datetime.now(UTC),
                 "duration_s": time.perf_counter() - self.started,
                 "errors": [*self.header.errors, *errors],
                 "interrupted": interrupted,
             }
+        )
+
+    def statistics(self, dataset_results: dict[str, Evaluation]) -> RunStatistics | None:
+        """The run's statistics, computed once, at its end (``None`` with ``resamples=0``)."""
+        if self.scores is None:
+            return None
+        config = self.config
+        return self.scores.statistics(
+            confidence=config.confidence,
+            resamples=config.resamples,
+            seed=config.statistics_seed,
+            dataset=self.tally,
+            dataset_results=dataset_results,
         )
 
     def write(self, result: RunResult, *, raising: bool) -> None:

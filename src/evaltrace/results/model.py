@@ -52,6 +52,7 @@ from evaltrace.evals.evaluable import (
     encode_unless_json,
 )
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
+from evaltrace.results.uncertainty import RunStatistics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -469,6 +470,10 @@ class RunResult(BaseModel):
     fingerprint: RunFingerprint | None = None
     """What makes the run comparable with another (dataset, evaluators, code, settings);
     ``None`` for a run that did not come from a dataset, or one saved before fingerprints."""
+    statistics: RunStatistics | None = None
+    """Each evaluator's mean score and pass rate with their intervals, standard error and
+    ``n``, and each dataset-level result's interval (:mod:`evaltrace.results.uncertainty`);
+    ``None`` for a run saved before statistics, or made with ``resamples=0``."""
 
     @field_validator("dataset_results")
     @classmethod
