@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
+import numpy as np
+from numpy.typing import NDArray
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -49,8 +51,6 @@ from pydantic import (
     WrapValidator,
     field_validator,
 )
-import numpy as np
-from numpy.typing import NDArray
 from pydantic_core import InitErrorDetails
 
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
@@ -650,15 +650,19 @@ class ClassificationDatasetEvaluator:
 
     @property
     def code_count(self) -> int:
-        """How many item codes there are: one per (expected, predicted or unknown) pair of
-        declared classes, and one for every skipped item."""
+        """How many item codes there are (see :meth:`codes`).
+
+        One per (expected, predicted or unknown) pair of declared classes, and one for every
+        skipped item.
+        """
         n = len(self._spec.classes)
         return n * (n + 1) + 1
 
     def codes(self, items: Iterable[ClassificationItem] | ClassificationTally) -> NDArray[np.int64]:
-        """One code per item, in order: ``expected · (n + 1) + predicted`` (``predicted = n`` for a label
-        that is not a declared class), or ``n · (n + 1)`` for an item that is skipped.
+        """One code per item, in order: what the metrics need to know of it.
 
+        ``expected · (n + 1) + predicted`` for ``n`` declared classes (``predicted = n`` for a
+        label that is not a declared class), or ``n · (n + 1)`` for an item that is skipped.
         The counts of the codes hold everything the metrics are computed from. A
         :class:`ClassificationTally` gives its items' codes grouped, not in any order.
 

@@ -55,8 +55,11 @@ hold at most twice the memory of one of 10,000, which an array per evaluator bre
 
 
 def evaluation_labels(evaluations: Iterable[Evaluation]) -> Iterator[tuple[str, Evaluation]]:
-    """Each evaluation with its evaluator's label: its name, ``name (2)`` for its second
-    occurrence in the entry, ``#3`` for an unnamed one at position 3."""
+    """Each evaluation with its evaluator's label.
+
+    The label is its name; ``name (2)`` for its second occurrence in the entry; ``#3`` for an
+    unnamed one at position 3.
+    """
     seen: dict[str, int] = {}
     for position, evaluation in enumerate(evaluations):
         name = evaluation.evaluator or f"#{position}"
@@ -110,8 +113,10 @@ class _Column:
             self.counts = None
 
     def arrays(self) -> tuple[Floats, Ints | None]:
-        """Every score and its cluster (``None`` unclustered), in one order whatever the
-        order they came in (sorted by cluster, then score), so that sums round the same."""
+        """Every score and its cluster (``None`` unclustered), sorted by cluster then score.
+
+        One order whatever the order they came in, so that sums round the same.
+        """
         if self.counts is not None:
             values = np.fromiter(self.counts, dtype=np.float64, count=len(self.counts))
             times = np.fromiter(self.counts.values(), dtype=np.int64, count=len(self.counts))
@@ -153,8 +158,10 @@ class StatisticsTally:
         self._columns: dict[str, _Column] = {}
 
     def add(self, entry: EntryResult, *, cluster: int | None = None) -> None:
-        """Count one finished entry's evaluations (``cluster``: its cluster, by default its
-        index)."""
+        """Count one finished entry's evaluations.
+
+        ``cluster`` is its cluster (its index by default).
+        """
         key = entry.index if cluster is None else cluster
         columns = self._columns
         for label, evaluation in evaluation_labels(entry.evaluations):
