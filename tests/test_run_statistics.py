@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from scipy import stats as scipy_stats
 
+import evaltrace
 from evaltrace import Evaluable, Evaluation
 from evaltrace.datasets import Dataset, dataset_from_data, run_dataset
 from evaltrace.engine import RunConfig
@@ -20,9 +23,18 @@ from evaltrace.metrics import (
     RecallAggregatorSpec,
     build_dataset_evaluator,
 )
-from evaltrace.results import EntryResult, RunResult, load_result, merge_results
+from evaltrace.results import (
+    DatasetScorecard,
+    EntryResult,
+    RunResult,
+    generate_dataset_scorecard_html,
+    load_result,
+    merge_results,
+    render_report,
+)
 from evaltrace.results.run_statistics import StatisticsTally, run_statistics, stream_seed
 from evaltrace.statistics import bootstrap_means, percentile_interval, wilson_interval
+from evaltrace.testing import OTLPReceiver
 
 CLASSES = ["spam", "ham", "eggs"]
 SPECS = [
@@ -316,3 +328,91 @@ async def test_merged_shards_have_the_statistics_of_the_whole_run(tmp_path: Path
     assert whole.statistics is not None
     assert merged.statistics == whole.statistics
     assert shards[0].statistics != whole.statistics
+
+
+# -- where the statistics are shown ----------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_the_text_report_shows_each_interval_with_its_n() -> None:
+    result = await run_graded()
+
+    text = render_report([result], plain=True)
+
+    assert "Scores with 95% intervals" in text
+    graded = result.statistics.evaluator("graded")  # type: ignore[union-attr]
+    assert graded is not None and graded.mean_interval is not None
+    low, high = graded.mean_interval.low, graded.mean_interval.high
+    assert f"| graded     | 12 | 0.667 [{low:.3f}, {high:.3f}]" in text
+    assert "| never_sure | 10 |" in text and "4/11" in text
+    assert "mean: bootstrap percentile over entries (1000 resamples, seed 0)" in text
+    assert "fewer than 30 entries (graded, never_sure): the intervals are wide" in text
+
+
+@pytest.mark.anyio
+async def test_the_scorecard_shows_the_intervals_and_the_baselines_verdicts() -> None:
+    baseline = await run_graded()
+    result = await run_dataset(
+        scored_dataset([0.0] * len(SCORES)), runnable=echo, evaluators=[graded, never_sure]
+    )
+    result = result.model_copy(
+        update={"entries": [e.model_copy(update={"name": f"e{e.index}"}) for e in result.entries]}
+    )
+
+    html = generate_dataset_scorecard_html(DatasetScorecard.from_run(result, baseline=baseline))
+
+    assert 'id="evaluator-statistics"' in html and "Scores with 95% intervals" in html
+    assert "0.000 [0.000, 0.000]" in html
+    assert 'id="baseline-verdicts"' in html
+    assert '<td class="verdict verdict-worse">worse</td>' in html
+    assert "Holm" in html and "Fewer than 30 entries" in html
+
+
+@pytest.mark.anyio
+async def test_the_statistics_frame_has_one_row_per_evaluator_and_metric() -> None:
+    result = await run_graded()
+
+    frame = result.statistics_dataframe()
+
+    assert list(frame["name"]) == ["graded", "never_sure"]
+    assert list(frame.columns[:4]) == ["run_id", "run", "kind", "name"]
+    row = frame.set_index("name").loc["graded"]
+    interval = result.statistics.evaluators[0].mean_interval  # type: ignore[union-attr]
+    assert interval is not None
+    assert (row["n"], row["mean_low"], row["mean_high"]) == (12, interval.low, interval.high)
+    assert row["confidence"] == 0.95 and row["resamples"] == 1000
+
+
+@pytest.fixture
+def collector() -> Iterator[OTLPReceiver]:
+    with OTLPReceiver() as receiver:
+        yield receiver
+    evaltrace.shutdown(timeout_millis=1000)
+
+
+@pytest.mark.anyio
+async def test_the_runs_statistics_are_exported_as_evaluation_results_at_its_end(
+    collector: OTLPReceiver,
+) -> None:
+    evaltrace.init(
+        exporters=[OTLPSpanExporter(endpoint=collector.traces_url, timeout=5)],
+        export_evaluations=True,
+    )
+    result = await run_graded()
+    assert evaltrace.flush()
+
+    (root,) = [span for span in collector.spans if span.name == "evaluation run graded"]
+    children = {
+        span.name: span for span in collector.spans if span.parent_span_id == root.span_id
+    }
+    assert sorted(children) == ["evaluation graded", "evaluation never_sure"]
+    ((name, event),) = children["evaluation graded"].events
+    stats = result.statistics.evaluator("graded")  # type: ignore[union-attr]
+    assert stats is not None and stats.mean_interval is not None
+    assert name == "gen_ai.evaluation.result"
+    assert event["gen_ai.evaluation.score.value"] == stats.mean
+    assert event["evaltrace.statistics.mean.low"] == stats.mean_interval.low
+    assert event["evaltrace.statistics.n"] == 12
+    assert event["evaltrace.statistics.confidence"] == 0.95
+    assert event["evaltrace.statistics.run_id"] == result.run_id
+    assert "n=12" in event["gen_ai.evaluation.explanation"]

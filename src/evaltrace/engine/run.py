@@ -38,6 +38,7 @@ from evaltrace.engine.scoring import Scored
 from evaltrace.errors import ResultsFolderError, ResumeError
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import evaluator_name
+from evaltrace.evals.telemetry import export_run_statistics
 from evaltrace.metrics.classification import DatasetResultsTally
 from evaltrace.results.folder import (
     DuplicateEntryError,
@@ -48,7 +49,7 @@ from evaltrace.results.folder import (
 )
 from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
 from evaltrace.results.progress import RunProgress
-from evaltrace.results.run_statistics import StatisticsTally
+from evaltrace.results.run_statistics import StatisticsTally, statistics_attributes
 from evaltrace.results.uncertainty import RunStatistics
 
 __all__ = ["Listing", "Observer", "Output", "execute"]
@@ -164,6 +165,8 @@ async def execute(
             raise
         result = state.result(interrupted=False, errors=[*errors, *source.errors()])
         state.write(result, raising=True)
+    if result.statistics is not None:  # known at the end only: after every entry's events
+        export_run_statistics(result.name, result.run_id, statistics_attributes(result.statistics))
     if resumed and keep is True and state.folder is not None:
         return load_result(state.folder.result_path)  # every entry, the earlier ones too
     return result

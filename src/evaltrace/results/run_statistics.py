@@ -31,6 +31,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from evaltrace.capture import conventions as conv
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.metrics.classification import DatasetResultsTally
 from evaltrace.results.model import EntryResult, RunResult
@@ -42,7 +43,13 @@ from evaltrace.statistics import (
     wilson_interval,
 )
 
-__all__ = ["StatisticsTally", "evaluation_labels", "run_statistics", "stream_seed"]
+__all__ = [
+    "StatisticsTally",
+    "evaluation_labels",
+    "run_statistics",
+    "statistics_attributes",
+    "stream_seed",
+]
 
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]
@@ -292,3 +299,51 @@ def run_statistics(
         dataset=dataset,
         dataset_results=result.dataset_results,
     )
+
+
+def statistics_attributes(statistics: RunStatistics) -> list[dict[str, Any]]:
+    """The attributes of each evaluator's ``gen_ai.evaluation.result`` event of a run.
+
+    ``gen_ai.evaluation.name``, the mean as ``gen_ai.evaluation.score.value``, an
+    explanation in words, and every figure as ``evaltrace.statistics.<figure>`` (figures
+    without a value are left out: attributes cannot be null).
+
+    Example:
+        >>> from evaltrace.results.uncertainty import EvaluatorStatistics
+        >>> stats = RunStatistics(confidence=0.95, resamples=10, seed=0, evaluators=[
+        ...     EvaluatorStatistics(evaluator="exact", n=2, entries=2, mean=0.5)])
+        >>> statistics_attributes(stats)[0]["evaltrace.statistics.n"]
+        2
+    """
+    events = []
+    for row in statistics.records():
+        if row["kind"] != "evaluator":
+            continue
+        attributes: dict[str, Any] = {conv.GEN_AI_EVALUATION_NAME: row["name"]}
+        if row["mean"] is not None:
+            attributes[conv.GEN_AI_EVALUATION_SCORE_VALUE] = row["mean"]
+        attributes[conv.GEN_AI_EVALUATION_EXPLANATION] = _explanation(row)
+        for figure, value in row.items():
+            if figure not in ("kind", "name") and value is not None:
+                attributes[
+                    conv.STATISTICS_PREFIX
+                    + figure.replace("_low", ".low").replace("_high", ".high")
+                ] = value
+        events.append(attributes)
+    return events
+
+
+def _explanation(row: Mapping[str, Any]) -> str:
+    level = f"{row['confidence'] * 100:.10g}%"
+    parts = []
+    if row["mean"] is not None:
+        parts.append(f"mean {row['mean']:.3f}")
+        if row["mean_low"] is not None:
+            parts[-1] += f" [{row['mean_low']:.3f}, {row['mean_high']:.3f}]"
+    parts.append(f"n={row['n']}")
+    if row["pass_rate"] is not None:
+        rate = f"pass rate {row['passed']}/{row['pass_n']} = {row['pass_rate']:.3f}"
+        if row["pass_rate_low"] is not None:
+            rate += f" [{row['pass_rate_low']:.3f}, {row['pass_rate_high']:.3f}]"
+        parts.append(rate)
+    return f"{'; '.join(parts)} ({level} intervals)"

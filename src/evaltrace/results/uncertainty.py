@@ -18,13 +18,43 @@ How they are computed is in :mod:`evaltrace.statistics` and ``docs/statistics.md
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from evaltrace.statistics import Interval
 
-__all__ = ["EvaluatorStatistics", "IntervalMethod", "MetricStatistics", "RunStatistics"]
+__all__ = [
+    "STATISTICS_COLUMNS",
+    "EvaluatorStatistics",
+    "IntervalMethod",
+    "MetricStatistics",
+    "RunStatistics",
+]
+
+STATISTICS_COLUMNS: Final = (
+    "kind",
+    "name",
+    "n",
+    "entries",
+    "mean",
+    "mean_low",
+    "mean_high",
+    "standard_error",
+    "passed",
+    "pass_n",
+    "pass_rate",
+    "pass_rate_low",
+    "pass_rate_high",
+    "pass_rate_method",
+    "errored",
+    "skipped",
+    "confidence",
+    "method",
+    "resamples",
+    "seed",
+)
+"""The columns of :meth:`RunStatistics.records`."""
 
 IntervalMethod = Literal["bootstrap-percentile", "wilson"]
 """How an interval was computed."""
@@ -121,6 +151,67 @@ class RunStatistics(BaseModel):
             if statistics.evaluator == name:
                 return statistics
         return None
+
+    def records(self) -> list[dict[str, Any]]:
+        """One flat row per evaluator and dataset-level result, with :data:`STATISTICS_COLUMNS`.
+
+        An evaluator's row has ``kind="evaluator"``; a dataset-level result's
+        ``kind="dataset"``, its score as ``mean`` and no pass rate.
+
+        Example:
+            >>> stats = RunStatistics(confidence=0.95, resamples=10, seed=0, evaluators=[
+            ...     EvaluatorStatistics(evaluator="exact", n=2, entries=2, mean=0.5)])
+            >>> row = stats.records()[0]
+            >>> row["kind"], row["name"], row["mean"], row["mean_low"]
+            ('evaluator', 'exact', 0.5, None)
+        """
+        common = {
+            "confidence": self.confidence,
+            "method": self.method,
+            "resamples": self.resamples,
+            "seed": self.seed,
+        }
+        rows: list[dict[str, Any]] = []
+        for item in self.evaluators:
+            mean, rate = item.mean_interval, item.pass_rate_interval
+            rows.append(
+                {
+                    "kind": "evaluator",
+                    "name": item.evaluator,
+                    "n": item.n,
+                    "entries": item.entries,
+                    "mean": item.mean,
+                    "mean_low": None if mean is None else mean.low,
+                    "mean_high": None if mean is None else mean.high,
+                    "standard_error": item.standard_error,
+                    "passed": item.passed,
+                    "pass_n": item.pass_n,
+                    "pass_rate": item.pass_rate,
+                    "pass_rate_low": None if rate is None else rate.low,
+                    "pass_rate_high": None if rate is None else rate.high,
+                    "pass_rate_method": item.pass_rate_method,
+                    "errored": item.errored,
+                    "skipped": item.skipped,
+                    **common,
+                }
+            )
+        for metric in self.dataset_results:
+            interval = metric.interval
+            row: dict[str, Any] = dict.fromkeys(STATISTICS_COLUMNS)
+            rows.append(
+                {
+                    **row,
+                    "kind": "dataset",
+                    "name": metric.key,
+                    "n": metric.n,
+                    "entries": metric.n,
+                    "mean": metric.score,
+                    "mean_low": None if interval is None else interval.low,
+                    "mean_high": None if interval is None else interval.high,
+                    **common,
+                }
+            )
+        return rows
 
     def metric(self, key: str) -> MetricStatistics | None:
         """The figures of the dataset-level result ``key``, if the run has it."""
