@@ -402,11 +402,9 @@ async def test_the_runs_statistics_are_exported_as_evaluation_results_at_its_end
     assert evaltrace.flush()
 
     (root,) = [span for span in collector.spans if span.name == "evaluation run graded"]
-    children = {
-        span.name: span for span in collector.spans if span.parent_span_id == root.span_id
-    }
-    assert sorted(children) == ["evaluation graded", "evaluation never_sure"]
-    ((name, event),) = children["evaluation graded"].events
+    children = {span.name: span for span in collector.spans if span.parent_span_id == root.span_id}
+    assert sorted(children) == ["evaluation statistics graded", "evaluation statistics never_sure"]
+    ((name, event),) = children["evaluation statistics graded"].events
     stats = result.statistics.evaluator("graded")  # type: ignore[union-attr]
     assert stats is not None and stats.mean_interval is not None
     assert name == "gen_ai.evaluation.result"

@@ -173,6 +173,7 @@ async def evaluate_inputs(
         from_trace=from_trace,
         run_id=run_id,
         attributes=attributes if attributes is not None else {},
+        resamples=0,  # the rows returned hold no run statistics: none are computed
     )
     items = _as_list(eval_inputs, "eval_inputs", "one argument per run, e.g. ['q1', 'q2']")
     cases = _cases(evaluables, len(items))

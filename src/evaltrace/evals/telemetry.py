@@ -24,9 +24,9 @@ app's trace (unless ``configure_judge(trace_judge_calls=True)``).
 
 A run's statistics are known at its end only, after every entry's evaluations went out. They
 are emitted then (:func:`export_run_statistics`), in a trace of their own: a root span
-``evaluation run <run>`` and under it, per evaluator, a span ``evaluation <name>`` carrying
-a ``gen_ai.evaluation.result`` event whose ``gen_ai.evaluation.score.value`` is the mean
-score, with the interval, ``n``, standard error and pass rate as extra attributes
+``evaluation run <run>`` and under it, per evaluator, a span ``evaluation statistics <name>``
+carrying a ``gen_ai.evaluation.result`` event whose ``gen_ai.evaluation.score.value`` is the
+mean score, with the interval, ``n``, standard error and pass rate as extra attributes
 ``evaltrace.statistics.<figure>`` (``evaltrace.statistics.mean.low``, ...) and the run's name
 and id (``evaltrace.statistics.run``, ``evaltrace.statistics.run_id``).
 """
@@ -192,7 +192,7 @@ def _emit_run(run: str, run_id: str, evaluators: Sequence[Mapping[str, Any]]) ->
         for figures in evaluators:
             attributes = {**figures, **identity}
             span = tracer.start_span(
-                f"evaluation {attributes.get(conv.GEN_AI_EVALUATION_NAME, 'evaluator')}",
+                f"evaluation statistics {attributes.get(conv.GEN_AI_EVALUATION_NAME, 'evaluator')}",
                 context=context,
                 kind=SpanKind.INTERNAL,
                 attributes={conv.SPAN_KIND: EVALUATION_SPAN_KIND, **attributes},

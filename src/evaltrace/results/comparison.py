@@ -124,7 +124,8 @@ class EvaluatorComparison(BaseModel):
     detectable: float | None = None
     """The smallest difference this comparison could have detected (with the comparison's
     power, at the level divided by the number of comparisons): in pass rate for McNemar's
-    test, in mean score for Wilcoxon's."""
+    test, in mean score for Wilcoxon's; ``None`` when there are too few entries for any
+    difference to be detected."""
 
 
 class MetricComparison(BaseModel):
@@ -431,7 +432,11 @@ def _decided(
         up = (item.mean_difference or 0.0) > 0
         entries = item.n
         floor = 0.0
-    detectable = max(floor, detectable_difference(spread, entries, level=strictest, power=power))
+    detectable: float | None = max(
+        floor, detectable_difference(spread, entries, level=strictest, power=power)
+    )
+    if detectable is not None and detectable > 1:
+        detectable = None  # beyond any difference of scores in [0, 1]: too few entries
     return item.model_copy(
         update={
             "adjusted_p_value": adjusted_p,

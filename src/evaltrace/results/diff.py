@@ -60,7 +60,7 @@ from evaltrace.constants import (
 from evaltrace.evals.display import short_text
 from evaltrace.evals.evaluable import collapse_named_data
 from evaltrace.evals.evaluation import Evaluation
-from evaltrace.results.comparison import RunComparison, compare_runs
+from evaltrace.results.comparison import EvaluatorComparison, RunComparison, compare_runs
 from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
 from evaltrace.results.report import print_rich, render_rich
 from evaltrace.statistics import Interval
@@ -482,7 +482,11 @@ def _comparison(
     percent = f"{comparison.confidence:.0%}"
     parts: list[RenderableType] = [
         Text(""),
-        text(f"Paired comparison over the {comparison.paired} entries in both runs", "bold"),
+        text(
+            f"Paired comparison over the {comparison.paired} "
+            f"entr{'y' if comparison.paired == 1 else 'ies'} in both runs",
+            "bold",
+        ),
     ]
     table = Table(box=box.ASCII if plain else box.SIMPLE_HEAD, show_edge=plain)
     headers = ("compared", "n", "mean", f"difference [{percent} CI]", "pass", "test")
@@ -509,7 +513,7 @@ def _comparison(
             test,
             _p(item.adjusted_p_value),
             text(item.verdict, _VERDICT_STYLES[item.verdict]),
-            "" if item.detectable is None else f"{item.detectable:.3f}",
+            _detectable(item),
         )
     for metric in comparison.dataset_results:
         table.add_row(
@@ -552,6 +556,12 @@ def _names(names: Sequence[str]) -> str:
     shown = ", ".join(names[:_NAMES_SHOWN])
     more = f", and {count - _NAMES_SHOWN} more" if count > _NAMES_SHOWN else ""
     return f"{count} entr{'y' if count == 1 else 'ies'} ({shown}{more})"
+
+
+def _detectable(item: EvaluatorComparison) -> str:
+    if item.detectable is not None:
+        return f"{item.detectable:.3f}"
+    return "too few entries" if item.p_value is not None else ""
 
 
 def _p(p: float | None) -> str:

@@ -800,7 +800,13 @@ def _verdict_rows(comparison: RunComparison) -> list[_VerdictRow]:
                 test=f"{test} p = {_p(item.p_value)}" if test else "—",
                 adjusted=_p(item.adjusted_p_value),
                 verdict=item.verdict,
-                detectable="—" if item.detectable is None else f"{item.detectable:.3f}",
+                detectable=(
+                    f"{item.detectable:.3f}"
+                    if item.detectable is not None
+                    else "too few entries"
+                    if item.p_value is not None
+                    else "—"
+                ),
             )
         )
     for metric in comparison.dataset_results:
