@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
+from dataclasses import dataclass
+from typing import Final, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -74,6 +75,7 @@ __all__ = [
 ]
 
 Ints = NDArray[np.int64]
+Floats = NDArray[np.float64]
 
 Verdict = Literal["better", "worse", "no significant change"]
 """What a comparison concludes at its level, after Holm's correction."""
@@ -221,22 +223,17 @@ def compare_runs(
     check_confidence(level, "level")
     check_confidence(confidence)
     check_confidence(power, "power")
-    pairs, new_only, old_only = _pair_entries(old.entries, new.entries)
-    clusters = _cluster_ids([name for name, _, _ in pairs])
-    old_by_label = [dict(evaluation_labels(before.evaluations)) for _, before, _ in pairs]
-    new_by_label = [dict(evaluation_labels(after.evaluations)) for _, _, after in pairs]
-    labels = list(dict.fromkeys([*new.evaluators, *old.evaluators]))
-    seen = set(labels)
-    for by_label in (*new_by_label, *old_by_label):
-        for label in by_label:
-            if label not in seen:
-                seen.add(label)
-                labels.append(label)
+    pairs = _pair_entries(old.entries, new.entries)
+    new_columns = _by_evaluator(pairs.new)
+    old_columns = _by_evaluator(pairs.old)
+    labels = list(dict.fromkeys([*new.evaluators, *old.evaluators, *new_columns, *old_columns]))
+    missing = np.full(len(pairs.new), math.nan)
     measured = [
         _measure(
             label,
-            [(b.get(label), a.get(label)) for b, a in zip(old_by_label, new_by_label, strict=True)],
-            clusters,
+            old_columns.get(label, missing),
+            new_columns.get(label, missing),
+            pairs.clusters,
             thresholds=(old.threshold, new.threshold),
             confidence=confidence,
             resamples=resamples,
@@ -276,59 +273,135 @@ def compare_runs(
         seed=seed,
         power=power,
         comparisons=len(tested),
-        paired=len(pairs),
-        new_entries=new_only,
-        gone_entries=old_only,
+        paired=len(pairs.new),
+        new_entries=pairs.new_only,
+        gone_entries=pairs.old_only,
         evaluators=evaluators,
         dataset_results=decided_metrics,
     )
 
 
-def _pair_entries(
-    old: Sequence[EntryResult], new: Sequence[EntryResult]
-) -> tuple[list[tuple[str, EntryResult, EntryResult]], list[str], list[str]]:
-    """The entries of both runs, by name, and the names of those only one run has.
+@dataclass(frozen=True, kw_only=True)
+class _Pairs:
+    """The entries both runs have, side by side, and those only one has."""
+
+    old: list[EntryResult]
+    """The old run's entry of each pair."""
+    new: list[EntryResult]
+    """The new run's entry of each pair."""
+    clusters: Ints
+    """Each pair's entry, numbered: pairs of one name (an entry that repeats) share it."""
+    new_only: list[str]
+    """The names of the entries only the new run has."""
+    old_only: list[str]
+    """The names of the entries only the old run has."""
+
+
+def _pair_entries(old: Sequence[EntryResult], new: Sequence[EntryResult]) -> _Pairs:
+    """The entries of both runs, by name.
 
     The n-th entry of a name that repeats is paired with the other run's n-th of that name.
     """
+    by_name = {entry.name: entry for entry in old}
+    new_names = {entry.name for entry in new}
+    if len(by_name) == len(old) and len(new_names) == len(new):
+        # Names unique on both sides (entries that do not repeat): one look-up each.
+        news = [entry for entry in new if entry.name in by_name]
+        return _Pairs(
+            old=[by_name[entry.name] for entry in news],
+            new=news,
+            clusters=np.arange(len(news), dtype=np.int64),
+            new_only=[]
+            if len(news) == len(new)
+            else [e.name for e in new if e.name not in by_name],
+            old_only=[]
+            if len(news) == len(old)
+            else [e.name for e in old if e.name not in new_names],
+        )
     waiting: dict[str, list[EntryResult]] = {}
     for entry in old:
         waiting.setdefault(entry.name, []).append(entry)
     taken: dict[str, int] = {}
-    pairs: list[tuple[str, EntryResult, EntryResult]] = []
+    olds: list[EntryResult] = []
+    news = []
     new_only: list[str] = []
     for entry in new:
         position = taken.get(entry.name, 0)
         candidates = waiting.get(entry.name, [])
         if position < len(candidates):
-            pairs.append((entry.name, candidates[position], entry))
+            olds.append(candidates[position])
+            news.append(entry)
             taken[entry.name] = position + 1
         else:
             new_only.append(entry.name)
-    old_only = [name for name, entries in waiting.items() for _ in entries[taken.get(name, 0) :]]
-    return pairs, new_only, old_only
-
-
-def _cluster_ids(names: Sequence[str]) -> Ints:
-    """One id per pair, shared by the pairs of one entry name (an entry that repeats)."""
     ids: dict[str, int] = {}
-    return np.array([ids.setdefault(name, len(ids)) for name in names], dtype=np.int64)
+    return _Pairs(
+        old=olds,
+        new=news,
+        clusters=np.array([ids.setdefault(e.name, len(ids)) for e in news], dtype=np.int64),
+        new_only=new_only,
+        old_only=[name for name, entries in waiting.items() for _ in entries[taken.get(name, 0) :]],
+    )
 
 
-def _outcome(evaluation: Evaluation | None, threshold: float) -> bool | None:
-    """Pass (``True``), fail (``False``, errors included), or neither (skipped, absent)."""
-    if evaluation is None:
-        return None
+_ERRORED: Final = -1.0
+"""Stands for an errored evaluation among the values of a column (scores are in [0, 1])."""
+
+
+def _value(evaluation: Evaluation) -> float:
+    """An evaluation as a number: its score, :data:`_ERRORED`, or NaN when it skipped."""
     if evaluation.error is not None:
-        return False
-    if evaluation.score is None:
-        return None
-    return evaluation.score >= threshold
+        return _ERRORED
+    return math.nan if evaluation.score is None else evaluation.score
+
+
+def _by_evaluator(entries: Sequence[EntryResult]) -> dict[str, Floats]:
+    """Each evaluator's evaluation of each entry as a number, by label.
+
+    The numbers are :func:`_value`'s, NaN where the entry has no evaluation by it. Read in one
+    pass into a few columns, however many the entries; an entry is labelled the
+    long way (:func:`evaluation_labels`) only when it has an unnamed evaluation or one
+    evaluator twice. bench/README.md (``bench_statistics.py``): a comparison of 100,000
+    entries must add at most a few percent to a run.
+    """
+    columns: dict[str, list[float | None]] = {}
+    count = len(entries)
+    for position, entry in enumerate(entries):
+        for evaluation in entry.evaluations:
+            label = evaluation.evaluator
+            column = columns.get(label) if label is not None else None
+            if column is None:
+                if label is None:
+                    break
+                column = columns[label] = [None] * count
+            elif column[position] is not None:
+                break  # the evaluator twice: labelled by occurrence below
+            column[position] = _value(evaluation)
+        else:
+            continue
+        for column in columns.values():
+            column[position] = None
+        for label, evaluation in evaluation_labels(entry.evaluations):
+            column = columns.get(label)
+            if column is None:
+                column = columns[label] = [None] * count
+            column[position] = _value(evaluation)
+    return {label: np.array(column, dtype=np.float64) for label, column in columns.items()}
+
+
+def _outcomes(values: Floats, threshold: float) -> NDArray[np.int8]:
+    """Each value's outcome: 1 a pass, 0 a fail or an error, -1 neither (skipped, absent)."""
+    outcome = np.full(values.size, -1, dtype=np.int8)
+    scored = values >= 0  # NaN compares false
+    outcome[scored] = values[scored] >= threshold
+    outcome[values == _ERRORED] = 0
+    return outcome
 
 
 def _measure(
     label: str,
-    pairs: Sequence[tuple[Evaluation | None, Evaluation | None]],
+    olds: Floats,
+    news: Floats,
     clusters: Ints,
     *,
     thresholds: tuple[float, float],
@@ -340,43 +413,27 @@ def _measure(
 
     Also returns the standard deviation of the paired differences its test is about.
     """
-    before: list[float] = []
-    after: list[float] = []
-    owners: list[int] = []
-    old_passed = new_passed = fixed = broken = pass_n = 0
-    for position, (old, new) in enumerate(pairs):
-        if (
-            old is not None
-            and new is not None
-            and old.score is not None
-            and new.score is not None
-            and old.error is None
-            and new.error is None
-        ):
-            before.append(old.score)
-            after.append(new.score)
-            owners.append(int(clusters[position]))
-        was, now = _outcome(old, thresholds[0]), _outcome(new, thresholds[1])
-        if was is None or now is None:
-            continue
-        pass_n += 1
-        old_passed += was
-        new_passed += now
-        fixed += now and not was
-        broken += was and not now
+    was, now = _outcomes(olds, thresholds[0]), _outcomes(news, thresholds[1])
+    old_scores, new_scores = olds, news
+    both = (old_scores >= 0) & (new_scores >= 0)
+    before, after = old_scores[both], new_scores[both]
+    decided = (was >= 0) & (now >= 0)
+    was, now = was[decided].astype(bool), now[decided].astype(bool)
+    pass_n = int(decided.sum())
+    fixed = int(np.count_nonzero(now & ~was))
+    broken = int(np.count_nonzero(was & ~now))
     figures: dict[str, object] = {}
     spread = 0.0
-    if before:
-        old_scores, new_scores = np.array(before), np.array(after)
-        differences = new_scores - old_scores
+    if before.size:
+        differences = after - before
         draws = bootstrap_means(
-            differences, clusters=owners, resamples=resamples, seed=stream_seed(seed, label)
+            differences, clusters=clusters[both], resamples=resamples, seed=stream_seed(seed, label)
         )
         wilcoxon = wilcoxon_signed_rank(differences)
         spread = float(differences.std(ddof=1)) if differences.size > 1 else 0.0
         figures.update(
-            old_mean=float(old_scores.mean()),
-            new_mean=float(new_scores.mean()),
+            old_mean=float(before.mean()),
+            new_mean=float(after.mean()),
             mean_difference=float(differences.mean()),
             interval=percentile_interval(draws, confidence=confidence),
             wilcoxon_p=wilcoxon.p_value,
@@ -384,21 +441,21 @@ def _measure(
         )
     if pass_n:
         figures["mcnemar_p"] = mcnemar_exact(fixed, broken)
-    binary = all(score in (0.0, 1.0) for score in (*before, *after))
-    if pass_n and (binary or not before):
+    binary = bool(np.isin(before, (0.0, 1.0)).all() and np.isin(after, (0.0, 1.0)).all())
+    if pass_n and (binary or not before.size):
         changes, net = fixed + broken, fixed - broken  # per-entry differences in {-1, 0, 1}
         variance = (changes - net * net / pass_n) / (pass_n - 1) if pass_n > 1 else 0.0
         spread = math.sqrt(max(0.0, variance))
         figures.update(test="mcnemar", p_value=figures["mcnemar_p"])
-    elif before:
+    elif before.size:
         figures.update(test="wilcoxon", p_value=figures["wilcoxon_p"])
     item = EvaluatorComparison.model_validate(
         {
             "evaluator": label,
-            "n": len(before),
+            "n": int(before.size),
             "pass_n": pass_n,
-            "old_passed": old_passed,
-            "new_passed": new_passed,
+            "old_passed": int(was.sum()),
+            "new_passed": int(now.sum()),
             "fixed": fixed,
             "broken": broken,
             **figures,
@@ -449,14 +506,14 @@ def _decided(
 def _compare_metrics(
     old: RunResult,
     new: RunResult,
-    pairs: Sequence[tuple[str, EntryResult, EntryResult]],
+    pairs: _Pairs,
     *,
     confidence: float,
     resamples: int,
     seed: int,
 ) -> list[MetricComparison]:
     """Each dataset-level result both runs computed with the same aggregator, paired."""
-    if not (old.aggregators and new.aggregators and pairs):
+    if not (old.aggregators and new.aggregators and pairs.new):
         return []
     before = plan_dataset_evaluators(old.aggregators)
     compared: list[MetricComparison] = []
@@ -467,8 +524,8 @@ def _compare_metrics(
         if key not in old.dataset_results or key not in new.dataset_results:
             continue
         source = evaluator.source_evaluator_name
-        old_items = [_item(entry, source) for _, entry, _ in pairs]
-        new_items = [_item(entry, source) for _, _, entry in pairs]
+        old_items = [_item(entry, source) for entry in pairs.old]
+        new_items = [_item(entry, source) for entry in pairs.new]
         draws = evaluator.paired_bootstrap(
             old_items, new_items, resamples=resamples, seed=stream_seed(seed, key)
         )
@@ -485,7 +542,7 @@ def _compare_metrics(
             MetricComparison.model_validate(
                 {
                     "key": key,
-                    "n": len(pairs),
+                    "n": len(pairs.new),
                     "old": old.dataset_results[key].score,
                     "new": new.dataset_results[key].score,
                     **figures,

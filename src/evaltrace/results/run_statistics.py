@@ -61,12 +61,19 @@ array (8 bytes a score). bench/README.md (``bench_scale.py``): a run of 100,000 
 hold at most twice the memory of one of 10,000, which an array per evaluator breaks."""
 
 
-def evaluation_labels(evaluations: Iterable[Evaluation]) -> Iterator[tuple[str, Evaluation]]:
+def evaluation_labels(evaluations: Sequence[Evaluation]) -> Iterator[tuple[str, Evaluation]]:
     """Each evaluation with its evaluator's label.
 
     The label is its name; ``name (2)`` for its second occurrence in the entry; ``#3`` for an
     unnamed one at position 3.
     """
+    names = [evaluation.evaluator for evaluation in evaluations]
+    if None not in names and len(set(names)) == len(names):  # the usual case, taken at once
+        return zip(names, evaluations, strict=True)  # type: ignore[arg-type]
+    return _numbered(evaluations)
+
+
+def _numbered(evaluations: Sequence[Evaluation]) -> Iterator[tuple[str, Evaluation]]:
     seen: dict[str, int] = {}
     for position, evaluation in enumerate(evaluations):
         name = evaluation.evaluator or f"#{position}"
