@@ -29,6 +29,7 @@ __all__ = [
     "ResumeError",
     "RunFolderBusyError",
     "RunnableTimeoutError",
+    "StatisticsInputError",
     "StopIterationError",
     "TraceFormatError",
     "UnknownEvaluatorError",
@@ -131,6 +132,10 @@ class EvaluatorTimeoutError(EvaltraceError, TimeoutError):
 
 class RunnableTimeoutError(EvaltraceError, TimeoutError):
     """A runnable (the app under evaluation) did not finish within its timeout."""
+
+
+class StatisticsInputError(EvaltraceError, ValueError):
+    """Scores given to a statistic are not what it takes: none, not finite, or mismatched."""
 
 
 class StopIterationError(EvaltraceError, RuntimeError):

@@ -11,12 +11,16 @@ from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.checks import check_count, check_threshold, check_timeout
 from evaltrace.constants import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_CONFIDENCE,
     DEFAULT_EPOCH_REDUCER,
     DEFAULT_EPOCHS,
+    DEFAULT_RESAMPLES,
+    DEFAULT_STATISTICS_SEED,
     DEFAULT_THRESHOLD,
 )
 from evaltrace.evals.selectors import TraceSelector
 from evaltrace.judges.strategies import BaseJudgeAggregator, build_aggregation_strategy
+from evaltrace.statistics import check_confidence
 
 __all__ = ["RunConfig"]
 
@@ -53,6 +57,13 @@ class RunConfig:
     """How an entry's runs are reduced to one evaluation per evaluator: a reducer's name
     (``mean``, ``median``, ``mode``, ``min``, ``max``) or a strategy
     (``AtLeastKAggregationStrategy(k=2)``), as for :class:`~evaltrace.judges.Repeated`."""
+    confidence: float = DEFAULT_CONFIDENCE
+    """The confidence level of the run's intervals (0.95: 95% intervals)."""
+    resamples: int = DEFAULT_RESAMPLES
+    """How often the bootstrap resamples the entries; 0: no statistics are computed (the
+    result's ``statistics`` is ``None``)."""
+    statistics_seed: int = DEFAULT_STATISTICS_SEED
+    """The seed of the bootstrap's resamples."""
 
     def strategy(self) -> BaseJudgeAggregator:
         """The reducer of an entry's runs."""
@@ -70,6 +81,17 @@ class RunConfig:
         build_aggregation_strategy(self.reducer)  # a name it does not know is refused here
         check_timeout(self.timeout)
         check_threshold(self.threshold)
+        check_confidence(self.confidence)
+        if isinstance(self.resamples, bool) or not isinstance(self.resamples, int):
+            raise TypeError(f"resamples must be an int, got {type_name(self.resamples)}")
+        if self.resamples < 0:
+            raise ValueError(
+                f"resamples must be a whole number >= 0 (0: no statistics), got {self.resamples}"
+            )
+        if isinstance(self.statistics_seed, bool) or not isinstance(self.statistics_seed, int):
+            raise TypeError(
+                f"statistics_seed must be an int, got {type_name(self.statistics_seed)}"
+            )
         if self.from_trace is not None and not callable(self.from_trace):
             raise TypeError(
                 f"from_trace must be a selector such as evaltrace.last_llm_call, got "

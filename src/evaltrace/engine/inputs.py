@@ -198,6 +198,7 @@ async def evaluate_inputs(
         attributes=attributes if attributes is not None else {},
         epochs=epochs,
         reducer=reducer,
+        resamples=0,  # the rows returned hold no run statistics: none are computed
     )
     items = _as_list(eval_inputs, "eval_inputs", "one argument per run, e.g. ['q1', 'q2']")
     cases = _cases(evaluables, len(items))

@@ -36,8 +36,9 @@ from evaltrace.engine.entries import EntrySource
 from evaltrace.engine.scheduler import Executor, LocalExecutor, Work
 from evaltrace.engine.scoring import Scored
 from evaltrace.errors import ResultsFolderError, ResumeError
-from evaltrace.evals.evaluation import EvaluationError
+from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import evaluator_name
+from evaltrace.evals.telemetry import export_run_statistics
 from evaltrace.metrics.classification import DatasetResultsTally
 from evaltrace.results.folder import (
     DuplicateEntryError,
@@ -48,6 +49,8 @@ from evaltrace.results.folder import (
 )
 from evaltrace.results.model import CompletionStatus, EntryResult, LabelTally, RunResult
 from evaltrace.results.progress import RunProgress
+from evaltrace.results.run_statistics import StatisticsTally, statistics_attributes
+from evaltrace.results.uncertainty import RunStatistics
 
 __all__ = ["Listing", "Observer", "Output", "execute"]
 
@@ -136,7 +139,7 @@ async def execute(
             ``result.json`` is written first, with what finished.
     """
     header = _header(source, config, executor)
-    state = _Running(header, source, keep=keep, observers=observers, release=release)
+    state = _Running(header, source, config, keep=keep, observers=observers, release=release)
     resumed = output is not None and output.resume is not None
     if output is not None and output.resume is not None:
         state.reopen(output.resume, force=output.force)
@@ -162,6 +165,8 @@ async def execute(
             raise
         result = state.result(interrupted=False, errors=[*errors, *source.errors()])
         state.write(result, raising=True)
+    if result.statistics is not None:  # known at the end only: after every entry's events
+        export_run_statistics(result.name, result.run_id, statistics_attributes(result.statistics))
     if resumed and keep is True and state.folder is not None:
         return load_result(state.folder.result_path)  # every entry, the earlier ones too
     return result
@@ -206,6 +211,7 @@ class _Running:
         self,
         header: RunResult,
         source: EntrySource,
+        config: RunConfig,
         *,
         keep: bool | Listing,
         observers: Sequence[Observer],
@@ -213,6 +219,7 @@ class _Running:
     ) -> None:
         self.header = header
         self.source = source
+        self.config = config
         self.observers = observers
         self.release = release
         self.completes = type(source).finish is not EntrySource.finish
@@ -222,6 +229,13 @@ class _Running:
         self.tally = DatasetResultsTally(header.aggregators)
         self.counts: Counter[CompletionStatus] = Counter()
         self.labels = LabelTally()
+        # Each entry is one cluster (its index): an entry run several times (epochs) counts
+        # once, its runs reduced to one evaluation per evaluator.
+        self.scores = (
+            StatisticsTally(threshold=header.threshold, evaluators=header.evaluators)
+            if config.resamples
+            else None
+        )
         self.kept = _Kept(keep)
         self.display: RunProgress | None = None
         self.done = 0
@@ -257,6 +271,8 @@ class _Running:
             self.counts[entry.status] += 1
             self.labels.add(entry.evaluations)
             self.tally.add(entry.evaluations)
+            if self.scores is not None:
+                self.scores.add(entry)
         settings = {**header.settings, **({"forced": forced} if forced else {})}
         self.header = recorded[0].model_copy(update={"settings": settings})
 
@@ -276,6 +292,8 @@ class _Running:
         self.counts[scored.status] += 1
         self.labels.add(scored.evaluations)
         self.tally.add(scored.evaluations)
+        if self.scores is not None:
+            self.scores.add_evaluations(scored.evaluations, scored.index)
         self.done += 1
         if self.display is not None:
             self.display.advance(scored.result)
@@ -290,18 +308,33 @@ class _Running:
 
     def result(self, *, interrupted: bool, errors: Iterable[EvaluationError]) -> RunResult:
         fields = {name: getattr(self.header, name) for name in type(self.header).model_fields}
+        dataset_results = self.tally.results()
         return _run_result(
             **{
                 **fields,
                 "entries": self.kept.entries(),
                 "counts": dict(self.counts),
                 "label_counts": self.labels.counts(),
-                "dataset_results": self.tally.results(),
+                "dataset_results": dataset_results,
+                "statistics": self.statistics(dataset_results),
                 "finished_at": datetime.now(UTC),
                 "duration_s": time.perf_counter() - self.started,
                 "errors": [*self.header.errors, *errors],
                 "interrupted": interrupted,
             }
+        )
+
+    def statistics(self, dataset_results: dict[str, Evaluation]) -> RunStatistics | None:
+        """The run's statistics, computed once, at its end (``None`` with ``resamples=0``)."""
+        if self.scores is None:
+            return None
+        config = self.config
+        return self.scores.statistics(
+            confidence=config.confidence,
+            resamples=config.resamples,
+            seed=config.statistics_seed,
+            dataset=self.tally,
+            dataset_results=dataset_results,
         )
 
     def write(self, result: RunResult, *, raising: bool) -> None:

@@ -112,6 +112,11 @@ class Scored:
         """The other runs of an entry run several times (their captures, to release)."""
 
     @property
+    def index(self) -> int:
+        """The entry's position in the run (the index of its saved result)."""
+        return self.entry.index if self.entry is not None else self.result.index
+
+    @property
     def result(self) -> EntryResult:
         """Its saved result, built on first use."""
         if self._result is None:

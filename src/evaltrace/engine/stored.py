@@ -26,7 +26,13 @@ from pydantic import JsonValue
 
 from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.concurrency import pending
-from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
+from evaltrace.constants import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_STATISTICS_SEED,
+    DEFAULT_THRESHOLD,
+)
 from evaltrace.engine.config import RunConfig
 from evaltrace.engine.entries import Entry, EntrySource, EvaluatorPlans, Evaluators, SourceInfo
 from evaltrace.engine.run import Listing, Observer, Output, execute
@@ -327,6 +333,9 @@ async def run_traces(
     output_dir: str | os.PathLike[str] | None = None,
     progress: bool = False,
     keep_entries: bool | Listing = True,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    statistics_seed: int = DEFAULT_STATISTICS_SEED,
 ) -> RunResult:
     """:func:`evaluate_traces`, writing a results folder as a dataset run does.
 
@@ -350,6 +359,9 @@ async def run_traces(
         progress: Show progress on standard error.
         keep_entries: Whether the result returned holds every entry (or, with a
             :class:`~evaltrace.engine.Listing`, those a report lists).
+        confidence: The confidence level of the run's intervals.
+        resamples: The bootstrap's resamples for them; 0 computes no statistics.
+        statistics_seed: The seed of those resamples.
 
     Raises:
         ResultsFolderError: ``output_dir`` cannot be written.
@@ -362,6 +374,9 @@ async def run_traces(
         from_trace=from_trace,
         run_id=run_id,
         attributes=attributes if attributes is not None else {},
+        confidence=confidence,
+        resamples=resamples,
+        statistics_seed=statistics_seed,
     )
     plan = EvaluatorPlans().of(_evaluators(evaluators))
     source = StoredTraces(traces, plan, expectations=expectations, name=name)

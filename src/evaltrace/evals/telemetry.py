@@ -22,14 +22,23 @@ span id the root's), carrying the event and the same attributes, with the OpenIn
 
 These spans belong to no capture, and the judge calls made by evaluators stay out of the
 app's trace (unless ``configure_judge(trace_judge_calls=True)``).
+
+A run's statistics are known at its end only, after every entry's evaluations went out. They
+are emitted then (:func:`export_run_statistics`), in a trace of their own: a root span
+``evaluation run <run>`` and under it, per evaluator, a span ``evaluation statistics <name>``
+carrying a ``gen_ai.evaluation.result`` event whose ``gen_ai.evaluation.score.value`` is the
+mean score, with the interval, ``n``, standard error and pass rate as extra attributes
+``evaltrace.statistics.<figure>`` (``evaltrace.statistics.mean.low``, ...) and the run's name
+and id (``evaltrace.statistics.run``, ``evaltrace.statistics.run_id``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
@@ -41,7 +50,12 @@ from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.trace.tree import ObservationNode
 
-__all__ = ["EVALUATION_SPAN_KIND", "evaluation_attributes", "export_evaluations"]
+__all__ = [
+    "EVALUATION_SPAN_KIND",
+    "evaluation_attributes",
+    "export_evaluations",
+    "export_run_statistics",
+]
 
 logger = logging.getLogger("evaltrace")
 
@@ -139,3 +153,53 @@ def _emit(evaluations: Sequence[Evaluation], root: ObservationNode, threshold: f
                     )
                 )
             span.end()
+
+
+def export_run_statistics(run: str, run_id: str, evaluators: Sequence[Mapping[str, Any]]) -> None:
+    """Emit a run's statistics, one ``gen_ai.evaluation.result`` event per evaluator.
+
+    Does nothing unless evaluations are exported (as :func:`export_evaluations`). Never
+    raises: a failure is logged once.
+
+    Args:
+        run: The run's name.
+        run_id: The run's id.
+        evaluators: The attributes of each evaluator's event: ``gen_ai.evaluation.name``, the
+            mean as ``gen_ai.evaluation.score.value``, and ``evaltrace.statistics.*``.
+    """
+    global _warned
+    current = settings()
+    if not current.export_evaluations or current.disabled or not evaluators:
+        return
+    try:
+        _emit_run(run, run_id, evaluators)
+    except Exception as exc:  # telemetry never breaks an evaluation run
+        if not _warned:
+            _warned = True
+            logger.warning(
+                "evaltrace: evaluation results could not be exported: %s", exception_text(exc)
+            )
+
+
+def _emit_run(run: str, run_id: str, evaluators: Sequence[Mapping[str, Any]]) -> None:
+    tracer = runtime().tracer
+    identity = {conv.STATISTICS_RUN: run, conv.STATISTICS_RUN_ID: run_id}
+    with outside_captures():
+        root = tracer.start_span(
+            f"evaluation run {run}",
+            context=otel_context.Context(),  # a trace of its own, whatever span is current
+            kind=SpanKind.INTERNAL,
+            attributes={conv.SPAN_KIND: EVALUATION_SPAN_KIND, **identity},
+        )
+        context = otel_trace.set_span_in_context(root)
+        for figures in evaluators:
+            attributes = {**figures, **identity}
+            span = tracer.start_span(
+                f"evaluation statistics {attributes.get(conv.GEN_AI_EVALUATION_NAME, 'evaluator')}",
+                context=context,
+                kind=SpanKind.INTERNAL,
+                attributes={conv.SPAN_KIND: EVALUATION_SPAN_KIND, **attributes},
+            )
+            span.add_event(conv.GEN_AI_EVALUATION_RESULT_EVENT, attributes)
+            span.end()
+        root.end()

@@ -8,7 +8,10 @@ A run's folder holds its ``run.json``, ``entries.jsonl``, ``traces.jsonl`` and
 ``result.json``. :func:`render_report` draws the text report of runs and :func:`diff_results`
 compares a run with a baseline; :class:`DatasetScorecard` and :func:`save_dataset_scorecard`
 make a self-contained HTML page of a run; :func:`run_result_to_csv` and
-:func:`aggregate_results_to_dataframe` give tables; :func:`analyze_agent_log`,
+:func:`aggregate_results_to_dataframe` give tables; :class:`RunStatistics` (each
+evaluator's mean and pass rate with their intervals) is computed once at the end of a run,
+and :func:`compare_runs` (inside :func:`diff_results`) gives paired tests and a verdict per
+evaluator against a baseline; :func:`analyze_agent_log`,
 :func:`extract_task_outcomes` and :func:`collect_task_outcomes` read multi-agent task runs
 from agents' logs (chat transcripts such as Mindcraft's, or stored traces).
 """
@@ -19,6 +22,13 @@ from evaltrace.errors import (
     ResultsFolderError,
     ResumeError,
     RunFolderBusyError,
+)
+from evaltrace.results.comparison import (
+    EvaluatorComparison,
+    MetricComparison,
+    RunComparison,
+    Verdict,
+    compare_runs,
 )
 from evaltrace.results.dataframe import (
     aggregate_results_to_dataframe,
@@ -86,12 +96,19 @@ from evaltrace.results.outcomes import (
 )
 from evaltrace.results.progress import RunProgress
 from evaltrace.results.report import print_report, render_report, wants_plain_report
+from evaltrace.results.run_statistics import StatisticsTally, run_statistics
 from evaltrace.results.scorecard import (
     DatasetEntryResult,
     DatasetScorecard,
     generate_dataset_scorecard_html,
     save_dataset_scorecard,
     write_scorecard,
+)
+from evaltrace.results.uncertainty import (
+    STATISTICS_COLUMNS,
+    EvaluatorStatistics,
+    MetricStatistics,
+    RunStatistics,
 )
 
 __all__ = [
@@ -102,6 +119,7 @@ __all__ = [
     "RESULT_FILE",
     "RUN_FILE",
     "SCHEMA_VERSION",
+    "STATISTICS_COLUMNS",
     "TRACES_FILE",
     "AgentOutcome",
     "Change",
@@ -115,27 +133,36 @@ __all__ = [
     "EntryResult",
     "EntrySelection",
     "EvaluationChange",
+    "EvaluatorComparison",
+    "EvaluatorStatistics",
     "FingerprintDifference",
     "MergeError",
+    "MetricComparison",
+    "MetricStatistics",
     "ResultFileError",
     "ResultFileNotFoundError",
     "ResultsFolder",
     "ResultsFolderError",
     "ResumeError",
+    "RunComparison",
     "RunDiff",
     "RunFingerprint",
     "RunFolderBusyError",
     "RunProgress",
     "RunResult",
+    "RunStatistics",
+    "StatisticsTally",
     "TaskDefinition",
     "TaskDefinitions",
     "TaskOutcome",
     "TaskOutcomes",
+    "Verdict",
     "aggregate_results_to_dataframe",
     "analyze_agent_log",
     "check_writable",
     "collect_task_outcomes",
     "combine_agent_statuses",
+    "compare_runs",
     "diff_results",
     "entry_status",
     "extract_task_outcome",
@@ -155,6 +182,7 @@ __all__ = [
     "render_diff",
     "render_report",
     "run_result_to_csv",
+    "run_statistics",
     "save_dataset_scorecard",
     "save_result",
     "scan_entries",

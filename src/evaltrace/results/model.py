@@ -54,6 +54,7 @@ from evaltrace.evals.evaluable import (
     encode_unless_json,
 )
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
+from evaltrace.results.uncertainty import STATISTICS_COLUMNS, RunStatistics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -543,6 +544,10 @@ class RunResult(BaseModel):
     fingerprint: RunFingerprint | None = None
     """What makes the run comparable with another (dataset, evaluators, code, settings);
     ``None`` for a run that did not come from a dataset, or one saved before fingerprints."""
+    statistics: RunStatistics | None = None
+    """Each evaluator's mean score and pass rate with their intervals, standard error and
+    ``n``, and each dataset-level result's interval (:mod:`evaltrace.results.uncertainty`);
+    ``None`` for a run saved before statistics, or made with ``resamples=0``."""
 
     @field_validator("dataset_results")
     @classmethod
@@ -665,6 +670,32 @@ class RunResult(BaseModel):
         records = self.to_records()
         columns = list(records[0]) if records else list(RECORD_COLUMNS)
         return pandas.DataFrame.from_records(records, columns=columns)
+
+    def statistics_dataframe(self) -> pd.DataFrame:
+        """The run's statistics as a pandas DataFrame (needs ``evaltrace[pandas]``).
+
+        One row per evaluator and per dataset-level result. The columns are ``run_id``,
+        ``run`` and the :data:`~evaltrace.results.uncertainty.STATISTICS_COLUMNS` (``mean`` with
+        ``mean_low``/``mean_high``, ``pass_rate`` with its bounds, ``n``, ...); no rows for
+        a run without statistics. The figures are the run's, not the entries' rows of
+        :meth:`to_dataframe`: join the two on ``run_id`` and ``evaluator``/``name``.
+
+        Example:
+            >>> frame = result.statistics_dataframe()  # doctest: +SKIP
+            >>> frame.set_index("name")[["n", "mean", "mean_low", "mean_high"]]  # doctest: +SKIP
+
+        Raises:
+            MissingExtraError: pandas is not installed.
+        """
+        try:
+            import pandas
+        except ImportError:
+            raise MissingExtraError(
+                "RunResult.statistics_dataframe()", "pandas", "pandas"
+            ) from None
+        records = self.statistics.records() if self.statistics is not None else []
+        rows = [{"run_id": self.run_id, "run": self.name, **record} for record in records]
+        return pandas.DataFrame.from_records(rows, columns=["run_id", "run", *STATISTICS_COLUMNS])
 
 
 def _flat_metadata(metadata: Mapping[str, JsonValue], prefix: str = "meta.") -> dict[str, Any]:
