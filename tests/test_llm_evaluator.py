@@ -46,8 +46,9 @@ def case(
 
 
 def prompt_of(request: RecordedRequest) -> str:
+    """The rendered prompt: the user message (the judge's instructions lead as a system one)."""
     messages = request.body.get("messages") or request.body.get("input") or []
-    return "\n".join(str(message["content"]) for message in messages)
+    return "\n".join(str(m["content"]) for m in messages if m["role"] == "user")
 
 
 def chat_reply(message: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ from evaltrace import load_traces
 from evaltrace.datasets import RayExecutor, RayExecutorError, dataset_from_data, run_dataset
 from evaltrace.llm import RateLimiter, configure_judge
 from evaltrace.results import CompletionStatus, RunResult
+from evaltrace.testing import FakeJudgeServer
 from evaltrace.trace import split_traces
 
 try:
@@ -44,7 +45,10 @@ class App:
 
 CHECKS = """\
 from evaltrace import Evaluation
+from evaltrace.judges import create_llm_evaluator
 from evaltrace.llm import judge_config
+
+graded = create_llm_evaluator("graded", "Answer: {eval_output}", choice_scores={"A": 1.0, "B": 0.0})
 
 
 def exact(evaluable):
@@ -148,6 +152,31 @@ async def test_judge_calls_in_every_worker_wait_for_one_shared_rate_limiter(
     assert all(entry.evaluations[0].score == 1.0 for entry in result.entries if entry.output)
     ran = sum(1 for entry in result.entries if entry.error is None)
     assert executor.judge_calls == (ran, 7 * ran)
+
+
+@pytest.mark.anyio
+async def test_ray_workers_on_one_machine_share_the_drivers_judge_cache(
+    local_ray: str, tmp_path: Path
+) -> None:
+    dataset = write_project(tmp_path, ["checks.py:graded"], count=12)
+
+    with (
+        FakeJudgeServer() as judge,
+        configure_judge(
+            base_url=judge.base_url, api_key="k", model="m", cache=tmp_path / "judges.sqlite3"
+        ),
+    ):
+        first = await run_dataset(dataset, executor=RayExecutor(batch_size=3))
+        sent = len(judge.requests)
+        again = await run_dataset(dataset, executor=RayExecutor(batch_size=3))
+
+    judged = sum(1 for entry in first.entries if entry.error is None)
+    assert sent == judged == first.judge_usage["m"].cache_misses
+    assert len(judge.requests) == sent  # the second run's workers asked nothing
+    assert again.judge_usage["m"].cache_hits == judged
+    assert [e.evaluations[0].score for e in again.entries] == [
+        e.evaluations[0].score for e in first.entries
+    ]
 
 
 @pytest.mark.anyio

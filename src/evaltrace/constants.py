@@ -24,6 +24,8 @@ __all__ = [
     "DEFAULT_STATISTICS_SEED",
     "DEFAULT_THRESHOLD",
     "INPUTS_BETWEEN_CHECKPOINTS",
+    "JUDGE_CACHE_FILE",
+    "JUDGE_CACHE_MAX_BYTES",
     "RESULTS_DIR",
 ]
 
@@ -78,6 +80,15 @@ worse (after Holm's correction across the comparisons)."""
 
 DEFAULT_POWER: Final = 0.8
 """The power at which a comparison states the smallest difference it could have detected."""
+JUDGE_CACHE_FILE: Final = "judge-cache.sqlite3"
+"""The judge cache's file name in evaltrace's folder of the user's cache directory
+(``~/.cache/evaltrace/`` on Linux, ``~/Library/Caches/evaltrace/`` on macOS,
+``%LOCALAPPDATA%/evaltrace/`` on Windows), unless another file is configured."""
+
+JUDGE_CACHE_MAX_BYTES: Final = 512 * 1024 * 1024
+"""The judge cache's size limit (bytes of stored responses): past it, the responses used
+longest ago are evicted. A judge response is one to a few KB, so this holds a few hundred
+thousand."""
 
 INPUTS_BETWEEN_CHECKPOINTS: Final = 16
 """How many entries a worker of a run scores before it goes back to the event loop (see

@@ -2,7 +2,7 @@
 
 Each command lives in its own module: ``test``, ``dataset`` (``create``, ``list``,
 ``validate``, ``schema``, ``save``), ``trace``, ``report``, ``diff``, ``merge``, ``outcomes``,
-``config``, ``fake_llm`` (``fake-llm``), ``demo``.
+``config``, ``cache`` (``path``, ``stats``, ``clear``), ``fake_llm`` (``fake-llm``), ``demo``.
 A command returns its exit code: 0 success, 1 something failed (an entry, a trace), 2 bad
 usage or an invalid dataset (the problems, never a traceback), 130 interrupted by Ctrl-C, 141
 when the reader of the output went away.
@@ -23,6 +23,7 @@ from evaltrace.cli._terminal import (
     printable,
     silence_stdout,
 )
+from evaltrace.cli.cache import cache
 from evaltrace.cli.config import config
 from evaltrace.cli.dataset import dataset
 from evaltrace.cli.demo import demo
@@ -64,7 +65,19 @@ def evaltrace() -> None:
     """Trace capture and evaluation for LLM applications."""
 
 
-for _command in (test, dataset, trace, report, diff, merge, outcomes, config, fake_llm, demo):
+for _command in (
+    test,
+    dataset,
+    trace,
+    report,
+    diff,
+    merge,
+    outcomes,
+    config,
+    cache,
+    fake_llm,
+    demo,
+):
     evaltrace.add_command(_command)
 
 

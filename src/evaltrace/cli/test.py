@@ -23,6 +23,7 @@ from evaltrace.cli._options import (
 )
 from evaltrace.cli._selectors import SELECTOR_HELP, SelectorType, selector
 from evaltrace.cli._terminal import INTERRUPTED, CommandError, err, out, printable
+from evaltrace.cli.cache import judge_cache_option, no_judge_cache_option, using_judge_cache
 from evaltrace.constants import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DATASET_TIMEOUT,
@@ -161,6 +162,12 @@ __all__ = ["test"]
     type=SelectorType(),
     help=f"With --traces: what to score in each trace: {SELECTOR_HELP} (default root).",
 )
+@judge_cache_option(
+    "Keep judge responses in the SQLite file PATH and answer repeated requests from it "
+    "(default: EVALTRACE_JUDGE_CACHE, else a file in the user's cache directory; "
+    "`evaltrace cache path` prints it)."
+)
+@no_judge_cache_option()
 @output_format(text="the report", json="each run's result.json content, one per line")
 def test(
     paths: Sequence[str],
@@ -187,6 +194,8 @@ def test(
     traces: str | None,
     evaluator_names: Sequence[str],
     select: str | None,
+    judge_cache: str | None,
+    no_judge_cache: bool,
     output_format: str,
 ) -> int:
     """Run the dataset files in PATHS (files, or folders searched for *.evaltrace.json|yaml|yml).
@@ -204,11 +213,74 @@ def test(
     Each run's report gives every evaluator's mean score and pass rate with their intervals
     (--confidence, bootstrap with --resamples and --seed). With --baseline, the comparison
     gives per evaluator a verdict (better, worse, no significant change) from paired tests.
+    Judge responses are kept in the judge cache (--judge-cache, EVALTRACE_JUDGE_CACHE, or the
+    default file) and a request asked again is answered from it, each sample of a repeated
+    judge apart; --no-judge-cache asks every judge afresh. The report says what the judges
+    spent and what the cache saved.
 
     Exit codes: 0 every entry passed (or --exit-zero), 1 some entry failed or errored (or, with
     --fail-on-regression, something got significantly worse than the baseline), 2 bad usage
     or an invalid dataset, 130 interrupted (the entries that finished are written).
     """
+    with using_judge_cache(judge_cache, no_judge_cache):
+        return _test(
+            paths=paths,
+            entry_filter=entry_filter,
+            verbose=verbose,
+            concurrency=concurrency,
+            timeout=timeout,
+            threshold=threshold,
+            epochs=epochs,
+            reducer=reducer,
+            output_dir=output_dir,
+            baseline=baseline,
+            fail_on_regression=fail_on_regression,
+            confidence=confidence,
+            resamples=resamples,
+            statistics_seed=statistics_seed,
+            exit_zero=exit_zero,
+            no_scorecard=no_scorecard,
+            shard=shard,
+            resume=resume,
+            force=force,
+            executor=executor,
+            address=address,
+            traces=traces,
+            evaluator_names=evaluator_names,
+            select=select,
+            output_format=output_format,
+        )
+
+
+def _test(
+    *,
+    paths: Sequence[str],
+    entry_filter: str | None,
+    verbose: bool,
+    concurrency: int,
+    timeout: float,
+    threshold: float,
+    epochs: int | None,
+    reducer: str | None,
+    output_dir: str,
+    baseline: str | None,
+    fail_on_regression: Gate | None,
+    confidence: float,
+    resamples: int,
+    statistics_seed: int,
+    exit_zero: bool,
+    no_scorecard: bool,
+    shard: str | None,
+    resume: str | None,
+    force: bool,
+    executor: str,
+    address: str | None,
+    traces: str | None,
+    evaluator_names: Sequence[str],
+    select: str | None,
+    output_format: str,
+) -> int:
+    """``evaltrace test``, with its judge cache configured."""
     from evaltrace.datasets import DatasetError, ReferenceLoader, matches_filter, prepare_dataset
 
     if traces is not None or evaluator_names or select is not None:

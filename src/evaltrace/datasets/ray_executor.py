@@ -28,8 +28,9 @@ of a task (the dataset file missing on a node, a lost cluster) ends the run with
 
 Judge calls in every worker wait for one rate limiter, kept in a single Ray actor: the
 ``rate_limiter`` given, or the one configured with ``configure_judge(rate_limiter=...)`` in the
-driver. The driver's judge configuration (endpoint, model, key, timeout, retries) is sent to
-the workers with each batch.
+driver. The driver's judge configuration (endpoint, model, key, timeout, retries, the judge
+cache's file and limits) is sent to the workers with each batch: workers on one machine share
+the driver's cache file.
 
 Ray is an optional dependency (``pip install 'evaltrace[ray]'``), imported when a
 :class:`RayExecutor` is made.
@@ -293,6 +294,8 @@ class RayExecutor:
             "timeout": config.timeout,
             "max_retries": config.max_retries,
             "trace_judge_calls": config.trace_judge_calls,
+            # The workers share the driver's judge cache (its file and limits), or none.
+            "cache": config.cache if config.cache is not None else False,
         }
         return _Job(
             dataset=str(path),

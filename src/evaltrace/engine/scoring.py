@@ -27,6 +27,7 @@ from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.engine.entries import Entry
 from evaltrace.engine.runs import EntryPoint, RunOutcome, run_captured
 from evaltrace.evals.context import EvaluatorContext
+from evaltrace.evals.criteria import passing_at
 from evaltrace.evals.evaluable import UNSET, Evaluable, Unset, json_value, saved_value
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import PreparedEvaluator, evaluate_prepared
@@ -37,6 +38,8 @@ from evaltrace.judges.strategies import (
     NoValidJudgeResultsError,
     build_aggregation_strategy,
 )
+from evaltrace.llm.samples import judge_epoch
+from evaltrace.llm.usage import JudgeUsage, add_judge_usage, collect_judge_usage
 from evaltrace.results.model import CompletionStatus, EntryResult, EpochResult, entry_status
 from evaltrace.trace import ObservationNode, SpanRecord, SpanView, TraceFileProblem, walk_trace
 
@@ -67,6 +70,7 @@ class Scored:
         "error",
         "evaluable",
         "evaluations",
+        "judge_usage",
         "lines",
         "others",
         "roots",
@@ -86,9 +90,11 @@ class Scored:
         roots: Sequence[ObservationNode] = (),
         lines: Sequence[str] | None = None,
         threshold: float = DEFAULT_THRESHOLD,
+        judge_usage: Mapping[str, JudgeUsage] | None = None,
     ) -> None:
         if result is not None:
             evaluations, error = result.evaluations, result.error
+            judge_usage = result.judge_usage
         elif entry is None or evaluations is None:
             raise ValueError("a scored entry is given its result, or its entry and evaluations")
         self.entry = entry
@@ -108,6 +114,8 @@ class Scored:
         """Its spans as lines of ``traces.jsonl``, when it was scored in another process."""
         self.threshold = threshold
         """The score that passes, for the status."""
+        self.judge_usage: Mapping[str, JudgeUsage] = judge_usage or {}
+        """What its evaluators' judge calls spent, by model."""
         self.others: list[RunOutcome] = []
         """The other runs of an entry run several times (their captures, to release)."""
 
@@ -129,6 +137,7 @@ class Scored:
                 run=self.run,
                 roots=self.roots,
                 threshold=self.threshold,
+                judge_usage=self.judge_usage,
             )
         return self._result
 
@@ -236,6 +245,7 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
             evaluable = with_case((scoring.from_trace or root)(roots), case)
         except Exception as exc:  # a selector that finds nothing is reported per entry
             error = EvaluationError.from_exception(exc, where="from_trace")
+    judge_usage: dict[str, JudgeUsage] = {}
     if error is not None:
         evaluations = [Evaluation.errored(error, evaluator=n) for n in entry.evaluators.names]
     elif evaluable is None:
@@ -250,7 +260,11 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
             attributes=scoring.attributes,
             duration_s=run.duration_s if run is not None else _duration(entry),
         )
-        evaluations = await evaluate_all(prepared, ctx, scoring.timeout, label=entry.label)
+        # The entry's judge calls are counted apart from every other entry's, and an
+        # evaluator that stops once its verdict is settled knows the run's threshold.
+        with collect_judge_usage() as judges, passing_at(scoring.threshold):
+            evaluations = await evaluate_all(prepared, ctx, scoring.timeout, label=entry.label)
+        judge_usage = judges.usage()
     if roots:
         export_evaluations(evaluations, roots, threshold=scoring.threshold)
     return Scored(
@@ -261,6 +275,7 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
         run=run,
         roots=roots,
         threshold=scoring.threshold,
+        judge_usage=judge_usage,
     )
 
 
@@ -270,13 +285,21 @@ async def _score_epochs(entry: Entry, scoring: Scoring) -> Scored:
     Each evaluator's evaluations of the runs are reduced to one by the run's reducer (the
     strategies of repeated judging); the runs are kept in the saved entry's ``epochs``.
     """
-    runs = [await _score(entry, scoring) for _ in range(scoring.epochs)]
+    runs = []
+    for number in range(scoring.epochs):
+        # The k-th run's judge calls are the k-th samples: a judge cache answers each run
+        # with its own response, not the first run's again.
+        with judge_epoch(number):
+            runs.append(await _score(entry, scoring))
     reducer = scoring.reducer or build_aggregation_strategy("mean")
     reduced = [
         _reduce([run.evaluations[position] for run in runs], name, reducer)
         for position, name in enumerate(entry.evaluators.names)
     ]
     first = runs[0].result
+    judge_usage: dict[str, JudgeUsage] = {}
+    for run in runs:  # every run's judge calls were made, and spent
+        judge_usage = add_judge_usage(judge_usage, run.judge_usage)
     errors = [run.error for run in runs]
     error = errors[0] if all(item is not None for item in errors) else None
     epochs = [
@@ -299,6 +322,7 @@ async def _score_epochs(entry: Entry, scoring: Scoring) -> Scored:
             "duration_s": sum(epoch.duration_s for epoch in epochs) / len(epochs),
             "trace_ids": [trace_id for epoch in epochs for trace_id in epoch.trace_ids],
             "epochs": epochs,
+            "judge_usage": judge_usage,
         }
     )
     scored = Scored(
@@ -337,6 +361,7 @@ def entry_result(
     run: RunOutcome | None = None,
     roots: Sequence[ObservationNode] = (),
     threshold: float,
+    judge_usage: Mapping[str, JudgeUsage] | None = None,
 ) -> EntryResult:
     """The saved result of ``entry``: what it was given, what it produced, how it scored.
 
@@ -349,6 +374,7 @@ def entry_result(
         run: The run of the app, if it ran here.
         roots: The trace scored.
         threshold: The score that passes, for the status.
+        judge_usage: What its evaluators' judge calls spent, by model.
     """
     case = evaluable if evaluable is not None else entry.case
     fields: dict[str, Any] = {
@@ -358,6 +384,8 @@ def entry_result(
         "error": error,
         "status": entry_status(evaluations, error, threshold=threshold),
     }
+    if judge_usage:
+        fields["judge_usage"] = dict(judge_usage)
     if run is not None:
         span = _run_span(roots)
         fields.update(

@@ -6,7 +6,13 @@ dataset is the engine's (:mod:`evaltrace.engine`); the saved results are
 """
 
 from evaltrace.evals.context import EvaluatorContext
-from evaltrace.evals.criteria import PassCriteria, ScoreThreshold, as_pass_criteria
+from evaltrace.evals.criteria import (
+    PassCriteria,
+    ScoreThreshold,
+    as_pass_criteria,
+    pass_threshold,
+    passing_at,
+)
 from evaltrace.evals.evaluable import (
     UNSET,
     Evaluable,
@@ -61,6 +67,8 @@ __all__ = [
     "get_named",
     "json_value",
     "last_llm_call",
+    "pass_threshold",
+    "passing_at",
     "root",
     "select",
 ]

@@ -1,9 +1,16 @@
-"""Pass criteria over a results matrix ``[inputs][evaluators]``."""
+"""Pass criteria over a results matrix ``[inputs][evaluators]``, and the run's pass threshold.
+
+The engine scores each entry inside :func:`passing_at` ``(threshold)``, so an evaluator whose
+work depends on what passes (a repeated judge that stops once its verdict is settled) reads
+the run's threshold with :func:`pass_threshold`.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -11,7 +18,34 @@ from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.evals.evaluation import Evaluation
 
-__all__ = ["PassCriteria", "ScoreThreshold", "as_pass_criteria"]
+__all__ = ["PassCriteria", "ScoreThreshold", "as_pass_criteria", "pass_threshold", "passing_at"]
+
+_THRESHOLD: ContextVar[float] = ContextVar("evaltrace_pass_threshold", default=DEFAULT_THRESHOLD)
+
+
+def pass_threshold() -> float:
+    """The score an evaluation must reach to pass in the run scoring now.
+
+    The run's threshold inside :func:`passing_at` (the engine sets it around each entry's
+    evaluators); :data:`~evaltrace.constants.DEFAULT_THRESHOLD` outside any run.
+
+    Example:
+        >>> with passing_at(0.8):
+        ...     pass_threshold()
+        0.8
+    """
+    return _THRESHOLD.get()
+
+
+@contextmanager
+def passing_at(threshold: float) -> Iterator[None]:
+    """Make ``threshold`` the passing score of the evaluations run in the block."""
+    token = _THRESHOLD.set(threshold)
+    try:
+        yield
+    finally:
+        _THRESHOLD.reset(token)
+
 
 PassCriteria: TypeAlias = Callable[[list[list[Evaluation]]], tuple[bool, str]]
 """Receives the results matrix ``[inputs][evaluators]``; returns ``(passed, message)``."""

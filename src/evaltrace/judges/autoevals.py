@@ -439,14 +439,14 @@ def _compared(arguments: Mapping[str, Any]) -> str:
 
 
 def _autoevals_client(client: JudgeClient) -> Any:
-    """An autoevals ``LLMClient`` over the judge's openai client.
+    """An autoevals ``LLMClient`` over the judge's openai client (through the judge cache).
 
     autoevals sends a ``gpt-5*`` model to the Responses API (converting the reply back to
     the chat-completions shape) and any other model to chat completions.
     """
     from autoevals.oai import LLMClient
 
-    llm = LLMClient(openai=client.openai, is_async=client.is_async)
+    llm = LLMClient(openai=client.caching, is_async=client.is_async)
     llm.RateLimitError = _NeverRaised
     return llm
 

@@ -33,7 +33,7 @@ from evaltrace.capture.codec import json_text
 from evaltrace.errors import EvaltraceError
 from evaltrace.evals.evaluable import HOW_TO_GIVE_AN_EXPECTATION, Evaluable, Unset, get_named
 from evaltrace.evals.evaluation import Evaluation
-from evaltrace.llm.config import JudgeClient, judge_client, judge_config, uses_responses_api
+from evaltrace.llm.config import judge_client, judge_config, uses_responses_api
 from evaltrace.llm.isolation import estimate_tokens, run_judge_call, run_judge_call_in_thread
 
 __all__ = [
@@ -160,22 +160,27 @@ class LLMEvaluator:
             config = judge_config()
             client = judge_client(config, client=self._client, evaluator=self.name)
             model = self.model or config.model
+            request = self._request(model, prompt)
+            sender = client.caching
+            # The answer is read inside the judge call: one that does not parse fails the
+            # call, and a failed call leaves nothing in the judge cache.
             if client.is_async:
 
-                async def call() -> Any:
-                    return await _request(client, self._request(model, prompt))
+                async def call() -> Evaluation:
+                    return self._read(await _send(sender, request), model)
 
-                reply = await run_judge_call(config, call, tokens=estimate_tokens(prompt))
-            else:
-                reply = await run_judge_call_in_thread(
-                    config,
-                    lambda: _request(client, self._request(model, prompt)),
-                    tokens=estimate_tokens(prompt),
-                )
-            arguments = _tool_arguments(reply, self.tool_name, responses=uses_responses_api(model))
-            return self._evaluation(arguments, model)
+                return await run_judge_call(config, call, tokens=estimate_tokens(prompt))
+            return await run_judge_call_in_thread(
+                config,
+                lambda: self._read(_send(sender, request), model),
+                tokens=estimate_tokens(prompt),
+            )
         except Exception as exc:  # the judge's failure is reported as data
             return Evaluation.errored(exc, where="judge", evaluator=self.name)
+
+    def _read(self, reply: Any, model: str) -> Evaluation:
+        arguments = _tool_arguments(reply, self.tool_name, responses=uses_responses_api(model))
+        return self._evaluation(arguments, model)
 
     def _lookup(self, spec: _Placeholder, evaluable: Evaluable) -> Any:
         if spec.name in _EXPECTATION:
@@ -254,13 +259,13 @@ class LLMEvaluator:
         )
 
     def _request(self, model: str, prompt: str) -> _Request:
-        content = f"{prompt}\n\n{self._instructions()}"
         description = (
             "Select one choice." if self.choice_scores is not None else "Submit the score."
         )
         return _Request(
             model=model,
-            content=content,
+            instructions=self._instructions(),
+            content=prompt,
             tool=self.tool_name,
             description=description,
             parameters=self._parameters(),
@@ -361,9 +366,16 @@ def create_llm_evaluator(
 
 @dataclass(kw_only=True, frozen=True)
 class _Request:
-    """One judge request, independent of the API it goes through."""
+    """One judge request, independent of the API it goes through.
+
+    The judge's fixed instructions lead, as a system message that is the same for every
+    entry, and the rendered prompt follows: the request's start (tools, then instructions)
+    is then byte-identical from one entry to the next, which providers' prompt caching bills
+    lower (the cached tokens are counted in ``judge_usage``).
+    """
 
     model: str
+    instructions: str
     content: str
     tool: str
     description: str
@@ -371,10 +383,17 @@ class _Request:
     temperature: float | None
 
 
+def _messages(request: _Request) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": request.instructions},
+        {"role": "user", "content": request.content},
+    ]
+
+
 def _chat_arguments(request: _Request) -> dict[str, Any]:
     arguments: dict[str, Any] = {
         "model": request.model,
-        "messages": [{"role": "user", "content": request.content}],
+        "messages": _messages(request),
         "tools": [
             {
                 "type": "function",
@@ -395,7 +414,7 @@ def _chat_arguments(request: _Request) -> dict[str, Any]:
 def _responses_arguments(request: _Request) -> dict[str, Any]:
     arguments: dict[str, Any] = {
         "model": request.model,
-        "input": [{"role": "user", "content": request.content}],
+        "input": _messages(request),
         "tools": [
             {
                 "type": "function",
@@ -412,11 +431,11 @@ def _responses_arguments(request: _Request) -> dict[str, Any]:
     return arguments
 
 
-def _request(client: JudgeClient, request: _Request) -> Any:
-    """Send ``request`` (returns an awaitable with an async client)."""
+def _send(client: Any, request: _Request) -> Any:
+    """Send ``request`` with ``client`` (returns an awaitable with an async client)."""
     if uses_responses_api(request.model):
-        return client.openai.responses.create(**_responses_arguments(request))
-    return client.openai.chat.completions.create(**_chat_arguments(request))
+        return client.responses.create(**_responses_arguments(request))
+    return client.chat.completions.create(**_chat_arguments(request))
 
 
 def _tool_arguments(reply: Any, tool: str, *, responses: bool) -> dict[str, Any]:

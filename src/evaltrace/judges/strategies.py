@@ -18,6 +18,26 @@ scores would see them, not artefacts of binary floating point.
   it is the share of runs that gave the modal score;
 * otherwise it is ``max(0, 1 - std / mean)`` (one minus the coefficient of variation, with the
   population standard deviation); when the mean is 0 it is 1.0 if all scores are equal, else 0.
+
+Early stopping (``Repeated(..., early_stop=True)``) asks a strategy after each wave of runs
+whether the verdict is :meth:`~BaseJudgeAggregator.settled`: whether every way the runs not
+made yet could go (any score from 0 to 1, or no score at all) gives the verdict the runs made
+so far give. The verdict is the evaluation's status and its pass or fail at the run's
+threshold, and for ``majority_vote`` and ``at_least_k`` its score as well:
+
+* ``average``: the mean of the runs so far, with the others all 0 or all 1, stays on one side
+  of the threshold;
+* ``median``: the runs below the threshold can no longer outnumber those at or above it, or
+  those at or above it can no longer catch up;
+* ``majority_vote``: one score has a majority of all ``n`` runs;
+* ``min`` / ``max``: a run fails (min) / passes (max) the threshold;
+* ``at_least_k``: ``k`` runs passed, or too few runs are left for ``k``;
+* ``pass_at_k``: every count of passing, failing and scoreless runs still to come gives the
+  same pass or fail.
+
+Nothing is settled before some run has a score (the rest could all fail, and a repeated
+judge with no valid run is errored, not failed). A strategy that does not say (a custom one,
+by default) makes every run.
 """
 
 from __future__ import annotations
@@ -168,6 +188,11 @@ class RepeatedDetails(BaseModel):
     """The pass threshold of ``at_least_k`` / ``pass_at_k``."""
     num_passing: int | None = None
     """How many valid runs scored at least ``threshold``."""
+    num_taken: int | None = None
+    """With early stopping: how many runs were made (fewer than :attr:`num_judges` when the
+    first ones settled the verdict). Agreement, spread and distribution are over these."""
+    stop_reason: str | None = None
+    """With early stopping: why the runs after the first :attr:`num_taken` were not made."""
 
 
 class NoValidJudgeResultsError(EvaltraceError, ValueError):
@@ -390,6 +415,29 @@ class BaseJudgeAggregator(ABC):
             NoValidJudgeResultsError: when no run produced a score.
         """
 
+    def settled(
+        self, all_results: Sequence[Evaluation], total_judges: int, threshold: float
+    ) -> str | None:
+        """Whether the runs so far fix the verdict that all ``total_judges`` runs would give.
+
+        :class:`Repeated` with ``early_stop=True`` asks this after each wave of runs and
+        stops when it gets a reason. The answer must hold for every way the remaining
+        ``total_judges - len(all_results)`` runs could go, each a score in [0, 1] or none
+        (errored or skipped); then aggregating the runs so far gives the evaluation status
+        and the pass or fail at ``threshold`` (and, where the strategy documents it, the
+        score) that aggregating all of them would. By default nothing is settled, so every
+        run is made.
+
+        Args:
+            all_results: The runs made so far, in order.
+            total_judges: How many runs were configured.
+            threshold: The score that passes in the run being scored.
+
+        Returns:
+            Why the verdict is settled, in words; ``None`` when it is not.
+        """
+        return None
+
     def check_num_judges(self, num_judges: int) -> None:
         """Reject a number of runs this strategy cannot work with (by default, none).
 
@@ -471,6 +519,24 @@ class AverageAggregationStrategy(BaseJudgeAggregator):
             all_results, total_judges, valid, score=float(mean), representative_position=position
         )
 
+    def settled(
+        self, all_results: Sequence[Evaluation], total_judges: int, threshold: float
+    ) -> str | None:
+        """Settled when the mean stays on one side of ``threshold``, the other runs 0 or 1."""
+        scores, left = _so_far(all_results, total_judges)
+        if not scores:
+            return None
+        total = sum((_exact(score) for score in scores), Fraction(0))
+        # A mean is lowest with every run left scoring 0 and highest with every one scoring
+        # 1; float() is monotone, so the bounds of the score are the floats of these.
+        lowest = float(total / (len(scores) + left))
+        highest = float((total + left) / (len(scores) + left))
+        if lowest >= threshold:
+            return _said(f"the mean is at least {lowest:.4g}", left, f"passes {threshold:g}")
+        if highest < threshold:
+            return _said(f"the mean is at most {highest:.4g}", left, f"fails {threshold:g}")
+        return None
+
 
 class MedianAggregationStrategy(BaseJudgeAggregator):
     """The upper median ``sorted(scores)[n // 2]``: always a score some run really gave.
@@ -489,6 +555,29 @@ class MedianAggregationStrategy(BaseJudgeAggregator):
         """Aggregate by the upper median (see the class documentation)."""
         valid = aggregate_repeated_results(all_results, total_judges)
         return _by_median(self, all_results, total_judges, valid)
+
+    def settled(
+        self, all_results: Sequence[Evaluation], total_judges: int, threshold: float
+    ) -> str | None:
+        """Settled when runs below ``threshold`` can no longer out- or under-number the rest."""
+        scores, left = _so_far(all_results, total_judges)
+        passing = sum(1 for score in scores if score >= threshold)
+        failing = len(scores) - passing
+        # The upper median passes exactly when no more runs are below the threshold than
+        # at or above it.
+        if passing and failing + left <= passing:
+            return _said(
+                f"{passing} of {len(scores)} scores are at least {threshold:g}",
+                left,
+                "the median passes",
+            )
+        if failing > passing + left:
+            return _said(
+                f"{failing} of {len(scores)} scores are below {threshold:g}",
+                left,
+                "the median fails",
+            )
+        return None
 
 
 def _by_median(
@@ -551,6 +640,20 @@ class MajorityVoteAggregationStrategy(BaseJudgeAggregator):
             representative_position=_first_position(valid.valid_scores, winners[0]),
         )
 
+    def settled(
+        self, all_results: Sequence[Evaluation], total_judges: int, threshold: float
+    ) -> str | None:
+        """Settled (score and all) when one score has a majority of all ``total_judges``."""
+        scores, left = _so_far(all_results, total_judges)
+        if not scores:
+            return None
+        score, count = Counter(scores).most_common(1)[0]
+        if 2 * count > total_judges:
+            return _said(
+                f"{count} runs scored {score!r}, a majority of {total_judges}", left, "it wins"
+            )
+        return None
+
 
 class MinAggregationStrategy(BaseJudgeAggregator):
     """The lowest valid score; the representative is the earliest run that gave it.
@@ -567,6 +670,16 @@ class MinAggregationStrategy(BaseJudgeAggregator):
         """Aggregate by the minimum."""
         return _by_extreme(self, all_results, total_judges, min)
 
+    def settled(
+        self, all_results: Sequence[Evaluation], total_judges: int, threshold: float
+    ) -> str | None:
+        """Settled (failing) as soon as a run scores below ``threshold``."""
+        scores, left = _so_far(all_results, total_judges)
+        below = [score for score in scores if score < threshold]
+        if below:
+            return _said(f"a run scored {min(below)!r}", left, f"the minimum fails {threshold:g}")
+        return None
+
 
 class MaxAggregationStrategy(BaseJudgeAggregator):
     """The highest valid score; the representative is the earliest run that gave it.
@@ -582,6 +695,16 @@ class MaxAggregationStrategy(BaseJudgeAggregator):
     def aggregate(self, all_results: list[Evaluation], total_judges: int) -> Evaluation:
         """Aggregate by the maximum."""
         return _by_extreme(self, all_results, total_judges, max)
+
+    def settled(
+        self, all_results: Sequence[Evaluation], total_judges: int, threshold: float
+    ) -> str | None:
+        """Settled (passing) as soon as a run scores at least ``threshold``."""
+        scores, left = _so_far(all_results, total_judges)
+        above = [score for score in scores if score >= threshold]
+        if above:
+            return _said(f"a run scored {max(above)!r}", left, f"the maximum passes {threshold:g}")
+        return None
 
 
 def _by_extreme(
@@ -669,6 +792,24 @@ class AtLeastKAggregationStrategy(_KOfNStrategy):
             num_passing=passing,
         )
 
+    def settled(
+        self, all_results: Sequence[Evaluation], total_judges: int, threshold: float
+    ) -> str | None:
+        """Settled (score and all) when ``k`` runs passed, or too few are left to reach ``k``."""
+        scores, left = _so_far(all_results, total_judges)
+        passing = sum(1 for score in scores if score >= self.threshold)
+        if passing >= self.k:
+            return _said(
+                f"{passing} runs scored at least {self.threshold:g}", left, f"k={self.k} is met"
+            )
+        if scores and passing + left < self.k:
+            return _said(
+                f"{passing} runs scored at least {self.threshold:g}",
+                left,
+                f"k={self.k} cannot be met",
+            )
+        return None
+
 
 class PassAtKAggregationStrategy(_KOfNStrategy):
     """The unbiased pass@k estimate: the chance that k of the valid runs include a pass.
@@ -694,18 +835,59 @@ class PassAtKAggregationStrategy(_KOfNStrategy):
         n = len(valid.valid_scores)
         passing = sum(1 for s in valid.valid_scores if s >= self.threshold)
         k = min(self.k, n)
-        estimate = 1 - Fraction(math.comb(n - passing, k), math.comb(n, k))
         return self.build_evaluation(
             all_results,
             total_judges,
             valid,
-            score=float(estimate),
+            score=_pass_at_k(n, passing, self.k),
             representative_position=_best_position(valid.valid_scores),
             k=self.k,
             k_used=k,
             threshold=self.threshold,
             num_passing=passing,
         )
+
+    def settled(
+        self, all_results: Sequence[Evaluation], total_judges: int, threshold: float
+    ) -> str | None:
+        """Settled when every way the runs left could go keeps the estimate's side.
+
+        Every count of passing, failing and scoreless runs still to come is tried.
+        """
+        scores, left = _so_far(all_results, total_judges)
+        if not scores:
+            return None
+        passing = sum(1 for score in scores if score >= self.threshold)
+        verdicts = {
+            _pass_at_k(len(scores) + passed + failed, passing + passed, self.k) >= threshold
+            for passed in range(left + 1)
+            for failed in range(left - passed + 1)
+        }
+        if len(verdicts) > 1:
+            return None
+        verdict = "passes" if verdicts.pop() else "fails"
+        return _said(
+            f"{passing} of {len(scores)} runs scored at least {self.threshold:g}",
+            left,
+            f"pass@{self.k} {verdict} {threshold:g}",
+        )
+
+
+def _pass_at_k(n: int, passing: int, k: int) -> float:
+    """The unbiased pass@k estimate of ``n`` valid runs of which ``passing`` pass, exactly."""
+    used = min(k, n)
+    return float(1 - Fraction(math.comb(n - passing, used), math.comb(n, used)))
+
+
+def _so_far(all_results: Sequence[Evaluation], total_judges: int) -> tuple[list[float], int]:
+    """The valid scores of the runs made so far, and how many runs are left to make."""
+    scores = [_score_of(result) for result in all_results if result.status == "scored"]
+    return scores, max(0, total_judges - len(all_results))
+
+
+def _said(found: str, left: int, verdict: str) -> str:
+    runs = "run" if left == 1 else "runs"
+    return f"{found}: whatever the other {left} {runs} give, {verdict}"
 
 
 AggregationStrategyFactory: TypeAlias = Callable[..., BaseJudgeAggregator]

@@ -3,20 +3,34 @@
 :func:`configure_judge` (or the ``EVALTRACE_JUDGE_*`` variables) says which endpoint, key and
 models judges use; :mod:`evaltrace.llm.isolation` runs each judge call detached from the
 captured run; :class:`RateLimiter` paces calls under a provider's limits;
+:class:`JudgeCache` keeps judge responses so that a request asked again costs nothing, each
+sample of a repeated judge (:func:`judge_sample`) and each epoch (:func:`judge_epoch`) keyed
+apart; :func:`collect_judge_usage` gathers what the judge calls of a block spent;
 :mod:`evaltrace.llm.embeddings` turns texts into vectors for similarity scorers. Nothing here
 imports ``openai`` until a client is first built.
 """
 
+from evaltrace.llm.cache import (
+    CachedReply,
+    JudgeCache,
+    JudgeCacheStats,
+    default_judge_cache_path,
+    request_key,
+    shared_judge_cache,
+)
+from evaltrace.llm.cached_client import CachingJudgeClient
 from evaltrace.llm.config import (
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_JUDGE_MODEL,
     DEFAULT_JUDGE_TIMEOUT,
     DEFAULT_MAX_RETRIES,
+    JudgeCacheSetting,
     JudgeClient,
     JudgeConfig,
     JudgeConfigToken,
     JudgeNotConfiguredError,
     configure_judge,
+    environment_judge_cache,
     judge_client,
     judge_config,
     reset_judge_config,
@@ -37,31 +51,61 @@ from evaltrace.llm.isolation import (
     run_judge_call_in_thread,
 )
 from evaltrace.llm.rate_limit import RateLimiter, RateLimiting
+from evaltrace.llm.samples import JudgeSample, current_judge_sample, judge_epoch, judge_sample
+from evaltrace.llm.usage import (
+    JudgeUsage,
+    JudgeUsageCollector,
+    add_judge_usage,
+    collect_judge_usage,
+    current_usage_collector,
+    describe_judge_usage,
+    total_judge_usage,
+)
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
     "DEFAULT_JUDGE_MODEL",
     "DEFAULT_JUDGE_TIMEOUT",
     "DEFAULT_MAX_RETRIES",
+    "CachedReply",
+    "CachingJudgeClient",
     "Embedder",
+    "JudgeCache",
+    "JudgeCacheSetting",
+    "JudgeCacheStats",
     "JudgeClient",
     "JudgeConfig",
     "JudgeConfigToken",
     "JudgeNotConfiguredError",
+    "JudgeSample",
+    "JudgeUsage",
+    "JudgeUsageCollector",
     "RateLimiter",
     "RateLimiting",
+    "add_judge_usage",
+    "collect_judge_usage",
     "configure_judge",
     "cosine_similarity",
+    "current_judge_sample",
+    "current_usage_collector",
+    "default_judge_cache_path",
+    "describe_judge_usage",
     "embed_texts",
+    "environment_judge_cache",
     "estimate_tokens",
     "isolated_judge_call",
     "judge_client",
     "judge_config",
     "judge_embedder",
+    "judge_epoch",
+    "judge_sample",
     "local_embedder",
     "openai_embedder",
+    "request_key",
     "reset_judge_config",
     "run_judge_call",
     "run_judge_call_in_thread",
+    "shared_judge_cache",
+    "total_judge_usage",
     "uses_responses_api",
 ]

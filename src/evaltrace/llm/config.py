@@ -13,6 +13,10 @@ Judge requests go through ``openai.AsyncOpenAI`` clients that are built on first
 ``configure_judge(timeout=...)`` or ``EVALTRACE_JUDGE_TIMEOUT`` says otherwise. Judge calls
 run detached from the app's trace, so the capture of the run being judged never contains the
 judge's own spans (see :mod:`evaltrace.llm.isolation`).
+
+With a judge cache (``configure_judge(cache=...)`` or ``EVALTRACE_JUDGE_CACHE``; ``evaltrace
+test`` uses one by default), complete, successful judge responses are kept and a request asked
+again is answered from it (see :mod:`evaltrace.llm.cache`).
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ import sys
 import threading
 import weakref
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeAlias, TypeVar
 
 from evaltrace.checks import check_timeout
 from evaltrace.constants import (
@@ -36,6 +41,8 @@ from evaltrace.constants import (
     DEFAULT_MAX_RETRIES,
 )
 from evaltrace.errors import ConfigurationError, MissingExtraError
+from evaltrace.llm.cache import JudgeCache, shared_judge_cache
+from evaltrace.llm.cached_client import CachingJudgeClient
 from evaltrace.llm.rate_limit import RateLimiting
 
 __all__ = [
@@ -43,11 +50,13 @@ __all__ = [
     "DEFAULT_JUDGE_MODEL",
     "DEFAULT_JUDGE_TIMEOUT",
     "DEFAULT_MAX_RETRIES",
+    "JudgeCacheSetting",
     "JudgeClient",
     "JudgeConfig",
     "JudgeConfigToken",
     "JudgeNotConfiguredError",
     "configure_judge",
+    "environment_judge_cache",
     "judge_client",
     "judge_config",
     "reset_judge_config",
@@ -56,12 +65,19 @@ __all__ = [
 
 T = TypeVar("T")
 
+JudgeCacheSetting: TypeAlias = "bool | str | os.PathLike[str] | JudgeCache"
+"""What ``configure_judge(cache=...)`` takes: ``True`` (the default file), ``False`` (no
+cache), a file, or a :class:`~evaltrace.llm.cache.JudgeCache` with its own limits."""
+
 
 _ENV_BASE_URL: Final = "EVALTRACE_JUDGE_BASE_URL"
 _ENV_API_KEY: Final = "EVALTRACE_JUDGE_API_KEY"
 _ENV_MODEL: Final = "EVALTRACE_JUDGE_MODEL"
 _ENV_EMBEDDING_MODEL: Final = "EVALTRACE_JUDGE_EMBEDDING_MODEL"
 _ENV_TIMEOUT: Final = "EVALTRACE_JUDGE_TIMEOUT"
+_ENV_CACHE: Final = "EVALTRACE_JUDGE_CACHE"
+_CACHE_OFF: Final = frozenset({"0", "false", "off", "no", "none"})
+_CACHE_ON: Final = frozenset({"1", "true", "on", "yes"})
 _ENV_OPENAI_BASE_URL: Final = "OPENAI_BASE_URL"
 _ENV_OPENAI_API_KEY: Final = "OPENAI_API_KEY"
 
@@ -118,6 +134,8 @@ class JudgeConfig:
     """Retries of a failed request in the clients evaltrace builds."""
     rate_limiter: RateLimiting | None = None
     """Paces judge calls (requests and estimated prompt tokens); ``None`` for no limit."""
+    cache: JudgeCache | None = None
+    """Keeps judge responses and answers repeated requests from them; ``None``: no cache."""
 
     @property
     def is_configured(self) -> bool:
@@ -142,6 +160,7 @@ class _Settings:
     timeout: float | None = None
     max_retries: int | None = None
     rate_limiter: RateLimiting | None = None
+    cache: JudgeCache | bool | None = None  # False: configured off
 
 
 _settings = _Settings()
@@ -193,13 +212,14 @@ def configure_judge(
     timeout: float | None = None,
     max_retries: int | None = None,
     rate_limiter: RateLimiting | None = None,
+    cache: JudgeCacheSetting | None = None,
 ) -> JudgeConfigToken:
     """Configure the LLM judge that model-backed evaluators call.
 
     Values given here replace those given before and take precedence over the environment
     (``EVALTRACE_JUDGE_BASE_URL``, ``EVALTRACE_JUDGE_API_KEY``, ``EVALTRACE_JUDGE_MODEL``,
-    ``EVALTRACE_JUDGE_EMBEDDING_MODEL``, ``EVALTRACE_JUDGE_TIMEOUT``, then
-    ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``);
+    ``EVALTRACE_JUDGE_EMBEDDING_MODEL``, ``EVALTRACE_JUDGE_TIMEOUT``,
+    ``EVALTRACE_JUDGE_CACHE``, then ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``);
     arguments left at ``None`` keep their earlier value. :func:`reset_judge_config` forgets
     everything configured here.
 
@@ -222,6 +242,12 @@ def configure_judge(
             builds (2 when never given).
         rate_limiter: A :class:`~evaltrace.llm.RateLimiter` every judge call waits for: each
             call counts as one request and as its estimated prompt tokens (characters / 4).
+            A call the judge cache answers does not wait.
+        cache: The judge cache: ``True`` for the default file (in the user's cache
+            directory), a path for another file, a :class:`~evaltrace.llm.JudgeCache` for
+            other limits, ``False`` for none. In code there is none unless configured here or
+            by ``EVALTRACE_JUDGE_CACHE``; ``evaltrace test`` uses the default file unless
+            told otherwise.
 
     Returns:
         A token whose ``restore()`` (or ``with`` block exit) puts the previous configuration
@@ -266,6 +292,8 @@ def configure_judge(
                 f"object with async acquire(tokens)), got {type(rate_limiter).__name__}"
             )
         given["rate_limiter"] = rate_limiter
+    if cache is not None:
+        given["cache"] = _check_cache(cache)
     with _settings_lock:
         previous = _settings
         _settings = replace(previous, **given)
@@ -324,6 +352,7 @@ def judge_config() -> JudgeConfig:
             settings.max_retries if settings.max_retries is not None else DEFAULT_MAX_RETRIES
         ),
         rate_limiter=settings.rate_limiter,
+        cache=_env_cache() if settings.cache is None else _given_cache(settings.cache),
     )
 
 
@@ -345,6 +374,11 @@ class JudgeClient:
     """An ``openai.AsyncOpenAI`` (or ``openai.OpenAI``) client, or a compatible object."""
     is_async: bool
     """Whether its methods return awaitables; a sync client is called from worker threads."""
+
+    @property
+    def caching(self) -> CachingJudgeClient:
+        """The client to send judge requests with: the judge cache first, usage counted."""
+        return CachingJudgeClient(self.openai, is_async=self.is_async)
 
 
 def judge_client(
@@ -445,6 +479,49 @@ def _env_timeout() -> float:
             f"{_ENV_TIMEOUT}={value!r} must be a positive number of seconds, such as 60"
         )
     return seconds
+
+
+def _given_cache(cache: JudgeCache | bool) -> JudgeCache | None:
+    return cache if isinstance(cache, JudgeCache) else None
+
+
+def _env_cache() -> JudgeCache | None:
+    setting = environment_judge_cache()
+    return setting if isinstance(setting, JudgeCache) else None
+
+
+def environment_judge_cache() -> JudgeCache | bool | None:
+    """What ``EVALTRACE_JUDGE_CACHE`` says about the judge cache.
+
+    A file path names that file; ``1``/``true``/``on``/``yes`` the default file;
+    ``0``/``false``/``off``/``no``/``none`` no cache.
+
+    Returns:
+        The cache it names, ``False`` for off, ``None`` when it is not set.
+    """
+    value = _first_env(_ENV_CACHE)[1]
+    if value is None:
+        return None
+    if value.lower() in _CACHE_OFF:
+        return False
+    if value.lower() in _CACHE_ON:
+        return shared_judge_cache()
+    return shared_judge_cache(value)
+
+
+def _check_cache(cache: object) -> JudgeCache | bool:
+    if isinstance(cache, JudgeCache):
+        return cache
+    if cache is False:
+        return False
+    if cache is True:
+        return shared_judge_cache()
+    if isinstance(cache, str | os.PathLike) and str(cache).strip():
+        return shared_judge_cache(Path(cache))
+    raise ConfigurationError(
+        "configure_judge(cache=...) takes True (the default file), False (no cache), the path "
+        f"of a file or an evaltrace.llm.JudgeCache, got {type(cache).__name__} {cache!r}"
+    )
 
 
 def _check_text(value: object, where: str) -> str:

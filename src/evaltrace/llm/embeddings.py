@@ -121,7 +121,7 @@ def judge_embedder(model: str | None = None) -> Embedder:
         chosen = model or config.embedding_model
 
         def create() -> Any:
-            return client.openai.embeddings.create(model=chosen, input=texts)
+            return client.caching.embeddings.create(model=chosen, input=texts)
 
         tokens = estimate_tokens(*texts)
         if client.is_async:

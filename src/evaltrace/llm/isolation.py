@@ -1,10 +1,15 @@
-"""Judge calls kept apart from the app's trace, paced by the rate limiter.
+"""Judge calls kept apart from the app's trace, paced by the rate limiter, cached.
 
 A judge evaluates a run that was captured; its own model calls must not appear in that
 capture, nor in the app's exported trace. :func:`isolated_judge_call` detaches a block from
 the OpenTelemetry context (with instrumentation suppressed) and from every evaltrace capture;
 :func:`run_judge_call` and :func:`run_judge_call_in_thread` run one judge call that way, each
-in its own copy of the context, after waiting for the configured rate limiter.
+in its own copy of the context, with its turn at the configured rate limiter and the judge
+cache: the requests the call makes through
+:attr:`JudgeClient.caching <evaltrace.llm.JudgeClient.caching>` are answered from the cache
+when it holds them, and the complete responses it received are stored when the call
+succeeds (a call that raises, because the judge's answer did not parse for instance, stores
+nothing).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from opentelemetry import context as otel_context
 from evaltrace.capture.context import outside_captures
 from evaltrace.concurrency.cancellation import StrayCancellationError, is_stray_cancellation
 from evaltrace.concurrency.threads import run_in_worker_thread
+from evaltrace.llm.cached_client import JudgeCallScope, judge_call_scope
 from evaltrace.llm.config import JudgeConfig
 
 __all__ = [
@@ -82,7 +88,10 @@ async def run_judge_call(
 
     The copy means that whatever the call sets in context variables (autoevals keeps its
     client and default models there) never leaks into the caller. With a rate limiter
-    configured, the call first waits for its turn.
+    configured, the call waits for its turn before its first request that the judge cache
+    does not answer (a call answered from the cache never waits; one whose requests do not
+    go through evaltrace's client waits after them). When the call returns, the responses
+    it received are stored in the judge cache.
 
     Args:
         config: The resolved judge configuration.
@@ -92,12 +101,16 @@ async def run_judge_call(
     Returns:
         What the call returned; its exception is raised unchanged.
     """
-    await _pace(config, tokens)
+
+    async def pace() -> None:
+        await _pace(config, tokens)
+
+    scope = JudgeCallScope(config.cache, pace if config.rate_limiter is not None else None)
     results: list[T] = []
     failures: list[Exception] = []
 
     async def child() -> None:
-        with isolated_judge_call(config):
+        with isolated_judge_call(config), judge_call_scope(scope):
             try:
                 results.append(await call())
             except Exception as exc:  # handed back to the caller below
@@ -112,8 +125,11 @@ async def run_judge_call(
 
     async with anyio.create_task_group() as group:
         group.start_soon(child)
+    if not scope.requested:
+        await scope.wait_turn()
     if failures:
         raise failures[0]
+    scope.commit()
     return results[0]
 
 
@@ -133,10 +149,13 @@ async def run_judge_call_in_thread(
     Returns:
         What the call returned; its exception is raised unchanged.
     """
-    await _pace(config, tokens)
+    await _pace(config, tokens)  # a sync client cannot wait for an async limiter mid-call
+    scope = JudgeCallScope(config.cache)
 
     def isolated() -> T:
-        with isolated_judge_call(config):
+        with isolated_judge_call(config), judge_call_scope(scope):
             return call()
 
-    return await run_in_worker_thread(isolated)
+    result = await run_in_worker_thread(isolated)
+    scope.commit()
+    return result

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from evaltrace.errors import EvaltraceError
+from evaltrace.llm.usage import JudgeUsage, add_judge_usage
 from evaltrace.metrics.classification import DatasetResultsTally
 from evaltrace.results.folder import (
     ENTRIES_FILE,
@@ -147,6 +148,9 @@ def merge_results(
             dataset_results=dataset_results,
         )
     )
+    judge_usage: dict[str, JudgeUsage] = {}
+    for _, result in shards:
+        judge_usage = add_judge_usage(judge_usage, result.judge_usage)
     merged = RunResult(  # validated: the dataset-level details are saved as JSON data
         **{
             **fields,
@@ -166,6 +170,7 @@ def merge_results(
                 **({"forced": forced} if forced else {}),
             },
             "selection": selection.model_copy(update={"shard": 1, "shards": 1}),
+            "judge_usage": judge_usage,
         }
     )
     try:

@@ -54,6 +54,7 @@ from evaltrace.evals.evaluable import (
     encode_unless_json,
 )
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
+from evaltrace.llm.usage import JudgeUsage
 from evaltrace.results.uncertainty import STATISTICS_COLUMNS, RunStatistics
 
 if TYPE_CHECKING:
@@ -316,6 +317,9 @@ class EntryResult(HasExpectation):
     """Each run of the app, scored on its own, when the entry ran several times (``epochs``);
     then :attr:`evaluations` are their reductions, :attr:`output` the first run's. Empty for
     an entry run once."""
+    judge_usage: dict[str, JudgeUsage] = Field(default_factory=dict)
+    """What the entry's judge calls spent, by model: requests and tokens (input, output,
+    from the provider's prompt cache), and the requests the judge cache answered."""
 
     @field_validator("evaluations")
     @classmethod
@@ -548,6 +552,10 @@ class RunResult(BaseModel):
     """Each evaluator's mean score and pass rate with their intervals, standard error and
     ``n``, and each dataset-level result's interval (:mod:`evaltrace.results.uncertainty`);
     ``None`` for a run saved before statistics, or made with ``resamples=0``."""
+    judge_usage: dict[str, JudgeUsage] = Field(default_factory=dict)
+    """What the judge calls of every entry spent, by model (the entries' ``judge_usage``
+    added up, those not kept in :attr:`entries` included): requests, tokens, and the judge
+    cache's hits, misses and the tokens its hits saved."""
 
     @field_validator("dataset_results")
     @classmethod

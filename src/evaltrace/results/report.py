@@ -45,6 +45,7 @@ from evaltrace._safe_text import printable
 from evaltrace.evals.display import short_text
 from evaltrace.evals.evaluable import collapse_named_data
 from evaltrace.evals.evaluation import Evaluation
+from evaltrace.llm.usage import describe_judge_usage
 from evaltrace.metrics.classification import ClassificationDetails
 from evaltrace.results.model import TIMEOUT_ERROR_TYPES, CompletionStatus, EntryResult, RunResult
 from evaltrace.statistics import Interval
@@ -330,6 +331,9 @@ def _run_section(result: RunResult, *, verbose: bool, look: _Look) -> list[Rende
     parts += _dataset_results(result, look)
     parts += _statistics(result, look)
     parts.append(_status_counts(result, look))
+    judges = describe_judge_usage(result.judge_usage)
+    if judges is not None:
+        parts.append(look.text(judges, "dim"))
     return parts
 
 

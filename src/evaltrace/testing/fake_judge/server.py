@@ -49,6 +49,8 @@ __all__ = [
 ScriptedAnswer: TypeAlias = str | Mapping[str, Any]
 """One item of a rule's ``sequence``: a string (a choice or a text reply) or a JSON object."""
 
+_PROMPTS_KEPT: Final = 10_000
+"""How many system prompts the server remembers for its prompt-cache figures."""
 _MALFORMED_BODY: Final = b'{"id": "chatcmpl-malformed", "object": "chat.completion", "choices": ['
 
 
@@ -254,6 +256,10 @@ class FakeJudgeServer(Started):
       share words are close; ``float`` and ``base64`` encodings.
     * ``moderations``: flagged when the text contains a flagged word.
 
+    Replies report token usage (words, for tokens). As providers' prompt caching does, a
+    request whose system prompt the server saw before reports that prompt's tokens as cached
+    (``prompt_tokens_details.cached_tokens``, ``input_tokens_details.cached_tokens``).
+
     Any other path gets a 404 in OpenAI's error shape, and a body that is not JSON a 400.
 
     Args:
@@ -309,6 +315,7 @@ class FakeJudgeServer(Started):
         self._rules: list[_ScriptedRule] = []
         self._faults: list[_Fault] = []
         self._requests: list[RecordedRequest] = []
+        self._prompts: set[str] = set()
         self._in_flight = 0
         self._max_concurrency = 0
         self._serial = 0
@@ -512,13 +519,14 @@ class FakeJudgeServer(Started):
         self._latency = _check_seconds("latency", seconds)
 
     def reset(self) -> None:
-        """Forget every rule and pending fault, and restore the constructor's latency.
+        """Forget every rule, pending fault and system prompt seen, restore the latency.
 
         Recorded requests and :attr:`max_concurrency` are kept; see :meth:`reset_stats`.
         """
         with self._lock:
             self._rules.clear()
             self._faults.clear()
+            self._prompts.clear()
             self._latency = self._default_latency
 
     # -- faults ----------------------------------------------------------------------------
@@ -669,9 +677,32 @@ class FakeJudgeServer(Started):
                 f"Scripted failure from the FakeJudgeServer rule matching {rule.match!r}.",
             )
         try:
-            return json_reply(200, route.build(self._settings, body, answer, serial))
+            reply = route.build(self._settings, body, answer, serial)
         except RequestError as error:
             return error_reply(error.status, error.message, param=error.param)
+        return json_reply(200, self._prompt_cached(reply, text.system))
+
+    def _prompt_cached(self, reply: JSONObject, system: str) -> JSONObject:
+        """Report the system prompt's tokens as cached when it was sent before.
+
+        Providers bill a prompt whose start they saw recently as cached tokens; the judge's
+        system message is that start, so a repeated one is counted the same way here.
+        """
+        usage = reply.get("usage")
+        if not system or not isinstance(usage, dict):
+            return reply
+        with self._lock:
+            seen = system in self._prompts
+            if len(self._prompts) >= _PROMPTS_KEPT:
+                self._prompts.clear()
+            self._prompts.add(system)
+        cached = len(system.split()) if seen else 0
+        if "input_tokens_details" in usage:
+            details = usage["input_tokens_details"]
+            usage["input_tokens_details"] = {**details, "cached_tokens": cached}
+        elif "completion_tokens" in usage:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached, "audio_tokens": 0}
+        return reply
 
     def _take_fault(self) -> _Fault | None:
         with self._lock:
