@@ -20,9 +20,11 @@ __all__ = [
     "InvalidEvaluatorResultError",
     "MissingEvalInputError",
     "MissingExtraError",
+    "MissingPriceError",
     "MultipleTracesError",
     "NoTraceError",
     "NotATraceFileError",
+    "PriceFileError",
     "ResultFileError",
     "ResultFileNotFoundError",
     "ResultsFolderError",
@@ -145,6 +147,17 @@ class StopIterationError(EvaltraceError, RuntimeError):
     ``RuntimeError``, and an asyncio future refuses it), so the call's ``StopIteration`` is
     this error's ``__cause__``. It usually means ``next()`` on an empty iterator.
     """
+
+
+class PriceFileError(ConfigurationError):
+    """A price table (``--prices``, ``EVALTRACE_PRICES``, ``prices=``) is not one.
+
+    The message names the file, the line, the model and the field, and the fix.
+    """
+
+
+class MissingPriceError(EvaltraceError, LookupError):
+    """A cost was asked for without a price table, or for a model the table has no price for."""
 
 
 class ResultFileError(EvaltraceError, ValueError):

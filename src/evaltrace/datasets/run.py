@@ -66,6 +66,7 @@ from evaltrace.errors import EvaltraceError, ResumeError
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
 from evaltrace.evals.selectors import TraceSelector
 from evaltrace.judges.strategies import BaseJudgeAggregator
+from evaltrace.llm.prices import PriceTable
 from evaltrace.metrics.classification import AggregatorSpec, compute_dataset_evaluator_results
 from evaltrace.results.model import EntryResult, EntrySelection, RunResult
 
@@ -303,6 +304,7 @@ async def run_dataset(
     confidence: float = DEFAULT_CONFIDENCE,
     resamples: int = DEFAULT_RESAMPLES,
     statistics_seed: int = DEFAULT_STATISTICS_SEED,
+    prices: PriceTable | str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Run every entry of a dataset through its runnable, score it, and return the result.
 
@@ -362,6 +364,10 @@ async def run_dataset(
         resamples: How often the bootstrap resamples the entries for those intervals; 0
             computes no statistics.
         statistics_seed: The seed of those resamples.
+        prices: The price table the run's cost is computed by (a
+            :class:`~evaltrace.llm.prices.PriceTable` or a price file's path); ``None``: the
+            file ``EVALTRACE_PRICES`` names, else none (tokens are counted, the cost is
+            unknown).
 
     Returns:
         The run's result: one :class:`~evaltrace.results.EntryResult` per selected entry
@@ -405,6 +411,7 @@ async def run_dataset(
         confidence=confidence,
         resamples=resamples,
         statistics_seed=statistics_seed,
+        prices=prices,
     )
     source = select_entries(prepared, config, entry_filter=entry_filter, shard=shard)
     observers: list[Observer] = []

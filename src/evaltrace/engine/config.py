@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from evaltrace.constants import (
 )
 from evaltrace.evals.selectors import TraceSelector
 from evaltrace.judges.strategies import BaseJudgeAggregator, build_aggregation_strategy
+from evaltrace.llm.prices import PriceTable, resolve_prices
 from evaltrace.statistics import check_confidence
 
 __all__ = ["RunConfig"]
@@ -64,6 +66,17 @@ class RunConfig:
     result's ``statistics`` is ``None``)."""
     statistics_seed: int = DEFAULT_STATISTICS_SEED
     """The seed of the bootstrap's resamples."""
+    prices: PriceTable | str | os.PathLike[str] | None = None
+    """The price table the run's cost is computed by: a table, or a price file's path;
+    ``None``: the file ``EVALTRACE_PRICES`` names, else none (the cost is unknown). Read
+    once, when the config is made: :attr:`price_table` is the table."""
+
+    @property
+    def price_table(self) -> PriceTable | None:
+        """The run's price table (read from its file when the config was made)."""
+        prices = self.prices
+        assert prices is None or isinstance(prices, PriceTable), "resolved in __post_init__"
+        return prices
 
     def strategy(self) -> BaseJudgeAggregator:
         """The reducer of an entry's runs."""
@@ -92,6 +105,8 @@ class RunConfig:
             raise TypeError(
                 f"statistics_seed must be an int, got {type_name(self.statistics_seed)}"
             )
+        # A bad price file is refused before anything runs, naming its line and field.
+        object.__setattr__(self, "prices", resolve_prices(self.prices))
         if self.from_trace is not None and not callable(self.from_trace):
             raise TypeError(
                 f"from_trace must be a selector such as evaltrace.last_llm_call, got "

@@ -25,7 +25,7 @@ import inspect
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +39,6 @@ from evaltrace.errors import ResultsFolderError, ResumeError
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import evaluator_name
 from evaltrace.evals.telemetry import export_run_statistics
-from evaltrace.llm.usage import JudgeUsage, add_judge_usage
 from evaltrace.metrics.classification import DatasetResultsTally
 from evaltrace.results.folder import (
     DuplicateEntryError,
@@ -52,6 +51,7 @@ from evaltrace.results.model import CompletionStatus, EntryResult, LabelTally, R
 from evaltrace.results.progress import RunProgress
 from evaltrace.results.run_statistics import StatisticsTally, statistics_attributes
 from evaltrace.results.uncertainty import RunStatistics
+from evaltrace.results.usage import UsageTally
 
 __all__ = ["Listing", "Observer", "Output", "execute"]
 
@@ -237,7 +237,7 @@ class _Running:
             if config.resamples
             else None
         )
-        self.judge_usage: dict[str, JudgeUsage] = {}
+        self.spent = UsageTally()
         self.kept = _Kept(keep)
         self.display: RunProgress | None = None
         self.done = 0
@@ -275,7 +275,7 @@ class _Running:
             self.tally.add(entry.evaluations)
             if self.scores is not None:
                 self.scores.add(entry)
-            self.add_usage(entry.judge_usage)
+            self.spent.add(entry.usage, entry.judge_usage, entry.duration_s)
         settings = {**header.settings, **({"forced": forced} if forced else {})}
         self.header = recorded[0].model_copy(update={"settings": settings})
 
@@ -297,7 +297,7 @@ class _Running:
         self.tally.add(scored.evaluations)
         if self.scores is not None:
             self.scores.add_evaluations(scored.evaluations, scored.index)
-        self.add_usage(scored.judge_usage)
+        self.spent.add(scored.usage, scored.judge_usage, scored.duration_s)
         self.done += 1
         if self.display is not None:
             self.display.advance(scored.result)
@@ -309,11 +309,6 @@ class _Running:
             self.kept.add(scored.result)
         if self.release:
             scored.release()
-
-    def add_usage(self, usage: Mapping[str, JudgeUsage]) -> None:
-        """Add one entry's judge usage to the run's."""
-        if usage:
-            self.judge_usage = add_judge_usage(self.judge_usage, usage)
 
     def result(self, *, interrupted: bool, errors: Iterable[EvaluationError]) -> RunResult:
         fields = {name: getattr(self.header, name) for name in type(self.header).model_fields}
@@ -330,7 +325,7 @@ class _Running:
                 "duration_s": time.perf_counter() - self.started,
                 "errors": [*self.header.errors, *errors],
                 "interrupted": interrupted,
-                "judge_usage": self.judge_usage,
+                **self.spent.fields(self.config.price_table),
             }
         )
 

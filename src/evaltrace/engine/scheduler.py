@@ -67,6 +67,7 @@ class Work:
             attributes=config.attributes,
             epochs=config.epochs,
             reducer=config.strategy(),
+            prices=config.price_table,
         )
 
 

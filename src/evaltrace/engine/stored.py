@@ -42,6 +42,7 @@ from evaltrace.evals.evaluable import UNSET, Evaluable, json_value
 from evaltrace.evals.evaluation import EvaluationError
 from evaltrace.evals.evaluator import EvaluatorFunction
 from evaltrace.evals.selectors import TraceSelector
+from evaltrace.llm.prices import PriceTable
 from evaltrace.results.model import EntryResult, RunResult
 from evaltrace.trace import (
     ObservationNode,
@@ -247,6 +248,7 @@ async def evaluate_traces(
     run_id: str | None = None,
     attributes: Mapping[str, Any] | None = None,
     on_entry: Callable[[EntryResult, StoredTrace], object] | None = None,
+    prices: PriceTable | str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Score stored traces with ``evaluators``, without running anything.
 
@@ -283,6 +285,9 @@ async def evaluate_traces(
             :attr:`EvaluatorContext.attributes`.
         on_entry: Called as each trace is scored, with its entry and the trace (in the event
             loop's thread; keep it quick). An exception it raises is logged, not propagated.
+        prices: The price table the cost of the traces' model calls is computed by (a
+            :class:`~evaltrace.llm.prices.PriceTable` or a price file's path); ``None``: the
+            file ``EVALTRACE_PRICES`` names, else none (the cost is unknown).
 
     Returns:
         The saved result: one entry per trace, in the order of the traces (its ``name`` and
@@ -314,6 +319,7 @@ async def evaluate_traces(
         run_id=run_id,
         attributes=attributes,
         on_entry=on_entry,
+        prices=prices,
     )
 
 
@@ -336,6 +342,7 @@ async def run_traces(
     confidence: float = DEFAULT_CONFIDENCE,
     resamples: int = DEFAULT_RESAMPLES,
     statistics_seed: int = DEFAULT_STATISTICS_SEED,
+    prices: PriceTable | str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """:func:`evaluate_traces`, writing a results folder as a dataset run does.
 
@@ -362,6 +369,10 @@ async def run_traces(
         confidence: The confidence level of the run's intervals.
         resamples: The bootstrap's resamples for them; 0 computes no statistics.
         statistics_seed: The seed of those resamples.
+        prices: The price table the run's cost is computed by (a
+            :class:`~evaltrace.llm.prices.PriceTable` or a price file's path); ``None``: the
+            file ``EVALTRACE_PRICES`` names, else none (tokens are counted, the cost is
+            unknown).
 
     Raises:
         ResultsFolderError: ``output_dir`` cannot be written.
@@ -377,6 +388,7 @@ async def run_traces(
         confidence=confidence,
         resamples=resamples,
         statistics_seed=statistics_seed,
+        prices=prices,
     )
     plan = EvaluatorPlans().of(_evaluators(evaluators))
     source = StoredTraces(traces, plan, expectations=expectations, name=name)

@@ -30,7 +30,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from evaltrace.errors import EvaltraceError
-from evaltrace.llm.usage import JudgeUsage, add_judge_usage
 from evaltrace.metrics.classification import DatasetResultsTally
 from evaltrace.results.folder import (
     ENTRIES_FILE,
@@ -48,6 +47,7 @@ from evaltrace.results.folder import (
 )
 from evaltrace.results.model import CompletionStatus, EntryResult, EntrySelection, RunResult
 from evaltrace.results.run_statistics import StatisticsTally
+from evaltrace.results.usage import UsageTally
 
 __all__ = ["MergeError", "merge_results"]
 
@@ -111,8 +111,11 @@ def merge_results(
         else None
     )
 
+    spent = UsageTally()
+
     def count(line: bytes) -> None:
         entry = EntryResult.model_validate_json(line)
+        spent.add(entry.usage, entry.judge_usage, entry.duration_s)
         tally.add(entry.evaluations)
         if scores is not None:
             scores.add(entry)
@@ -120,7 +123,7 @@ def merge_results(
     try:
         entries = scan_entries(
             [path / ENTRIES_FILE for path in paths],
-            count if first.aggregators or scores is not None else None,
+            count,
         )
     except DuplicateEntryError as exc:
         raise MergeError(
@@ -148,9 +151,6 @@ def merge_results(
             dataset_results=dataset_results,
         )
     )
-    judge_usage: dict[str, JudgeUsage] = {}
-    for _, result in shards:
-        judge_usage = add_judge_usage(judge_usage, result.judge_usage)
     merged = RunResult(  # validated: the dataset-level details are saved as JSON data
         **{
             **fields,
@@ -170,7 +170,9 @@ def merge_results(
                 **({"forced": forced} if forced else {}),
             },
             "selection": selection.model_copy(update={"shard": 1, "shards": 1}),
-            "judge_usage": judge_usage,
+            # Every entry's calls and wall time, read again: the latency percentiles are
+            # the merged run's, not a mix of the shards'.
+            **spent.fields(first.prices),
         }
     )
     try:

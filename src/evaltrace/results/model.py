@@ -54,8 +54,11 @@ from evaltrace.evals.evaluable import (
     encode_unless_json,
 )
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
+from evaltrace.llm.calls import ModelUsage, total_usage
+from evaltrace.llm.prices import PriceTable
 from evaltrace.llm.usage import JudgeUsage
 from evaltrace.results.uncertainty import STATISTICS_COLUMNS, RunStatistics
+from evaltrace.results.usage import LatencySummary, RunCost, run_cost
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -117,6 +120,11 @@ RECORD_COLUMNS: Final = (
     "error_message",
     "reasoning",
     "duration_s",
+    "model_calls",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "cost",
 )
 """The columns of :meth:`RunResult.to_records`, before the component and ``meta.*`` ones."""
 
@@ -320,6 +328,10 @@ class EntryResult(HasExpectation):
     judge_usage: dict[str, JudgeUsage] = Field(default_factory=dict)
     """What the entry's judge calls spent, by model: requests and tokens (input, output,
     from the provider's prompt cache), and the requests the judge cache answered."""
+    usage: dict[str, ModelUsage] = Field(default_factory=dict)
+    """The app's own model calls, by model: how many, and their input, output and cached
+    tokens, read from the captured model-call spans (every epoch's, for an entry run
+    several times). The judges' calls are in :attr:`judge_usage`, never here."""
 
     @field_validator("evaluations")
     @classmethod
@@ -556,6 +568,18 @@ class RunResult(BaseModel):
     """What the judge calls of every entry spent, by model (the entries' ``judge_usage``
     added up, those not kept in :attr:`entries` included): requests, tokens, and the judge
     cache's hits, misses and the tokens its hits saved."""
+    usage: dict[str, ModelUsage] = Field(default_factory=dict)
+    """The app's model calls of every entry, by model (the entries' ``usage`` added up,
+    those not kept in :attr:`entries` included)."""
+    latency: LatencySummary | None = None
+    """The app's wall time over the entries that ran it: mean, p50, p95, p99 and max;
+    ``None`` when no entry ran the app (or for a run saved before latencies)."""
+    prices: PriceTable | None = None
+    """The price table the run was given (``--prices``, ``EVALTRACE_PRICES``, ``prices=``);
+    ``None`` without one."""
+    cost: RunCost | None = None
+    """What the app's and the judges' calls cost by :attr:`prices`; ``None`` (unknown,
+    never zero) without a price table."""
 
     @field_validator("dataset_results")
     @classmethod
@@ -594,12 +618,28 @@ class RunResult(BaseModel):
             and all(status.passed for status in counts)
         )
 
+    def priced(self, prices: PriceTable) -> RunResult:
+        """This run with its cost computed again by ``prices`` (``--prices`` of a report).
+
+        Example:
+            >>> from evaltrace.llm.prices import ModelPrice
+            >>> table = PriceTable(models={"m": ModelPrice(input=1.0, output=1.0)})
+            >>> run = RunResult(name="demo", usage={"m": ModelUsage(calls=1, input_tokens=10**6)})
+            >>> run.priced(table).cost.total
+            1.0
+        """
+        cost = run_cost(prices, self.usage, self.judge_usage)
+        return self.model_copy(update={"prices": prices, "cost": cost})
+
     def to_records(self) -> list[dict[str, Any]]:
         """The run as flat rows: one per entry and evaluation, in entry and evaluator order.
 
         Each row has the :data:`RECORD_COLUMNS` (``input``, ``output`` and ``expectation``
         as saved, ``None`` for an absent expectation; ``duration_s`` the entry's latency;
-        ``passed`` whether the evaluation reached the run's threshold); then, for a run that
+        ``passed`` whether the evaluation reached the run's threshold; ``model_calls`` and
+        ``input_tokens``/``output_tokens``/``cached_tokens`` the app's model calls;
+        ``cost`` what they cost by the run's price table, ``None`` when that is unknown);
+        then, for a run that
         kept its components (a pipeline evaluation), ``<component>.input`` and
         ``<component>.output`` of each component's last call; then one ``meta.<key>`` column
         per key of any entry's ``eval_metadata`` (nested objects flattened with dots:
@@ -620,7 +660,16 @@ class RunResult(BaseModel):
             dict.fromkeys(name for entry in self.entries for name in entry.components)
         )
         rows: list[dict[str, Any]] = []
+        prices = self.prices
         for entry, flat in zip(self.entries, metadata, strict=True):
+            calls_made = total_usage(entry.usage)
+            spent = {
+                "model_calls": calls_made.calls,
+                "input_tokens": calls_made.input_tokens,
+                "output_tokens": calls_made.output_tokens,
+                "cached_tokens": calls_made.cached_tokens,
+                "cost": None if prices is None else prices.total(entry.usage),
+            }
             common = {
                 "run_id": self.run_id,
                 "run": self.name,
@@ -655,6 +704,7 @@ class RunResult(BaseModel):
                         "error_message": None if error is None else error.message,
                         "reasoning": None if evaluation is None else evaluation.reasoning,
                         "duration_s": entry.duration_s,
+                        **spent,
                         **calls,
                         **meta,
                     }

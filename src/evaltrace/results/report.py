@@ -48,6 +48,7 @@ from evaltrace.evals.evaluation import Evaluation
 from evaltrace.llm.usage import describe_judge_usage
 from evaltrace.metrics.classification import ClassificationDetails
 from evaltrace.results.model import TIMEOUT_ERROR_TYPES, CompletionStatus, EntryResult, RunResult
+from evaltrace.results.usage import describe_usage
 from evaltrace.statistics import Interval
 
 __all__ = [
@@ -334,6 +335,8 @@ def _run_section(result: RunResult, *, verbose: bool, look: _Look) -> list[Rende
     judges = describe_judge_usage(result.judge_usage)
     if judges is not None:
         parts.append(look.text(judges, "dim"))
+    for line in describe_usage(result.usage, result.latency, result.cost):
+        parts.append(look.text(line, "dim"))
     return parts
 
 
