@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,10 +24,12 @@ from evaltrace.llm.calls import ModelUsage
 from evaltrace.llm.prices import ModelPrice, PriceTable, load_prices
 from evaltrace.metrics.check_types import Check
 from evaltrace.results import load_result, merge_results
+from evaltrace.results.diff import diff_results, render_diff
 from evaltrace.results.report import render_report
 from evaltrace.results.usage import latency_summary
 from evaltrace.testing.fake_judge import FakeJudgeServer, serve_fake_judge
 
+EVALTRACE = str(Path(sys.executable).with_name("evaltrace"))
 APP_MODEL = "gpt-4o-mini"
 PRICES = PriceTable(models={APP_MODEL: ModelPrice(input=0.15, output=0.6, cached=0.075)})
 
@@ -440,3 +445,156 @@ def test_a_result_saved_before_usage_still_reads_with_no_usage(tmp_path: Path) -
     assert result.usage == {}
     assert result.latency is None and result.cost is None
     assert result.entries[0].usage == {}
+
+
+# -- the diff ----------------------------------------------------------------------------------
+
+
+def one_call(question: str) -> str:
+    gen_ai_call()
+    return question.upper()
+
+
+@pytest.mark.anyio
+async def test_the_diff_gives_the_cost_difference_per_entry_with_its_interval() -> None:
+    old = await run_dataset(dataset(8), runnable=one_call, evaluators=[ExactMatch()], prices=PRICES)
+    new = await run_dataset(
+        dataset(8), runnable=two_calls, evaluators=[ExactMatch()], prices=PRICES
+    )
+
+    comparison = diff_results(old, new, resamples=200).comparison
+
+    assert comparison is not None
+    cost = next(item for item in comparison.spend if item.measure == "cost")
+    per_call = (60 * 0.15 + 40 * 0.075 + 20 * 0.6) / 1e6
+    assert cost.n == 8
+    assert cost.mean_difference == pytest.approx(per_call)
+    assert cost.interval is not None
+    assert cost.interval.low == pytest.approx(per_call)  # every entry costs one call more
+    assert cost.unit == "USD"
+
+
+@pytest.mark.anyio
+async def test_the_diff_gives_the_latency_difference_paired_over_entries() -> None:
+    old = await run_dataset(dataset(6), runnable=one_call, evaluators=[ExactMatch()])
+    new = await run_dataset(dataset(6), runnable=two_calls, evaluators=[ExactMatch()])
+
+    diff = diff_results(old, new, resamples=200)
+
+    assert diff.comparison is not None
+    latency = next(item for item in diff.comparison.spend if item.measure == "latency")
+    differences = [
+        b.duration_s - a.duration_s for a, b in zip(old.entries, new.entries, strict=True)
+    ]
+    assert latency.n == 6
+    assert latency.mean_difference == pytest.approx(float(np.mean(differences)))
+    assert latency.interval is not None
+    assert latency.interval.low <= latency.mean_difference <= latency.interval.high
+    assert "The app's cost and latency" in render_diff(diff)
+
+
+@pytest.mark.anyio
+async def test_without_prices_the_diff_compares_no_cost(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVALTRACE_PRICES", raising=False)
+    old = await run_dataset(dataset(3), runnable=one_call, evaluators=[ExactMatch()])
+    new = await run_dataset(dataset(3), runnable=two_calls, evaluators=[ExactMatch()])
+
+    comparison = diff_results(old, new, resamples=50).comparison
+
+    assert comparison is not None
+    assert [item.measure for item in comparison.spend] == ["latency"]
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+APP = """
+from opentelemetry import trace
+
+def answer(question: str) -> str:
+    tracer = trace.get_tracer("app")
+    with tracer.start_as_current_span("chat", attributes={
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.usage.input_tokens": 1000,
+        "gen_ai.usage.output_tokens": 100,
+    }):
+        pass
+    return question.upper()
+"""
+
+
+def project(folder: Path, checks: list[dict[str, Any]] | None = None) -> Path:
+    (folder / "app.py").write_text(APP)
+    document = {
+        "name": "costly",
+        "runnable": "app.py:answer",
+        "evaluators": checks or [{"type": "max-latency", "value": 60}],
+        "entries": [{"name": f"e{i}", "entry_kwargs": {"question": f"q{i}"}} for i in range(3)],
+    }
+    path = folder / "costly.evaltrace.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def evaltrace(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "EVALTRACE_PRICES"}
+    return subprocess.run(
+        [EVALTRACE, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**environ, "CI": "1", **env},
+    )
+
+
+def test_evaltrace_test_prices_the_run_with_the_prices_option(tmp_path: Path) -> None:
+    project(tmp_path, [{"type": "max-cost", "value": 0.001}])
+    write(tmp_path, "models:\n  gpt-4o-mini:\n    input: 0.15\n    output: 0.60\n")
+
+    done = evaltrace(tmp_path, "test", "--prices", "prices.yaml", "--no-judge-cache")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    # 3 calls of 1,000 input and 100 output tokens: 3 * (150 + 60) / 10^6.
+    assert "3 model calls (3,000 input tokens; 300 output tokens); cost $0.00063" in done.stdout
+    assert "latency: p50" in done.stdout
+
+
+def test_evaltrace_test_refuses_a_bad_price_file_before_running(tmp_path: Path) -> None:
+    project(tmp_path)
+    write(tmp_path, "models:\n  gpt-4o-mini:\n    input: 0.15\n    output: '0.60'\n")
+
+    done = evaltrace(tmp_path, "test", "--prices", "prices.yaml")
+
+    assert done.returncode == 2
+    assert "prices.yaml, line 4, model 'gpt-4o-mini', field 'output'" in done.stderr
+    assert not (tmp_path / "evaltrace_results").exists()
+
+
+def test_evaltrace_report_prices_a_saved_run_with_the_prices_option(tmp_path: Path) -> None:
+    project(tmp_path)
+    assert evaltrace(tmp_path, "test").returncode == 0
+    [run] = list((tmp_path / "evaltrace_results").iterdir())
+    write(tmp_path, "models:\n  gpt-4o-mini:\n    input: 1\n    output: 10\n")
+
+    unpriced = evaltrace(tmp_path, "report", str(run))
+    priced = evaltrace(tmp_path, "report", str(run), "--prices", "prices.yaml")
+
+    assert "cost unknown (no price table)" in unpriced.stdout
+    assert "cost $0.006" in priced.stdout, priced.stdout
+
+
+def test_evaltrace_diff_shows_the_cost_and_latency_change(tmp_path: Path) -> None:
+    project(tmp_path)
+    write(tmp_path, "models:\n  gpt-4o-mini:\n    input: 1\n    output: 10\n")
+    assert evaltrace(tmp_path, "test").returncode == 0
+    assert evaltrace(tmp_path, "test").returncode == 0
+    old, new = sorted((tmp_path / "evaltrace_results").iterdir())
+
+    done = evaltrace(tmp_path, "diff", str(old), str(new), "--prices", "prices.yaml")
+
+    assert done.returncode == 0, done.stderr
+    assert "The app's cost and latency" in done.stdout
+    assert "cost (USD)" in done.stdout
+    assert "latency (s)" in done.stdout

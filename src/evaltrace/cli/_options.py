@@ -16,6 +16,7 @@ from evaltrace.constants import (
 )
 
 if TYPE_CHECKING:
+    from evaltrace.llm.prices import PriceTable
     from evaltrace.results import RunDiff
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "gate_fails",
     "gate_level",
     "output_format",
+    "prices_option",
     "regression_gate",
     "statistics_options",
     "verbose",
@@ -81,6 +83,37 @@ def statistics_options(what: str) -> Callable[[F], F]:
         )(function)
 
     return decorate
+
+
+def prices_option(what: str) -> Callable[[F], F]:
+    """``--prices FILE``: the price table ``what`` is computed by, read (and checked) at once.
+
+    The command gets ``prices``: the table, or ``None`` when the option was not given.
+    """
+    return click.option(
+        "--prices",
+        "prices",
+        type=click.Path(dir_okay=False),
+        metavar="FILE",
+        callback=_prices,
+        help=(
+            f"A price table (YAML: models: {{name: {{input: ..., output: ..., cached: ...}}}}, "
+            f"per million tokens) {what} is computed by (default: the file EVALTRACE_PRICES "
+            "names; without one the cost is unknown)."
+        ),
+    )
+
+
+def _prices(ctx: click.Context, param: click.Parameter, value: str | None) -> PriceTable | None:
+    if value is None:
+        return None
+    from evaltrace.errors import PriceFileError
+    from evaltrace.llm.prices import load_prices
+
+    try:
+        return load_prices(value)
+    except PriceFileError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
 Gate = Literal["any"] | float

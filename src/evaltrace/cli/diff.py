@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,12 +13,16 @@ from evaltrace.cli._options import (
     gate_fails,
     gate_level,
     output_format,
+    prices_option,
     regression_gate,
     statistics_options,
     verbose,
 )
-from evaltrace.cli._saved_runs import load_run
+from evaltrace.cli._saved_runs import load_run, priced_run
 from evaltrace.cli._terminal import CommandError, printable
+
+if TYPE_CHECKING:
+    from evaltrace.llm.prices import PriceTable
 
 __all__ = ["diff"]
 
@@ -29,6 +34,7 @@ __all__ = ["diff"]
 @output_format(text="what changed", json="the whole comparison")
 @regression_gate("OLD")
 @statistics_options("the paired intervals")
+@prices_option("both runs' costs")
 def diff(
     old: str,
     new: str,
@@ -38,6 +44,7 @@ def diff(
     confidence: float,
     resamples: int,
     statistics_seed: int,
+    prices: PriceTable | None,
 ) -> int:
     """Compare the run NEW with the run OLD (each a result.json or a run folder).
 
@@ -49,6 +56,8 @@ def diff(
     bootstrap interval, the exact McNemar test of pass/fail and the Wilcoxon signed-rank test
     of the scores, and a verdict (better, worse or no significant change) after Holm's
     correction across evaluators; dataset-level results are compared by a paired bootstrap.
+    The app's cost (by one price table for both runs: --prices, else NEW's, else OLD's, else
+    EVALTRACE_PRICES's) and latency per entry are compared the same way, as figures.
 
     Exit code 0, or 1 with --fail-on-regression when something got significantly worse (any
     worse entry or result with --fail-on-regression=any); 2 when a file cannot be read.
@@ -63,6 +72,7 @@ def diff(
     takes = "two runs' folders or their result.json files"
     before = load_run(old, command="diff", takes=takes)
     after = load_run(new, command="diff", takes=takes)
+    table = prices or after.prices or before.prices or priced_run(after, None).prices
     comparison = diff_results(
         before,
         after,
@@ -70,6 +80,7 @@ def diff(
         confidence=confidence,
         resamples=resamples,
         seed=statistics_seed,
+        prices=table,
     )
     if output_format == "json":
         sys.stdout.write(printable(comparison.model_dump_json(indent=2)) + "\n")

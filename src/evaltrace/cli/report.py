@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from evaltrace.cli._options import verbose
-from evaltrace.cli._saved_runs import load_run
+from evaltrace.cli._options import prices_option, verbose
+from evaltrace.cli._saved_runs import load_run, priced_run
 from evaltrace.cli._terminal import CommandError, out, printable
+
+if TYPE_CHECKING:
+    from evaltrace.llm.prices import PriceTable
 
 __all__ = ["report"]
 
@@ -37,8 +41,14 @@ __all__ = ["report"]
     metavar="RESULT",
     help="With --html: a result.json (or run folder) each cell of the scorecard compares with.",
 )
+@prices_option("the run's cost (instead of the table the run was given)")
 def report(
-    result: str, verbose: bool, output_format: str, html: str | None, baseline: str | None
+    result: str,
+    verbose: bool,
+    output_format: str,
+    html: str | None,
+    baseline: str | None,
+    prices: PriceTable | None,
 ) -> int:
     """Print the report of RESULT: a result.json, or the run folder holding one.
 
@@ -55,7 +65,9 @@ def report(
 
     if baseline is not None and html is None:
         raise CommandError("--baseline compares the scorecard's cells; give --html FILE too")
-    loaded = load_run(result, command="report", takes="a run's folder or its result.json")
+    loaded = priced_run(
+        load_run(result, command="report", takes="a run's folder or its result.json"), prices
+    )
     try:
         card = DatasetScorecard.from_folder(result, baseline=baseline) if html is not None else None
     except ResultFileError as exc:

@@ -17,6 +17,7 @@ from evaltrace.cli._options import (
     gate_fails,
     gate_level,
     output_format,
+    prices_option,
     regression_gate,
     statistics_options,
     verbose,
@@ -35,6 +36,7 @@ from evaltrace.errors import EvaltraceError
 if TYPE_CHECKING:
     from evaltrace.datasets import PreparedDataset, Shard
     from evaltrace.engine import Executor, Listing
+    from evaltrace.llm.prices import PriceTable
     from evaltrace.results import RunResult
 
 __all__ = ["test"]
@@ -100,6 +102,7 @@ __all__ = ["test"]
 )
 @regression_gate("--baseline, even if everything passed")
 @statistics_options("the run's intervals and the comparison with --baseline")
+@prices_option("the run's cost")
 @click.option(
     "--exit-zero",
     is_flag=True,
@@ -184,6 +187,7 @@ def test(
     confidence: float,
     resamples: int,
     statistics_seed: int,
+    prices: PriceTable | None,
     exit_zero: bool,
     no_scorecard: bool,
     shard: str | None,
@@ -238,6 +242,7 @@ def test(
             confidence=confidence,
             resamples=resamples,
             statistics_seed=statistics_seed,
+            prices=prices,
             exit_zero=exit_zero,
             no_scorecard=no_scorecard,
             shard=shard,
@@ -268,6 +273,7 @@ def _test(
     confidence: float,
     resamples: int,
     statistics_seed: int,
+    prices: PriceTable | None,
     exit_zero: bool,
     no_scorecard: bool,
     shard: str | None,
@@ -299,6 +305,7 @@ def _test(
             no_scorecard=no_scorecard,
             output_format=output_format,
             statistics=_Statistics(confidence, resamples, statistics_seed),
+            prices=prices,
         )
     from evaltrace.results import (
         ResultFileError,
@@ -367,6 +374,7 @@ def _test(
         hold_entries=output_format == "json" or old is not None,
         verbose=verbose,
         statistics=statistics,
+        prices=prices,
     )
     _print_results(runs.results, output_format=output_format, verbose=verbose)
     for result in runs.results:
@@ -409,6 +417,7 @@ def _test_traces(
     no_scorecard: bool,
     output_format: str,
     statistics: _Statistics,
+    prices: PriceTable | None,
 ) -> int:
     """``evaltrace test --traces FILE --evaluator NAME``: score a stored trace file."""
     import anyio
@@ -456,6 +465,7 @@ def _test_traces(
                 confidence=statistics.confidence,
                 resamples=statistics.resamples,
                 statistics_seed=statistics.seed,
+                prices=prices,
             )
         )
     except KeyboardInterrupt:
@@ -519,6 +529,7 @@ class _Runs:
         hold_entries: bool,
         verbose: bool,
         statistics: _Statistics,
+        prices: PriceTable | None,
     ) -> bool:
         """Run every dataset; whether Ctrl-C interrupted the runs.
 
@@ -561,6 +572,7 @@ class _Runs:
                         confidence=statistics.confidence,
                         resamples=statistics.resamples,
                         statistics_seed=statistics.seed,
+                        prices=prices,
                     )
                 except ResultsFolderError as exc:  # written in part: report what was
                     self.write_error = exc

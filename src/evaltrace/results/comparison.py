@@ -12,6 +12,12 @@
   comparison whose adjusted p-value is below the level is ``better`` or ``worse``; else
   ``no significant change``, with the smallest difference the test could have detected.
 
+The app's cost and latency per entry are compared too (:class:`SpendComparison`): the mean
+paired difference (new minus old; positive is dearer or slower) with its paired bootstrap
+interval and p-value, over the shared entries whose cost (by one price table for both runs)
+or wall time is known in both. They are figures to read, not verdicts: they are not among
+the comparisons Holm's method adjusts, and never fail a run.
+
 Each dataset-level result (precision, recall, ...) that both runs computed the same way is
 compared by a paired bootstrap over the shared entries (its p-value: twice the share of
 resampled differences beyond zero on the smaller side). Entries in one run only are listed
@@ -49,6 +55,7 @@ from evaltrace.constants import (
     DEFAULT_STATISTICS_SEED,
 )
 from evaltrace.evals.evaluation import Evaluation
+from evaltrace.llm.prices import PriceTable
 from evaltrace.metrics.classification import ClassificationItem, plan_dataset_evaluators
 from evaltrace.results.model import EntryResult, RunResult
 from evaltrace.results.run_statistics import evaluation_labels, stream_seed
@@ -70,6 +77,7 @@ __all__ = [
     "EvaluatorComparison",
     "MetricComparison",
     "RunComparison",
+    "SpendComparison",
     "Verdict",
     "compare_runs",
 ]
@@ -155,6 +163,31 @@ class MetricComparison(BaseModel):
     """Better or worse when the adjusted p-value is below the level."""
 
 
+class SpendComparison(BaseModel):
+    """The app's cost or latency per entry, paired over the entries both runs share."""
+
+    model_config = ConfigDict(frozen=True)
+
+    measure: Literal["cost", "latency"]
+    """What is compared: the cost of the app's model calls, or the app's wall time."""
+    unit: str
+    """The unit of the figures: the price table's currency, or ``"s"``."""
+    n: int = Field(ge=0)
+    """Entries compared: in both runs, with the figure known in both."""
+    old_mean: float | None = None
+    """The mean per entry in the old run."""
+    new_mean: float | None = None
+    """The mean per entry in the new run."""
+    mean_difference: float | None = None
+    """``new_mean - old_mean``: positive is dearer (or slower)."""
+    interval: Interval | None = None
+    """The paired bootstrap percentile interval of the mean difference."""
+    p_value: float | None = None
+    """The paired bootstrap's two-sided p-value (not adjusted: not a verdict)."""
+    note: str | None = None
+    """Why some (or all) shared entries were left out, if any were."""
+
+
 class RunComparison(BaseModel):
     """Two runs compared over the entries they share: one verdict per evaluator and metric."""
 
@@ -184,6 +217,8 @@ class RunComparison(BaseModel):
     """One per evaluator of either run, the new run's order first."""
     dataset_results: list[MetricComparison] = Field(default_factory=list)
     """One per dataset-level result both runs computed the same way."""
+    spend: list[SpendComparison] = Field(default_factory=list)
+    """The app's cost and latency per entry, paired (not verdicts; see the module)."""
 
     def regressions(self) -> list[str]:
         """The evaluators and dataset-level results that got significantly worse."""
@@ -201,6 +236,7 @@ def compare_runs(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_STATISTICS_SEED,
     power: float = DEFAULT_POWER,
+    prices: PriceTable | None = None,
 ) -> RunComparison:
     """Compare the new run with the old one (the baseline), evaluator by evaluator.
 
@@ -212,6 +248,8 @@ def compare_runs(
         resamples: The bootstrap's resamples of the shared entries.
         seed: The seed of those resamples.
         power: The power at which the detectable differences are stated.
+        prices: The one price table both runs' costs are computed by; ``None``: the new
+            run's, else the old run's (without either, costs are not compared).
 
     Returns:
         The comparison; see the module documentation for what it holds.
@@ -278,6 +316,114 @@ def compare_runs(
         gone_entries=pairs.old_only,
         evaluators=evaluators,
         dataset_results=decided_metrics,
+        spend=_compare_spend(
+            pairs,
+            prices or new.prices or old.prices,
+            confidence=confidence,
+            resamples=resamples,
+            seed=seed,
+        ),
+    )
+
+
+def _compare_spend(
+    pairs: _Pairs,
+    prices: PriceTable | None,
+    *,
+    confidence: float,
+    resamples: int,
+    seed: int,
+) -> list[SpendComparison]:
+    """The app's cost (when priced) and latency per entry, paired."""
+    compared = []
+    if prices is not None:
+        old_costs = [prices.total(entry.usage) for entry in pairs.old]
+        new_costs = [prices.total(entry.usage) for entry in pairs.new]
+        compared.append(
+            _paired_spend(
+                "cost",
+                prices.currency,
+                old_costs,
+                new_costs,
+                pairs.clusters,
+                left_out="their cost is unknown (a model without a price, or calls without "
+                "token counts)",
+                confidence=confidence,
+                resamples=resamples,
+                seed=seed,
+            )
+        )
+    old_times = [entry.duration_s if entry.duration_s > 0 else None for entry in pairs.old]
+    new_times = [entry.duration_s if entry.duration_s > 0 else None for entry in pairs.new]
+    if any(time is not None for time in old_times + new_times):
+        compared.append(
+            _paired_spend(
+                "latency",
+                "s",
+                old_times,
+                new_times,
+                pairs.clusters,
+                left_out="the app did not run for them",
+                confidence=confidence,
+                resamples=resamples,
+                seed=seed,
+            )
+        )
+    return compared
+
+
+def _paired_spend(
+    measure: Literal["cost", "latency"],
+    unit: str,
+    olds: Sequence[float | None],
+    news: Sequence[float | None],
+    clusters: Ints,
+    *,
+    left_out: str,
+    confidence: float,
+    resamples: int,
+    seed: int,
+) -> SpendComparison:
+    known = np.array(
+        [old is not None and new is not None for old, new in zip(olds, news, strict=True)],
+        dtype=bool,
+    )
+    count = int(known.sum())
+    missing = len(olds) - count
+    note = f"{missing} of {len(olds)} shared entries left out: {left_out}" if missing else None
+    if not count:
+        return SpendComparison(measure=measure, unit=unit, n=0, note=note)
+    pairs = [
+        (old, new)
+        for old, new in zip(olds, news, strict=True)
+        if old is not None and new is not None
+    ]
+    before = np.array([old for old, _ in pairs], dtype=np.float64)
+    after = np.array([new for _, new in pairs], dtype=np.float64)
+    differences = after - before
+    figures: dict[str, object] = {}
+    if resamples:
+        draws = bootstrap_means(
+            differences,
+            clusters=clusters[known],
+            resamples=resamples,
+            seed=stream_seed(seed, f"spend::{measure}"),
+        )
+        figures.update(
+            interval=percentile_interval(draws, confidence=confidence),
+            p_value=bootstrap_p_value(draws),
+        )
+    return SpendComparison.model_validate(
+        {
+            "measure": measure,
+            "unit": unit,
+            "n": count,
+            "old_mean": float(before.mean()),
+            "new_mean": float(after.mean()),
+            "mean_difference": float(differences.mean()),
+            "note": note,
+            **figures,
+        }
     )
 
 

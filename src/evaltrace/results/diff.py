@@ -60,6 +60,7 @@ from evaltrace.constants import (
 from evaltrace.evals.display import short_text
 from evaltrace.evals.evaluable import collapse_named_data
 from evaltrace.evals.evaluation import Evaluation
+from evaltrace.llm.prices import PriceTable
 from evaltrace.results.comparison import EvaluatorComparison, RunComparison, compare_runs
 from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
 from evaltrace.results.report import print_rich, render_rich
@@ -215,6 +216,7 @@ def diff_results(
     confidence: float = DEFAULT_CONFIDENCE,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_STATISTICS_SEED,
+    prices: PriceTable | None = None,
 ) -> RunDiff:
     """Compare a new run with an old one (the baseline), entry by entry and evaluator by evaluator.
 
@@ -226,6 +228,8 @@ def diff_results(
         resamples: The bootstrap's resamples of the entries both runs share; 0 makes no
             comparison (``comparison`` is ``None``).
         seed: The seed of those resamples.
+        prices: The price table both runs' costs are compared by; ``None``: the new run's,
+            else the old run's.
 
     Returns:
         The comparison; see the module documentation for how results compare.
@@ -242,7 +246,15 @@ def diff_results(
     ]
     keys = list(dict.fromkeys([*new.dataset_results, *old.dataset_results]))
     comparison = (
-        compare_runs(old, new, level=level, confidence=confidence, resamples=resamples, seed=seed)
+        compare_runs(
+            old,
+            new,
+            level=level,
+            confidence=confidence,
+            resamples=resamples,
+            seed=seed,
+            prices=prices,
+        )
         if resamples
         else None
     )
@@ -538,6 +550,7 @@ def _comparison(
             "dim",
         )
     )
+    parts += _spend(comparison, text, plain=plain)
     apart = []
     if comparison.new_entries:
         apart.append(f"{_names(comparison.new_entries)} only in the new run")
@@ -545,6 +558,48 @@ def _comparison(
         apart.append(f"{_names(comparison.gone_entries)} only in the old run")
     if apart:
         parts.append(text(f"not compared: {'; '.join(apart)}", "dim"))
+    return parts
+
+
+def _spend(
+    comparison: RunComparison, text: Callable[..., Text], *, plain: bool
+) -> list[RenderableType]:
+    """The app's cost and latency per entry, old and new, with the paired difference."""
+    if not comparison.spend:
+        return []
+    arrow = "->" if plain else "→"
+    percent = f"{comparison.confidence:.0%}"
+    table = Table(box=box.ASCII if plain else box.SIMPLE_HEAD, show_edge=plain)
+    for header in ("per entry", "n", "mean", f"difference [{percent} CI]", "bootstrap p"):
+        table.add_column(header, overflow="fold")
+    notes = []
+    for item in comparison.spend:
+        unit = item.unit
+        shown = f"{item.measure} ({unit})"
+        if item.n == 0 or item.old_mean is None or item.new_mean is None:
+            table.add_row(text(shown), "0", "unknown", "", "")
+        else:
+            difference = f"{item.mean_difference:+.4g}"
+            if item.interval is not None:
+                difference += f" [{item.interval.low:+.4g}, {item.interval.high:+.4g}]"
+            table.add_row(
+                text(shown),
+                str(item.n),
+                f"{item.old_mean:.4g} {arrow} {item.new_mean:.4g}",
+                difference,
+                _p(item.p_value),
+            )
+        if item.note:
+            notes.append(f"{item.measure}: {item.note}")
+    parts: list[RenderableType] = [Text(""), text("The app's cost and latency", "bold"), table]
+    parts.append(
+        text(
+            "paired over the entries in both runs; positive is dearer or slower; figures, not "
+            "verdicts (not adjusted with the comparisons above)"
+            + ("; " + "; ".join(notes) if notes else ""),
+            "dim",
+        )
+    )
     return parts
 
 
