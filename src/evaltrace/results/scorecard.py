@@ -41,6 +41,8 @@ from evaltrace.errors import TraceFormatError
 from evaltrace.evals.evaluable import NamedData, Unset
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.judges.strategies import RepeatedDetails
+from evaltrace.llm.calls import ModelUsage, total_usage
+from evaltrace.llm.prices import PriceTable
 from evaltrace.metrics.classification import ClassificationDetails
 from evaltrace.results import charts
 from evaltrace.results.comparison import RunComparison, compare_runs
@@ -49,6 +51,7 @@ from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
 from evaltrace.results.report import SMALL_SAMPLE, confidence_label
 from evaltrace.results.trace_tree import TraceMessage, TraceSpan, compact_trace, roots_by_trace_id
 from evaltrace.results.uncertainty import RunStatistics
+from evaltrace.results.usage import LatencySummary, RunCost
 from evaltrace.statistics import Interval
 from evaltrace.trace import ObservationNode, load_traces
 
@@ -121,6 +124,13 @@ class DatasetEntryResult(BaseModel):
     """The entry's status in the baseline run."""
     baseline_scores: dict[str, float | None] = Field(default_factory=dict)
     """The baseline's score per evaluator (``None``: it errored or skipped there)."""
+    model_calls: int = 0
+    """The app's model calls."""
+    tokens: int = 0
+    """Their input and output tokens."""
+    cost: float | None = None
+    """What they cost by the run's price table; ``None``: unknown (no table, or a call it
+    cannot price)."""
 
     @classmethod
     def from_entry(
@@ -130,9 +140,11 @@ class DatasetEntryResult(BaseModel):
         trace: Sequence[ObservationNode] = (),
         trace_problem: str | None = None,
         baseline: EntryResult | None = None,
+        prices: PriceTable | None = None,
     ) -> DatasetEntryResult:
         """The scorecard's view of a saved entry, its trace roots and its baseline entry."""
         return cls(
+            **_entry_spend(entry, prices),
             index=entry.index,
             name=entry.name,
             description=entry.description,
@@ -253,6 +265,14 @@ class DatasetScorecard(BaseModel):
     """The run's means and pass rates with their intervals (as saved with the run)."""
     comparison: RunComparison | None = None
     """The paired tests and verdicts against the baseline, when one is given."""
+    usage: dict[str, ModelUsage] = Field(default_factory=dict)
+    """The app's model calls of the run, by model."""
+    latency: LatencySummary | None = None
+    """The app's latency over the run's entries."""
+    cost: RunCost | None = None
+    """What the run cost, when it had a price table."""
+    currency: str = "USD"
+    """The currency of the entries' costs."""
 
     @classmethod
     def from_run(
@@ -304,7 +324,11 @@ class DatasetScorecard(BaseModel):
                     problem = f"trace {', '.join(missing)} is not in {traces_name}"
             entries.append(
                 DatasetEntryResult.from_entry(
-                    entry, trace=roots, trace_problem=problem, baseline=matches.get(entry.index)
+                    entry,
+                    trace=roots,
+                    trace_problem=problem,
+                    baseline=matches.get(entry.index),
+                    prices=result.prices,
                 )
             )
         baseline_summary = None
@@ -338,6 +362,10 @@ class DatasetScorecard(BaseModel):
             problems=problems,
             statistics=result.statistics,
             comparison=None if base is None else _compare(base, result),
+            usage=result.usage,
+            latency=result.latency,
+            cost=result.cost,
+            currency=result.prices.currency if result.prices is not None else "USD",
         )
 
     @classmethod
@@ -457,6 +485,7 @@ def generate_dataset_scorecard_html(scorecard: DatasetScorecard | RunResult) -> 
                 _dataset_result(key, value) for key, value in card.dataset_results.items()
             ],
             statistics=_statistics_view(card),
+            spend=_spend_tiles(card),
             csp=policy,
             style=markupsafe.Markup(style),
             script=markupsafe.Markup(script),
@@ -861,6 +890,60 @@ def _p(p: float | None) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
+# --- tokens, cost and latency (scorecard_spend.html.j2, the grid's Cost column) -------------
+
+
+def _entry_spend(entry: EntryResult, prices: PriceTable | None) -> dict[str, Any]:
+    """An entry's model calls, tokens and cost, as the grid's row data holds them."""
+    if not entry.usage:
+        return {}
+    total = total_usage(entry.usage)
+    return {
+        "model_calls": total.calls,
+        "tokens": total.total_tokens,
+        "cost": None if prices is None else prices.total(entry.usage),
+    }
+
+
+@dataclass(frozen=True)
+class _Tile:
+    """One figure of the summary's tiles."""
+
+    id: str
+    """The element's id."""
+    value: str
+    """The figure."""
+    label: str
+    """What it is."""
+
+
+def _spend_tiles(card: DatasetScorecard) -> list[_Tile]:
+    """The summary's tiles of the app's cost, tokens and latency (none when nothing ran)."""
+    tiles = []
+    total = total_usage(card.usage)
+    if total.calls or card.cost is not None:
+        cost = card.cost
+        table = PriceTable(currency=card.currency)
+        if cost is None:
+            tiles.append(_Tile("cost", "unknown", "cost (no price table)"))
+        else:
+            parts = [
+                f"app {table.format(cost.app.total)}",
+                f"judges {table.format(cost.judges.total)}",
+            ]
+            why = cost.app.why_unknown() or cost.judges.why_unknown()
+            label = f"cost ({', '.join(parts)}{'; ' + why if why else ''})"
+            tiles.append(_Tile("cost", table.format(cost.total), label))
+    if total.calls:
+        calls = f"{total.calls:,} model call{'s' if total.calls != 1 else ''}"
+        tiles.append(_Tile("tokens", f"{total.total_tokens:,}", f"app tokens ({calls})"))
+    latency = card.latency
+    if latency is not None:
+        label = f"p95 latency (p50 {_duration(latency.p50_s)}, p99 {_duration(latency.p99_s)})"
+        tiles.append(_Tile("latency", _duration(latency.p95_s), label))
+    return tiles
+
+
 # --- helpers --------------------------------------------------------------------------------
 
 
@@ -877,6 +960,9 @@ def _page_data(card: DatasetScorecard) -> str:
             "baseline_evaluator_means",
             "statistics",
             "comparison",
+            "usage",
+            "latency",
+            "cost",
         },
         exclude_defaults=True,
     )
