@@ -598,3 +598,21 @@ def test_evaltrace_diff_shows_the_cost_and_latency_change(tmp_path: Path) -> Non
     assert "The app's cost and latency" in done.stdout
     assert "cost (USD)" in done.stdout
     assert "latency (s)" in done.stdout
+
+
+# -- the DataFrame -----------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_the_dataframe_has_each_entrys_calls_tokens_and_cost() -> None:
+    result = await run_dataset(
+        dataset(2), runnable=two_calls, evaluators=[ExactMatch()], prices=PRICES
+    )
+
+    frame = result.to_dataframe()
+
+    assert list(frame["model_calls"]) == [2, 2]
+    assert list(frame["input_tokens"]) == [200, 200]
+    assert list(frame["output_tokens"]) == [40, 40]
+    assert list(frame["cached_tokens"]) == [80, 80]
+    assert frame["cost"].tolist() == pytest.approx([0.000048, 0.000048])

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Final, Protocol
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from evaltrace.errors import MissingPriceError, PriceFileError
 
@@ -126,9 +126,13 @@ class Cost(BaseModel):
         """Whether every call is priced (then :attr:`total` is the whole cost)."""
         return not self.unpriced and not self.untracked
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def total(self) -> float | None:
-        """The whole cost; ``None`` (unknown) when some call could not be priced."""
+        """The whole cost; ``None`` (unknown) when some call could not be priced.
+
+        Saved in the JSON too, for readers of ``result.json`` without evaltrace.
+        """
         return float(sum(self.by_model.values())) if self.known else None
 
     def why_unknown(self) -> str | None:

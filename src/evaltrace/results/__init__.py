@@ -27,6 +27,7 @@ from evaltrace.results.comparison import (
     EvaluatorComparison,
     MetricComparison,
     RunComparison,
+    SpendComparison,
     Verdict,
     compare_runs,
 )
@@ -110,6 +111,7 @@ from evaltrace.results.uncertainty import (
     MetricStatistics,
     RunStatistics,
 )
+from evaltrace.results.usage import LatencySummary, RunCost, UsageTally, latency_summary
 
 __all__ = [
     "ENTRIES_FILE",
@@ -136,6 +138,7 @@ __all__ = [
     "EvaluatorComparison",
     "EvaluatorStatistics",
     "FingerprintDifference",
+    "LatencySummary",
     "MergeError",
     "MetricComparison",
     "MetricStatistics",
@@ -145,17 +148,20 @@ __all__ = [
     "ResultsFolderError",
     "ResumeError",
     "RunComparison",
+    "RunCost",
     "RunDiff",
     "RunFingerprint",
     "RunFolderBusyError",
     "RunProgress",
     "RunResult",
     "RunStatistics",
+    "SpendComparison",
     "StatisticsTally",
     "TaskDefinition",
     "TaskDefinitions",
     "TaskOutcome",
     "TaskOutcomes",
+    "UsageTally",
     "Verdict",
     "aggregate_results_to_dataframe",
     "analyze_agent_log",
@@ -170,6 +176,7 @@ __all__ = [
     "format_outcome_summary",
     "generate_dataset_scorecard_html",
     "iter_entries",
+    "latency_summary",
     "load_result",
     "load_task_definitions",
     "merge_results",

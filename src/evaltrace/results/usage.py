@@ -13,7 +13,7 @@ from array import array
 from collections.abc import Mapping
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from evaltrace.llm.calls import ModelUsage, add_model_usage, total_usage
 from evaltrace.llm.prices import Cost, PriceTable
@@ -96,9 +96,10 @@ class RunCost(BaseModel):
     currency: str = "USD"
     """The currency of the prices."""
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def total(self) -> float | None:
-        """App and judges together; ``None`` (unknown) when either is."""
+        """App and judges together; ``None`` (unknown) when either is (saved in the JSON)."""
         app, judges = self.app.total, self.judges.total
         return None if app is None or judges is None else app + judges
 
@@ -159,7 +160,7 @@ def describe_usage(
     Example:
         >>> describe_usage({"m": ModelUsage(calls=2, input_tokens=1200, output_tokens=80)},
         ...                latency_summary([0.5, 1.5]), None)
-        ['app: 2 model calls (1,200 input tokens; 80 output tokens); cost unknown (no price table)', 'latency: p50 1 s, p95 1.45 s, p99 1.49 s (n=2)']
+        ['app: 2 model calls (1,200 input tokens; 80 output tokens); cost unknown (no price table)', 'latency: p50 1.000 s, p95 1.450 s, p99 1.490 s (n=2)']
     """  # noqa: E501
     lines = []
     total = total_usage(usage)
@@ -177,8 +178,8 @@ def describe_usage(
         lines.append("app: no model call; " + _cost_words(cost))
     if latency is not None:
         lines.append(
-            f"latency: p50 {latency.p50_s:.3g} s, p95 {latency.p95_s:.3g} s, "
-            f"p99 {latency.p99_s:.3g} s (n={latency.n:,})"
+            f"latency: p50 {latency.p50_s:.3f} s, p95 {latency.p95_s:.3f} s, "
+            f"p99 {latency.p99_s:.3f} s (n={latency.n:,})"
         )
     return lines
 
