@@ -23,6 +23,7 @@ FLOORS: dict[str, float] = {
     "version": 0.5,
     "constants": 0.5,
     "concurrency": 0.6,
+    "statistics": 0.6,
     "capture": 1,
     "trace": 2,
     "evals": 3,

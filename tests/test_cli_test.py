@@ -307,13 +307,17 @@ def test_a_baseline_comparison_shows_what_got_worse_and_can_fail_the_run(tmp_pat
     project(tmp_path, [entry("long", "shorter q")], evaluators=evaluators)
 
     compared = evaltrace(tmp_path, "test", "--baseline", str(baseline / "result.json"))
-    strict = evaltrace(tmp_path, "test", "--baseline", str(baseline), "--fail-on-regression")
+    strict = evaltrace(tmp_path, "test", "--baseline", str(baseline), "--fail-on-regression=any")
+    significant = evaltrace(tmp_path, "test", "--baseline", str(baseline), "--fail-on-regression")
 
     assert compared.returncode == 0, compared.stderr  # still passing: 0.9 >= 0.5
     assert "1.0000" in compared.stdout and "0.9000" in compared.stdout
     assert "-0.1000" in compared.stdout and "worse" in compared.stdout
     assert "1 regression" in compared.stdout
     assert strict.returncode == 1
+    # One entry a little worse is no evidence of a worse app: the gate holds.
+    assert significant.returncode == 0, significant.stderr
+    assert "no significant change" in significant.stdout
 
 
 def test_an_unwritable_output_dir_exits_2_before_anything_runs(tmp_path: Path) -> None:

@@ -162,8 +162,10 @@ def test_evaltrace_diff_exits_1_on_a_regression_only_when_asked(
 
     assert main(["diff", str(old), str(new / "result.json")]) == 0
     assert "-0.3000" in capsys.readouterr().out
-    assert main(["diff", str(old), str(new), "--fail-on-regression"]) == 1
-    assert main(["diff", str(new), str(old), "--fail-on-regression"]) == 0
+    assert main(["diff", str(old), str(new), "--fail-on-regression=any"]) == 1
+    assert main(["diff", str(new), str(old), "--fail-on-regression=any"]) == 0
+    # One entry is no evidence: only --fail-on-regression=any fails on it.
+    assert main(["diff", str(old), str(new), "--fail-on-regression"]) == 0
     capsys.readouterr()
     assert main(["diff", str(old), str(new), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -15,6 +15,7 @@ import pytest
 from evaltrace import load_traces
 from evaltrace.datasets import RayExecutor, RayExecutorError, dataset_from_data, run_dataset
 from evaltrace.llm import RateLimiter, configure_judge
+from evaltrace.llm.prices import ModelPrice, PriceTable
 from evaltrace.results import CompletionStatus, RunResult
 from evaltrace.testing import FakeJudgeServer
 from evaltrace.trace import split_traces
@@ -361,3 +362,47 @@ async def test_a_worker_that_dies_after_its_entries_came_back_is_the_runs_error(
     assert runs_per_entry(tmp_path) == dict.fromkeys(range(6), 1)
     assert [error.where for error in result.errors] == ["worker"]
     assert "after the 3 entries of its batch had come back" in result.errors[0].message
+
+
+COSTLY_APP = """\
+from opentelemetry import trace
+
+
+def answer(question: str) -> str:
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.usage.input_tokens": 1000,
+        "gen_ai.usage.output_tokens": 100,
+    }
+    with trace.get_tracer("app").start_as_current_span("chat", attributes=attributes):
+        pass
+    return question.upper()
+"""
+
+
+@pytest.mark.anyio
+async def test_ray_workers_count_the_apps_tokens_and_price_them_with_the_runs_table(
+    local_ray: str, tmp_path: Path
+) -> None:
+    (tmp_path / "costly.py").write_text(COSTLY_APP)
+    document = {
+        "name": "costly",
+        "runnable": "costly.py:answer",
+        "evaluators": [{"type": "max-cost", "value": 0.0005}],
+        "entries": [{"name": f"e{i}", "entry_kwargs": {"question": f"q{i}"}} for i in range(6)],
+    }
+    dataset = tmp_path / "costly.evaltrace.json"
+    dataset.write_text(json.dumps(document))
+    prices = PriceTable(models={"gpt-4o-mini": ModelPrice(input=0.15, output=0.6)})
+
+    remote = await run_dataset(
+        dataset, output_dir=tmp_path / "ray", executor=RayExecutor(batch_size=2), prices=prices
+    )
+
+    assert [entry.usage["gpt-4o-mini"].input_tokens for entry in remote.entries] == [1000] * 6
+    assert all(entry.evaluations[0].score == 1.0 for entry in remote.entries), [
+        entry.evaluations[0] for entry in remote.entries
+    ]
+    assert remote.usage["gpt-4o-mini"].calls == 6
+    assert remote.cost is not None and remote.cost.total == pytest.approx(6 * 210 / 1e6)

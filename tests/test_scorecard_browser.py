@@ -21,8 +21,11 @@ from typing import Any
 import pytest
 
 from evaltrace.evals import Evaluation
+from evaltrace.llm.calls import ModelUsage
+from evaltrace.llm.prices import ModelPrice, PriceTable
 from evaltrace.results import DatasetScorecard, save_dataset_scorecard
 from evaltrace.results.model import EntryResult, RunResult
+from evaltrace.results.usage import latency_summary
 from test_scorecard import HOSTILE, build_run
 
 CHROMIUM = Path(os.environ.get("EVALTRACE_TEST_CHROMIUM", "/usr/bin/chromium"))
@@ -156,7 +159,7 @@ def test_the_grid_shows_every_entry_and_the_summary_its_counts(
     assert counts == ["SUCCESS 1", "FAILED_PARTIAL_SCORE 2", "ERROR 1"]
     headers = page.locator("#grid thead th").all_inner_texts()
     assert [h.replace(" ▲", "") for h in headers] == [
-        "#", "Entry", "Status", "Time", "mentions_paris", "judge x3", "label", "short",
+        "#", "Entry", "Status", "Time", "mentions_paris", "judge x3", "label", "short", "Cost",
     ]  # fmt: skip
     river = page.locator("#grid tbody tr").nth(3).locator("td").all_inner_texts()
     assert river[6] == "·"  # label was not applied to this entry
@@ -315,6 +318,81 @@ def test_evaluator_names_are_data_even_when_they_name_object_properties(
         "1.000",
         "—",
     ]
+
+
+def spending_run(*, priced: bool) -> RunResult:
+    """A run whose app called a model: two entries of one and three calls, one of none."""
+    calls = {"cheap": 1, "dear": 3, "none": 0}
+    entries = [
+        EntryResult(
+            index=index,
+            name=name,
+            evaluations=[Evaluation(score=1.0, evaluator="ok")],
+            duration_s=0.2 * (index + 1),
+            usage=(
+                {
+                    "gpt-4o-mini": ModelUsage(
+                        calls=count, input_tokens=1000 * count, output_tokens=100 * count
+                    )
+                }
+                if count
+                else {}
+            ),
+        )
+        for index, (name, count) in enumerate(calls.items())
+    ]
+    usage = {"gpt-4o-mini": ModelUsage(calls=4, input_tokens=4000, output_tokens=400)}
+    run = RunResult(
+        name="spending", entries=entries, usage=usage, latency=latency_summary([0.2, 0.4, 0.6])
+    )
+    table = PriceTable(models={"gpt-4o-mini": ModelPrice(input=1.0, output=10.0)})
+    return run.priced(table) if priced else run
+
+
+def test_the_cost_column_and_tiles_show_what_the_app_spent(
+    open_page: Callable[[Path], Watched], tmp_path: Path, screenshots: Path
+) -> None:
+    path = save_dataset_scorecard(spending_run(priced=True), tmp_path / "spend.html")
+    watched = open_page(path)
+    page = watched.page
+
+    headers = page.locator("#grid thead th").all_inner_texts()
+    assert [h.replace(" ▲", "") for h in headers] == ["#", "Entry", "Status", "Time", "ok", "Cost"]
+    costs = page.locator("#grid tbody tr td:nth-child(6)").all_inner_texts()
+    assert costs == ["$0.002", "$0.006", "·"]
+    assert page.get_attribute("#grid tbody tr:nth-child(2) td:nth-child(6)", "title") == (
+        "3,300 tokens in 3 model calls"
+    )
+    assert page.inner_text("#cost") == "$0.008"
+    assert page.inner_text("#tokens") == "4,400"
+    assert page.inner_text("#latency") == "580 ms"
+    page.click('#grid thead button[data-key="cost"]')
+    assert watched.rows() == ["cheap", "dear", "none"]  # an entry without a cost goes last
+    page.click('#grid thead button[data-key="cost"]')
+    assert watched.rows() == ["dear", "cheap", "none"]
+    page.screenshot(path=str(screenshots / "scorecard-cost.png"), full_page=True)
+
+
+def test_without_a_price_table_the_cost_shows_as_unknown(
+    open_page: Callable[[Path], Watched], tmp_path: Path
+) -> None:
+    path = save_dataset_scorecard(spending_run(priced=False), tmp_path / "unpriced.html")
+    page = open_page(path).page
+
+    assert page.locator("#grid tbody tr td:nth-child(6)").all_inner_texts() == [
+        "unknown", "unknown", "·",
+    ]  # fmt: skip
+    assert page.inner_text("#cost") == "unknown"
+
+
+def test_a_run_without_model_calls_has_no_cost_column(
+    open_page: Callable[[Path], Watched], tmp_path: Path
+) -> None:
+    run = RunResult(name="plain", entries=[EntryResult(index=0, name="a", duration_s=0.1)])
+    page = open_page(save_dataset_scorecard(run, tmp_path / "plain.html")).page
+
+    assert "Cost" not in page.locator("#grid thead th").all_inner_texts()
+    assert page.locator("#cost").count() == 0
 
 
 def test_a_run_without_entries_renders(

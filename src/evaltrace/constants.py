@@ -10,6 +10,7 @@ from typing import Final
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
+    "DEFAULT_CONFIDENCE",
     "DEFAULT_DATASET_TIMEOUT",
     "DEFAULT_EMBEDDING_MODEL",
     "DEFAULT_EPOCHS",
@@ -17,6 +18,10 @@ __all__ = [
     "DEFAULT_JUDGE_MODEL",
     "DEFAULT_JUDGE_TIMEOUT",
     "DEFAULT_MAX_RETRIES",
+    "DEFAULT_POWER",
+    "DEFAULT_RESAMPLES",
+    "DEFAULT_SIGNIFICANCE",
+    "DEFAULT_STATISTICS_SEED",
     "DEFAULT_THRESHOLD",
     "INPUTS_BETWEEN_CHECKPOINTS",
     "JUDGE_CACHE_FILE",
@@ -69,6 +74,24 @@ DEFAULT_JUDGE_MODEL: Final = "gpt-4o-mini"
 DEFAULT_EMBEDDING_MODEL: Final = "text-embedding-3-small"
 """The judges' embedding model when none is configured."""
 
+DEFAULT_CONFIDENCE: Final = 0.95
+"""The confidence level of a run's intervals (and of a comparison's)."""
+
+DEFAULT_RESAMPLES: Final = 1000
+"""How often the bootstrap resamples a run's entries. The endpoints of a 95% percentile
+interval then move by about a tenth of a standard error from one seed to another; the cost
+is about 0.8 s per evaluator with continuous scores at 100,000 entries (bench/README.md,
+``bench_statistics.py``), and next to nothing for scores of a few distinct values."""
+
+DEFAULT_STATISTICS_SEED: Final = 0
+"""The seed of the bootstrap's resamples: the same entries give the same intervals."""
+
+DEFAULT_SIGNIFICANCE: Final = 0.05
+"""The significance level at which a comparison with a baseline calls a change better or
+worse (after Holm's correction across the comparisons)."""
+
+DEFAULT_POWER: Final = 0.8
+"""The power at which a comparison states the smallest difference it could have detected."""
 JUDGE_CACHE_FILE: Final = "judge-cache.sqlite3"
 """The judge cache's file name in evaltrace's folder of the user's cache directory
 (``~/.cache/evaltrace/`` on Linux, ``~/Library/Caches/evaltrace/`` on macOS,

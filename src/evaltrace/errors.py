@@ -21,10 +21,12 @@ __all__ = [
     "InvalidEvaluatorResultError",
     "MissingEvalInputError",
     "MissingExtraError",
+    "MissingPriceError",
     "MultipleTracesError",
     "NoTraceError",
     "NotATraceFileError",
     "OTLPRequestError",
+    "PriceFileError",
     "ResultFileError",
     "ResultFileNotFoundError",
     "ResultsFolderError",
@@ -32,6 +34,7 @@ __all__ = [
     "RunFolderBusyError",
     "RunnableTimeoutError",
     "ServeError",
+    "StatisticsInputError",
     "StopIterationError",
     "TraceFormatError",
     "UnknownEvaluatorError",
@@ -144,6 +147,10 @@ class RunnableTimeoutError(EvaltraceError, TimeoutError):
     """A runnable (the app under evaluation) did not finish within its timeout."""
 
 
+class StatisticsInputError(EvaltraceError, ValueError):
+    """Scores given to a statistic are not what it takes: none, not finite, or mismatched."""
+
+
 class StopIterationError(EvaltraceError, RuntimeError):
     """A sync evaluator or runnable raised ``StopIteration``, raised in its place.
 
@@ -151,6 +158,17 @@ class StopIterationError(EvaltraceError, RuntimeError):
     ``RuntimeError``, and an asyncio future refuses it), so the call's ``StopIteration`` is
     this error's ``__cause__``. It usually means ``next()`` on an empty iterator.
     """
+
+
+class PriceFileError(ConfigurationError):
+    """A price table (``--prices``, ``EVALTRACE_PRICES``, ``prices=``) is not one.
+
+    The message names the file, the line, the model and the field, and the fix.
+    """
+
+
+class MissingPriceError(EvaltraceError, LookupError):
+    """A cost was asked for without a price table, or for a model the table has no price for."""
 
 
 class ResultFileError(EvaltraceError, ValueError):

@@ -93,3 +93,8 @@ WRAP_DESCRIPTION: Final = "evaltrace.wrap.description"
 WRAP_MANY: Final = "evaltrace.wrap.many"
 # Marks the span the runner opens around one evaluated run.
 RUN_SPAN_ATTRIBUTE: Final = "evaltrace.run"
+# evaltrace's extra attributes of the gen_ai.evaluation.result events of a run's statistics:
+# evaltrace.statistics.<figure> (n, mean.low, pass_rate, ...), the run's name and id.
+STATISTICS_PREFIX: Final = "evaltrace.statistics."
+STATISTICS_RUN: Final = "evaltrace.statistics.run"
+STATISTICS_RUN_ID: Final = "evaltrace.statistics.run_id"

@@ -17,9 +17,34 @@ from evaltrace.cli._discovery import is_dataset_file
 from evaltrace.cli._terminal import CommandError
 
 if TYPE_CHECKING:
+    from evaltrace.llm.prices import PriceTable
     from evaltrace.results import RunResult
 
-__all__ = ["load_run"]
+__all__ = ["load_run", "priced_run"]
+
+
+def priced_run(run: RunResult, prices: PriceTable | None) -> RunResult:
+    """``run`` with its cost by ``prices`` (``--prices``).
+
+    Without ``prices``: by the table the run was given, else by the file
+    ``EVALTRACE_PRICES`` names, else none (its cost is unknown).
+
+    Raises:
+        CommandError: The file ``EVALTRACE_PRICES`` names is not a price table.
+    """
+    from evaltrace.errors import PriceFileError
+    from evaltrace.llm.prices import resolve_prices
+
+    if prices is None:
+        if run.prices is not None:
+            return run
+        try:
+            prices = resolve_prices(None)
+        except PriceFileError as exc:
+            raise CommandError(str(exc)) from None
+        if prices is None:
+            return run
+    return run.priced(prices)
 
 
 def load_run(given: str, *, command: str, takes: str) -> RunResult:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import sys
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import click
 
-from evaltrace.cli._options import verbose
-from evaltrace.cli._saved_runs import load_run
+from evaltrace.cli._options import prices_option, verbose
+from evaltrace.cli._saved_runs import load_run, priced_run
 from evaltrace.cli._terminal import CommandError, out, printable
+
+if TYPE_CHECKING:
+    from evaltrace.llm.prices import PriceTable
 
 __all__ = ["report"]
 
@@ -47,6 +51,7 @@ __all__ = ["report"]
     help="For a results stream (evaltrace serve --results): the length of each window, "
     "reported as one run.",
 )
+@prices_option("the run's cost (instead of the table the run was given)")
 def report(
     result: str,
     verbose: bool,
@@ -54,6 +59,7 @@ def report(
     html: str | None,
     baseline: str | None,
     window: float,
+    prices: PriceTable | None,
 ) -> int:
     """Print the report of RESULT: a result.json, or the run folder holding one.
 
@@ -76,7 +82,9 @@ def report(
         raise CommandError("--baseline compares the scorecard's cells; give --html FILE too")
     if is_results_stream(result):
         return _report_stream(result, verbose, output_format, html, timedelta(minutes=window))
-    loaded = load_run(result, command="report", takes="a run's folder or its result.json")
+    loaded = priced_run(
+        load_run(result, command="report", takes="a run's folder or its result.json"), prices
+    )
     try:
         card = DatasetScorecard.from_folder(result, baseline=baseline) if html is not None else None
     except ResultFileError as exc:

@@ -11,7 +11,17 @@ from typing import TYPE_CHECKING
 import click
 
 from evaltrace.cli._discovery import dataset_files
-from evaltrace.cli._options import output_format, verbose
+from evaltrace.cli._options import (
+    Gate,
+    GatedCommand,
+    gate_fails,
+    gate_level,
+    output_format,
+    prices_option,
+    regression_gate,
+    statistics_options,
+    verbose,
+)
 from evaltrace.cli._selectors import SELECTOR_HELP, SelectorType, selector
 from evaltrace.cli._terminal import INTERRUPTED, CommandError, err, out, printable
 from evaltrace.cli.cache import judge_cache_option, no_judge_cache_option, using_judge_cache
@@ -26,12 +36,15 @@ from evaltrace.errors import EvaltraceError
 if TYPE_CHECKING:
     from evaltrace.datasets import PreparedDataset, Shard
     from evaltrace.engine import Executor, Listing
+    from evaltrace.llm.prices import PriceTable
     from evaltrace.results import RunResult
 
 __all__ = ["test"]
 
 
-@click.command("test", short_help="Run dataset files, save each run and print the report.")
+@click.command(
+    "test", short_help="Run dataset files, save each run and print the report.", cls=GatedCommand
+)
 @click.argument("paths", nargs=-1, metavar="[PATHS]...")
 @click.option(
     "-k",
@@ -87,11 +100,9 @@ __all__ = ["test"]
     metavar="RESULT",
     help="A result.json (or run folder) to compare the run with.",
 )
-@click.option(
-    "--fail-on-regression",
-    is_flag=True,
-    help="Exit 1 when something got worse than in --baseline, even if everything passed.",
-)
+@regression_gate("--baseline, even if everything passed")
+@statistics_options("the run's intervals and the comparison with --baseline")
+@prices_option("the run's cost")
 @click.option(
     "--exit-zero",
     is_flag=True,
@@ -172,7 +183,11 @@ def test(
     reducer: str | None,
     output_dir: str,
     baseline: str | None,
-    fail_on_regression: bool,
+    fail_on_regression: Gate | None,
+    confidence: float,
+    resamples: int,
+    statistics_seed: int,
+    prices: PriceTable | None,
     exit_zero: bool,
     no_scorecard: bool,
     shard: str | None,
@@ -199,43 +214,51 @@ def test(
     by the --evaluator(s), into a results folder of the same kind; a line of FILE that cannot
     be read fails its trace (LOG_FILE_ERROR) and the others are scored.
 
+    Each run's report gives every evaluator's mean score and pass rate with their intervals
+    (--confidence, bootstrap with --resamples and --seed). With --baseline, the comparison
+    gives per evaluator a verdict (better, worse, no significant change) from paired tests.
     Judge responses are kept in the judge cache (--judge-cache, EVALTRACE_JUDGE_CACHE, or the
     default file) and a request asked again is answered from it, each sample of a repeated
     judge apart; --no-judge-cache asks every judge afresh. The report says what the judges
     spent and what the cache saved.
 
     Exit codes: 0 every entry passed (or --exit-zero), 1 some entry failed or errored (or, with
-    --fail-on-regression, something got worse than the baseline), 2 bad usage or an invalid
-    dataset, 130 interrupted (the entries that finished are written).
+    --fail-on-regression, something got significantly worse than the baseline), 2 bad usage
+    or an invalid dataset, 130 interrupted (the entries that finished are written).
     """
     with using_judge_cache(judge_cache, no_judge_cache):
         return _test(
-            paths,
-            entry_filter,
-            verbose,
-            concurrency,
-            timeout,
-            threshold,
-            epochs,
-            reducer,
-            output_dir,
-            baseline,
-            fail_on_regression,
-            exit_zero,
-            no_scorecard,
-            shard,
-            resume,
-            force,
-            executor,
-            address,
-            traces,
-            evaluator_names,
-            select,
-            output_format,
+            paths=paths,
+            entry_filter=entry_filter,
+            verbose=verbose,
+            concurrency=concurrency,
+            timeout=timeout,
+            threshold=threshold,
+            epochs=epochs,
+            reducer=reducer,
+            output_dir=output_dir,
+            baseline=baseline,
+            fail_on_regression=fail_on_regression,
+            confidence=confidence,
+            resamples=resamples,
+            statistics_seed=statistics_seed,
+            prices=prices,
+            exit_zero=exit_zero,
+            no_scorecard=no_scorecard,
+            shard=shard,
+            resume=resume,
+            force=force,
+            executor=executor,
+            address=address,
+            traces=traces,
+            evaluator_names=evaluator_names,
+            select=select,
+            output_format=output_format,
         )
 
 
 def _test(
+    *,
     paths: Sequence[str],
     entry_filter: str | None,
     verbose: bool,
@@ -246,7 +269,11 @@ def _test(
     reducer: str | None,
     output_dir: str,
     baseline: str | None,
-    fail_on_regression: bool,
+    fail_on_regression: Gate | None,
+    confidence: float,
+    resamples: int,
+    statistics_seed: int,
+    prices: PriceTable | None,
     exit_zero: bool,
     no_scorecard: bool,
     shard: str | None,
@@ -277,6 +304,8 @@ def _test(
             exit_zero=exit_zero,
             no_scorecard=no_scorecard,
             output_format=output_format,
+            statistics=_Statistics(confidence, resamples, statistics_seed),
+            prices=prices,
         )
     from evaltrace.results import (
         ResultFileError,
@@ -287,6 +316,14 @@ def _test(
 
     if force and resume is None:
         raise CommandError("--force goes with --resume DIR (finish a run whose settings differ)")
+    if fail_on_regression is not None and baseline is None:
+        raise CommandError("--fail-on-regression compares with a baseline: give --baseline RESULT")
+    if fail_on_regression not in (None, "any") and not resamples:
+        raise CommandError(
+            "--fail-on-regression decides by the paired tests, which need --resamples >= 1; "
+            "use --fail-on-regression=any to fail on any regression without them"
+        )
+    statistics = _Statistics(confidence, resamples, statistics_seed)
     options = _scale_options(paths, entry_filter, shard, resume, executor, address, force)
     if resume is not None:
         paths, entry_filter = options.paths, options.entry_filter
@@ -336,6 +373,8 @@ def _test(
         # reads only those it lists, so a run of any size is not held for it.
         hold_entries=output_format == "json" or old is not None,
         verbose=verbose,
+        statistics=statistics,
+        prices=prices,
     )
     _print_results(runs.results, output_format=output_format, verbose=verbose)
     for result in runs.results:
@@ -345,14 +384,21 @@ def _test(
             out(f"results: {folder} ({result.name})")
             if page is not None:
                 out(f"scorecard: {page}")
-    regressions = _compare(old, runs.results, output_format=output_format, verbose=verbose)
+    regressions = _compare(
+        old,
+        runs.results,
+        output_format=output_format,
+        verbose=verbose,
+        statistics=statistics,
+        gate=fail_on_regression,
+    )
     if interrupted:
         err(f"evaltrace test: interrupted; what finished is in {runs.last_folder}")
         return INTERRUPTED
     if runs.write_error is not None:
         raise CommandError(str(runs.write_error))
     failed = not all(result.passed for result in runs.results)
-    return 0 if exit_zero else int(failed or (fail_on_regression and regressions))
+    return 0 if exit_zero else int(failed or regressions)
 
 
 def _test_traces(
@@ -370,6 +416,8 @@ def _test_traces(
     exit_zero: bool,
     no_scorecard: bool,
     output_format: str,
+    statistics: _Statistics,
+    prices: PriceTable | None,
 ) -> int:
     """``evaltrace test --traces FILE --evaluator NAME``: score a stored trace file."""
     import anyio
@@ -414,6 +462,10 @@ def _test_traces(
                 progress=True,
                 run_id=run_id,
                 keep_entries=True if output_format == "json" else _listing(verbose),
+                confidence=statistics.confidence,
+                resamples=statistics.resamples,
+                statistics_seed=statistics.seed,
+                prices=prices,
             )
         )
     except KeyboardInterrupt:
@@ -476,6 +528,8 @@ class _Runs:
         scale: _ScaleOptions,
         hold_entries: bool,
         verbose: bool,
+        statistics: _Statistics,
+        prices: PriceTable | None,
     ) -> bool:
         """Run every dataset; whether Ctrl-C interrupted the runs.
 
@@ -515,6 +569,10 @@ class _Runs:
                         executor=scale.executor,
                         keep_entries=True if hold_entries else _listing(verbose),
                         force=scale.force,
+                        confidence=statistics.confidence,
+                        resamples=statistics.resamples,
+                        statistics_seed=statistics.seed,
+                        prices=prices,
                     )
                 except ResultsFolderError as exc:  # written in part: report what was
                     self.write_error = exc
@@ -536,6 +594,18 @@ class _Runs:
                     pass  # interrupted before its folder was made: nothing of it finished
             return True
         return False
+
+
+@dataclass(frozen=True)
+class _Statistics:
+    """--confidence, --resamples and --seed."""
+
+    confidence: float
+    """The confidence level of the intervals."""
+    resamples: int
+    """The bootstrap's resamples (0: none)."""
+    seed: int
+    """Their seed."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -644,9 +714,15 @@ def _print_results(results: list[RunResult], *, output_format: str, verbose: boo
 
 
 def _compare(
-    old: RunResult | None, results: list[RunResult], *, output_format: str, verbose: bool
+    old: RunResult | None,
+    results: list[RunResult],
+    *,
+    output_format: str,
+    verbose: bool,
+    statistics: _Statistics,
+    gate: Gate | None,
 ) -> bool:
-    """Print the comparison with the baseline; whether anything got worse."""
+    """Print the comparison with the baseline; whether it fails ``gate``."""
     if old is None:
         return False
     from evaltrace.results import diff_results, print_diff
@@ -662,8 +738,15 @@ def _compare(
         return False
     regressions = False
     for result in matching:
-        diff = diff_results(old, result)
-        regressions = regressions or diff.has_regressions
+        diff = diff_results(
+            old,
+            result,
+            level=gate_level(gate),
+            confidence=statistics.confidence,
+            resamples=statistics.resamples,
+            seed=statistics.seed,
+        )
+        regressions = regressions or gate_fails(diff, gate)
         print_diff(
             diff, file=sys.stderr if output_format == "json" else sys.stdout, verbose=verbose
         )

@@ -60,6 +60,7 @@ from evaltrace.engine import Finished, LocalExecutor, RunConfig, Scored, Work, f
 from evaltrace.errors import EvaltraceError, MissingExtraError
 from evaltrace.evals.evaluation import EvaluationError
 from evaltrace.llm.config import configure_judge, judge_config
+from evaltrace.llm.prices import PriceTable
 from evaltrace.llm.rate_limit import RateLimiter
 from evaltrace.results.model import EntryResult
 from evaltrace.trace import span_to_json
@@ -151,6 +152,8 @@ class _Job:
     concurrency: int
     judge: dict[str, Any]
     """``configure_judge`` arguments: the driver's judge configuration."""
+    prices: dict[str, Any] | None = None
+    """The run's price table, as data (for the checks that price the app's calls)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -305,6 +308,7 @@ class RayExecutor:
             timeout=work.config.timeout,
             concurrency=work.config.concurrency,
             judge={key: value for key, value in judge.items() if value is not None},
+            prices=prices.model_dump() if (prices := work.config.price_table) else None,
         )
 
     async def _run(
@@ -469,7 +473,12 @@ def _run_batch(
     source = DatasetEntries(
         prepared, selected=[index for _, index in pairs], positions=range(len(pairs))
     )
-    config = RunConfig(concurrency=spec.concurrency, timeout=spec.timeout, threshold=spec.threshold)
+    config = RunConfig(
+        concurrency=spec.concurrency,
+        timeout=spec.timeout,
+        threshold=spec.threshold,
+        prices=None if spec.prices is None else PriceTable.model_validate(spec.prices),
+    )
     work = Work(source=source, config=config, run_id=spec.run_id)
     outbox: queue.SimpleQueue[_Outgoing] = queue.SimpleQueue()
 

@@ -31,9 +31,12 @@ from evaltrace._safe_text import exception_text
 from evaltrace.concurrency import pending
 from evaltrace.constants import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_CONFIDENCE,
     DEFAULT_DATASET_TIMEOUT,
     DEFAULT_EPOCH_REDUCER,
     DEFAULT_EPOCHS,
+    DEFAULT_RESAMPLES,
+    DEFAULT_STATISTICS_SEED,
     DEFAULT_THRESHOLD,
 )
 from evaltrace.datasets.entries import DatasetEntries, PreparedDataset
@@ -69,6 +72,7 @@ from evaltrace.errors import EvaltraceError, ResumeError
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
 from evaltrace.evals.selectors import TraceSelector
 from evaltrace.judges.strategies import BaseJudgeAggregator
+from evaltrace.llm.prices import PriceTable
 from evaltrace.metrics.classification import AggregatorSpec, compute_dataset_evaluator_results
 from evaltrace.results.model import EntryResult, EntrySelection, RunResult
 
@@ -399,6 +403,10 @@ async def run_dataset(
     force: bool = False,
     epochs: int | None = None,
     reducer: str | BaseJudgeAggregator | None = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    statistics_seed: int = DEFAULT_STATISTICS_SEED,
+    prices: PriceTable | str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Run every entry of a dataset through its runnable, score it, and return the result.
 
@@ -454,6 +462,14 @@ async def run_dataset(
         reducer: How an entry's runs are reduced: ``"mean"``, ``"median"``, ``"mode"``,
             ``"min"``, ``"max"``, or a strategy such as ``AtLeastKAggregationStrategy(k=2)``;
             the dataset file's ``reducer`` (else ``"mean"``) by default.
+        confidence: The confidence level of the run's intervals (``statistics``).
+        resamples: How often the bootstrap resamples the entries for those intervals; 0
+            computes no statistics.
+        statistics_seed: The seed of those resamples.
+        prices: The price table the run's cost is computed by (a
+            :class:`~evaltrace.llm.prices.PriceTable` or a price file's path); ``None``: the
+            file ``EVALTRACE_PRICES`` names, else none (tokens are counted, the cost is
+            unknown).
 
     Returns:
         The run's result: one :class:`~evaltrace.results.EntryResult` per selected entry
@@ -494,6 +510,10 @@ async def run_dataset(
         run_id=run_id,
         epochs=epochs if epochs is not None else data.epochs or DEFAULT_EPOCHS,
         reducer=reducer if reducer is not None else data.reducer or DEFAULT_EPOCH_REDUCER,
+        confidence=confidence,
+        resamples=resamples,
+        statistics_seed=statistics_seed,
+        prices=prices,
     )
     source = select_entries(prepared, config, entry_filter=entry_filter, shard=shard)
     observers: list[Observer] = []

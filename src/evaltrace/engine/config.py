@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -11,12 +12,17 @@ from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.checks import check_count, check_threshold, check_timeout
 from evaltrace.constants import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_CONFIDENCE,
     DEFAULT_EPOCH_REDUCER,
     DEFAULT_EPOCHS,
+    DEFAULT_RESAMPLES,
+    DEFAULT_STATISTICS_SEED,
     DEFAULT_THRESHOLD,
 )
 from evaltrace.evals.selectors import TraceSelector
 from evaltrace.judges.strategies import BaseJudgeAggregator, build_aggregation_strategy
+from evaltrace.llm.prices import PriceTable, resolve_prices
+from evaltrace.statistics import check_confidence
 
 __all__ = ["RunConfig"]
 
@@ -53,6 +59,24 @@ class RunConfig:
     """How an entry's runs are reduced to one evaluation per evaluator: a reducer's name
     (``mean``, ``median``, ``mode``, ``min``, ``max``) or a strategy
     (``AtLeastKAggregationStrategy(k=2)``), as for :class:`~evaltrace.judges.Repeated`."""
+    confidence: float = DEFAULT_CONFIDENCE
+    """The confidence level of the run's intervals (0.95: 95% intervals)."""
+    resamples: int = DEFAULT_RESAMPLES
+    """How often the bootstrap resamples the entries; 0: no statistics are computed (the
+    result's ``statistics`` is ``None``)."""
+    statistics_seed: int = DEFAULT_STATISTICS_SEED
+    """The seed of the bootstrap's resamples."""
+    prices: PriceTable | str | os.PathLike[str] | None = None
+    """The price table the run's cost is computed by: a table, or a price file's path;
+    ``None``: the file ``EVALTRACE_PRICES`` names, else none (the cost is unknown). Read
+    once, when the config is made: :attr:`price_table` is the table."""
+
+    @property
+    def price_table(self) -> PriceTable | None:
+        """The run's price table (read from its file when the config was made)."""
+        prices = self.prices
+        assert prices is None or isinstance(prices, PriceTable), "resolved in __post_init__"
+        return prices
 
     def strategy(self) -> BaseJudgeAggregator:
         """The reducer of an entry's runs."""
@@ -70,6 +94,19 @@ class RunConfig:
         build_aggregation_strategy(self.reducer)  # a name it does not know is refused here
         check_timeout(self.timeout)
         check_threshold(self.threshold)
+        check_confidence(self.confidence)
+        if isinstance(self.resamples, bool) or not isinstance(self.resamples, int):
+            raise TypeError(f"resamples must be an int, got {type_name(self.resamples)}")
+        if self.resamples < 0:
+            raise ValueError(
+                f"resamples must be a whole number >= 0 (0: no statistics), got {self.resamples}"
+            )
+        if isinstance(self.statistics_seed, bool) or not isinstance(self.statistics_seed, int):
+            raise TypeError(
+                f"statistics_seed must be an int, got {type_name(self.statistics_seed)}"
+            )
+        # A bad price file is refused before anything runs, naming its line and field.
+        object.__setattr__(self, "prices", resolve_prices(self.prices))
         if self.from_trace is not None and not callable(self.from_trace):
             raise TypeError(
                 f"from_trace must be a selector such as evaltrace.last_llm_call, got "

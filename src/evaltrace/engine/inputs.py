@@ -8,6 +8,7 @@ rows come back live (with each run's capture) in input order.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.evaluator import EvaluatorFunction
 from evaltrace.evals.selectors import TraceSelector
 from evaltrace.judges.strategies import BaseJudgeAggregator
+from evaltrace.llm.prices import PriceTable
 from evaltrace.results.model import EntryResult, entry_status
 
 __all__ = ["InputResult", "Inputs", "evaluate_inputs", "run_and_evaluate"]
@@ -151,6 +153,7 @@ async def evaluate_inputs(
     threshold: float = DEFAULT_THRESHOLD,
     epochs: int = DEFAULT_EPOCHS,
     reducer: str | BaseJudgeAggregator = DEFAULT_EPOCH_REDUCER,
+    prices: PriceTable | str | os.PathLike[str] | None = None,
 ) -> list[InputResult]:
     """Run each input once and score it with every evaluator; never raises for failures.
 
@@ -183,6 +186,10 @@ async def evaluate_inputs(
             (the runs are in ``to_entry().epochs``; ``run`` is the first).
         reducer: ``"mean"``, ``"median"``, ``"mode"``, ``"min"``, ``"max"``, or a strategy
             such as ``AtLeastKAggregationStrategy(k=2)``.
+        prices: The price table the run's cost is computed by (a
+            :class:`~evaltrace.llm.prices.PriceTable` or a price file's path); ``None``: the
+            file ``EVALTRACE_PRICES`` names, else none (tokens are counted, the cost is
+            unknown).
 
     Raises:
         TypeError: ``eval_inputs`` is a string or not a sequence, or ``runnable``, an
@@ -198,6 +205,8 @@ async def evaluate_inputs(
         attributes=attributes if attributes is not None else {},
         epochs=epochs,
         reducer=reducer,
+        resamples=0,  # the rows returned hold no run statistics: none are computed
+        prices=prices,
     )
     items = _as_list(eval_inputs, "eval_inputs", "one argument per run, e.g. ['q1', 'q2']")
     cases = _cases(evaluables, len(items))

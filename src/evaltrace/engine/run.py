@@ -25,7 +25,7 @@ import inspect
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,9 +36,9 @@ from evaltrace.engine.entries import EntrySource
 from evaltrace.engine.scheduler import Executor, LocalExecutor, Work
 from evaltrace.engine.scoring import Scored
 from evaltrace.errors import ResultsFolderError, ResumeError
-from evaltrace.evals.evaluation import EvaluationError
+from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import evaluator_name
-from evaltrace.llm.usage import JudgeUsage, add_judge_usage
+from evaltrace.evals.telemetry import export_run_statistics
 from evaltrace.metrics.classification import DatasetResultsTally
 from evaltrace.results.folder import (
     DuplicateEntryError,
@@ -49,6 +49,9 @@ from evaltrace.results.folder import (
 )
 from evaltrace.results.model import CompletionStatus, EntryResult, LabelTally, RunResult
 from evaltrace.results.progress import RunProgress
+from evaltrace.results.run_statistics import StatisticsTally, statistics_attributes
+from evaltrace.results.uncertainty import RunStatistics
+from evaltrace.results.usage import UsageTally
 
 __all__ = ["Listing", "Observer", "Output", "execute"]
 
@@ -137,7 +140,7 @@ async def execute(
             ``result.json`` is written first, with what finished.
     """
     header = _header(source, config, executor)
-    state = _Running(header, source, keep=keep, observers=observers, release=release)
+    state = _Running(header, source, config, keep=keep, observers=observers, release=release)
     resumed = output is not None and output.resume is not None
     if output is not None and output.resume is not None:
         state.reopen(output.resume, force=output.force)
@@ -163,6 +166,8 @@ async def execute(
             raise
         result = state.result(interrupted=False, errors=[*errors, *source.errors()])
         state.write(result, raising=True)
+    if result.statistics is not None:  # known at the end only: after every entry's events
+        export_run_statistics(result.name, result.run_id, statistics_attributes(result.statistics))
     if resumed and keep is True and state.folder is not None:
         return load_result(state.folder.result_path)  # every entry, the earlier ones too
     return result
@@ -207,6 +212,7 @@ class _Running:
         self,
         header: RunResult,
         source: EntrySource,
+        config: RunConfig,
         *,
         keep: bool | Listing,
         observers: Sequence[Observer],
@@ -214,6 +220,7 @@ class _Running:
     ) -> None:
         self.header = header
         self.source = source
+        self.config = config
         self.observers = observers
         self.release = release
         self.completes = type(source).finish is not EntrySource.finish
@@ -223,7 +230,14 @@ class _Running:
         self.tally = DatasetResultsTally(header.aggregators)
         self.counts: Counter[CompletionStatus] = Counter()
         self.labels = LabelTally()
-        self.judge_usage: dict[str, JudgeUsage] = {}
+        # Each entry is one cluster (its index): an entry run several times (epochs) counts
+        # once, its runs reduced to one evaluation per evaluator.
+        self.scores = (
+            StatisticsTally(threshold=header.threshold, evaluators=header.evaluators)
+            if config.resamples
+            else None
+        )
+        self.spent = UsageTally()
         self.kept = _Kept(keep)
         self.display: RunProgress | None = None
         self.done = 0
@@ -259,7 +273,9 @@ class _Running:
             self.counts[entry.status] += 1
             self.labels.add(entry.evaluations)
             self.tally.add(entry.evaluations)
-            self.add_usage(entry.judge_usage)
+            if self.scores is not None:
+                self.scores.add(entry)
+            self.spent.add(entry.usage, entry.judge_usage, entry.duration_s)
         settings = {**header.settings, **({"forced": forced} if forced else {})}
         self.header = recorded[0].model_copy(update={"settings": settings})
 
@@ -279,7 +295,9 @@ class _Running:
         self.counts[scored.status] += 1
         self.labels.add(scored.evaluations)
         self.tally.add(scored.evaluations)
-        self.add_usage(scored.judge_usage)
+        if self.scores is not None:
+            self.scores.add_evaluations(scored.evaluations, scored.index)
+        self.spent.add(scored.usage, scored.judge_usage, scored.duration_s)
         self.done += 1
         if self.display is not None:
             self.display.advance(scored.result)
@@ -292,25 +310,36 @@ class _Running:
         if self.release:
             scored.release()
 
-    def add_usage(self, usage: Mapping[str, JudgeUsage]) -> None:
-        if usage:
-            self.judge_usage = add_judge_usage(self.judge_usage, usage)
-
     def result(self, *, interrupted: bool, errors: Iterable[EvaluationError]) -> RunResult:
         fields = {name: getattr(self.header, name) for name in type(self.header).model_fields}
+        dataset_results = self.tally.results()
         return _run_result(
             **{
                 **fields,
                 "entries": self.kept.entries(),
                 "counts": dict(self.counts),
                 "label_counts": self.labels.counts(),
-                "dataset_results": self.tally.results(),
+                "dataset_results": dataset_results,
+                "statistics": self.statistics(dataset_results),
                 "finished_at": datetime.now(UTC),
                 "duration_s": time.perf_counter() - self.started,
                 "errors": [*self.header.errors, *errors],
                 "interrupted": interrupted,
-                "judge_usage": self.judge_usage,
+                **self.spent.fields(self.config.price_table),
             }
+        )
+
+    def statistics(self, dataset_results: dict[str, Evaluation]) -> RunStatistics | None:
+        """The run's statistics, computed once, at its end (``None`` with ``resamples=0``)."""
+        if self.scores is None:
+            return None
+        config = self.config
+        return self.scores.statistics(
+            confidence=config.confidence,
+            resamples=config.resamples,
+            seed=config.statistics_seed,
+            dataset=self.tally,
+            dataset_results=dataset_results,
         )
 
     def write(self, result: RunResult, *, raising: bool) -> None:

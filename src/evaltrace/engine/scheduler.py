@@ -68,6 +68,7 @@ class Work:
             attributes=config.attributes,
             epochs=config.epochs,
             reducer=config.strategy(),
+            prices=config.price_table,
         )
 
 

@@ -38,6 +38,8 @@ from evaltrace.judges.strategies import (
     NoValidJudgeResultsError,
     build_aggregation_strategy,
 )
+from evaltrace.llm.calls import ModelUsage, add_model_usage, app_model_usage
+from evaltrace.llm.prices import PriceTable, using_prices
 from evaltrace.llm.samples import judge_epoch
 from evaltrace.llm.usage import JudgeUsage, add_judge_usage, collect_judge_usage
 from evaltrace.results.model import CompletionStatus, EntryResult, EpochResult, entry_status
@@ -76,6 +78,7 @@ class Scored:
         "roots",
         "run",
         "threshold",
+        "usage",
     )
 
     def __init__(
@@ -91,10 +94,11 @@ class Scored:
         lines: Sequence[str] | None = None,
         threshold: float = DEFAULT_THRESHOLD,
         judge_usage: Mapping[str, JudgeUsage] | None = None,
+        usage: Mapping[str, ModelUsage] | None = None,
     ) -> None:
         if result is not None:
             evaluations, error = result.evaluations, result.error
-            judge_usage = result.judge_usage
+            judge_usage, usage = result.judge_usage, result.usage
         elif entry is None or evaluations is None:
             raise ValueError("a scored entry is given its result, or its entry and evaluations")
         self.entry = entry
@@ -116,8 +120,15 @@ class Scored:
         """The score that passes, for the status."""
         self.judge_usage: Mapping[str, JudgeUsage] = judge_usage or {}
         """What its evaluators' judge calls spent, by model."""
+        self.usage: Mapping[str, ModelUsage] = usage or {}
+        """The app's model calls, by model."""
         self.others: list[RunOutcome] = []
         """The other runs of an entry run several times (their captures, to release)."""
+
+    @property
+    def index(self) -> int:
+        """The entry's position in the run (the index of its saved result)."""
+        return self.entry.index if self.entry is not None else self.result.index
 
     @property
     def result(self) -> EntryResult:
@@ -133,6 +144,7 @@ class Scored:
                 roots=self.roots,
                 threshold=self.threshold,
                 judge_usage=self.judge_usage,
+                usage=self.usage,
             )
         return self._result
 
@@ -142,6 +154,16 @@ class Scored:
         self.evaluations = value.evaluations
         self.error = value.error
         self.judge_usage = value.judge_usage
+        self.usage = value.usage
+
+    @property
+    def duration_s(self) -> float:
+        """The app's wall time (0 when it did not run), without building the saved result."""
+        if self._result is not None:
+            return self._result.duration_s
+        if self.run is not None:
+            return self.run.duration_s
+        return (_duration(self.entry) or 0.0) if self.entry is not None else 0.0
 
     @property
     def status(self) -> CompletionStatus:
@@ -192,6 +214,8 @@ class Scoring:
     """How many times each entry that runs is run."""
     reducer: BaseJudgeAggregator | None = None
     """How an entry's runs are reduced (with ``epochs`` above 1)."""
+    prices: PriceTable | None = None
+    """The run's price table, for the checks that price the app's calls (``max-cost``)."""
 
 
 async def score(entry: Entry, scoring: Scoring) -> Scored:
@@ -258,12 +282,17 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
         )
         # The entry's judge calls are counted apart from every other entry's, and an
         # evaluator that stops once its verdict is settled knows the run's threshold.
-        with collect_judge_usage() as judges, passing_at(scoring.threshold):
+        with (
+            collect_judge_usage() as judges,
+            passing_at(scoring.threshold),
+            using_prices(scoring.prices),
+        ):
             evaluations = await evaluate_all(prepared, ctx, scoring.timeout, label=entry.label)
         judge_usage = judges.usage()
     if roots:
         export_evaluations(evaluations, roots, threshold=scoring.threshold)
     return Scored(
+        usage=app_model_usage(roots) if roots else None,
         entry=entry,
         evaluations=evaluations,
         error=error,
@@ -283,19 +312,23 @@ async def _score_epochs(entry: Entry, scoring: Scoring) -> Scored:
     Each run's judge calls are that epoch's samples (:func:`~evaltrace.llm.judge_epoch`):
     the judge cache keeps them apart, so K epochs judge K times on every run of a suite.
     """
-    runs: list[Scored] = []
+    runs = []
     for number in range(scoring.epochs):
+        # The k-th run's judge calls are the k-th samples: a judge cache answers each run
+        # with its own response, not the first run's again.
         with judge_epoch(number):
             runs.append(await _score(entry, scoring))
-    judge_usage: dict[str, JudgeUsage] = {}
-    for run in runs:
-        judge_usage = add_judge_usage(judge_usage, run.judge_usage)
     reducer = scoring.reducer or build_aggregation_strategy("mean")
     reduced = [
         _reduce([run.evaluations[position] for run in runs], name, reducer)
         for position, name in enumerate(entry.evaluators.names)
     ]
     first = runs[0].result
+    judge_usage: dict[str, JudgeUsage] = {}
+    usage: dict[str, ModelUsage] = {}
+    for run in runs:  # every run's model and judge calls were made, and spent
+        judge_usage = add_judge_usage(judge_usage, run.judge_usage)
+        usage = add_model_usage(usage, run.usage)
     errors = [run.error for run in runs]
     error = errors[0] if all(item is not None for item in errors) else None
     epochs = [
@@ -319,6 +352,7 @@ async def _score_epochs(entry: Entry, scoring: Scoring) -> Scored:
             "trace_ids": [trace_id for epoch in epochs for trace_id in epoch.trace_ids],
             "epochs": epochs,
             "judge_usage": judge_usage,
+            "usage": usage,
         }
     )
     scored = Scored(
@@ -358,6 +392,7 @@ def entry_result(
     roots: Sequence[ObservationNode] = (),
     threshold: float,
     judge_usage: Mapping[str, JudgeUsage] | None = None,
+    usage: Mapping[str, ModelUsage] | None = None,
 ) -> EntryResult:
     """The saved result of ``entry``: what it was given, what it produced, how it scored.
 
@@ -371,6 +406,7 @@ def entry_result(
         roots: The trace scored.
         threshold: The score that passes, for the status.
         judge_usage: What its evaluators' judge calls spent, by model.
+        usage: The app's model calls (read from ``roots``), by model.
     """
     case = evaluable if evaluable is not None else entry.case
     fields: dict[str, Any] = {
@@ -382,6 +418,8 @@ def entry_result(
     }
     if judge_usage:
         fields["judge_usage"] = dict(judge_usage)
+    if usage:
+        fields["usage"] = dict(usage)
     if run is not None:
         span = _run_span(roots)
         fields.update(

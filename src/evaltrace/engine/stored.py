@@ -26,7 +26,13 @@ from pydantic import JsonValue
 
 from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.concurrency import pending
-from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
+from evaltrace.constants import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_STATISTICS_SEED,
+    DEFAULT_THRESHOLD,
+)
 from evaltrace.engine.config import RunConfig
 from evaltrace.engine.entries import Entry, EntrySource, EvaluatorPlans, Evaluators, SourceInfo
 from evaltrace.engine.run import Listing, Observer, Output, execute
@@ -36,6 +42,7 @@ from evaltrace.evals.evaluable import UNSET, Evaluable, json_value
 from evaltrace.evals.evaluation import EvaluationError
 from evaltrace.evals.evaluator import EvaluatorFunction
 from evaltrace.evals.selectors import TraceSelector
+from evaltrace.llm.prices import PriceTable
 from evaltrace.results.model import EntryResult, RunResult
 from evaltrace.trace import (
     ObservationNode,
@@ -241,6 +248,7 @@ async def evaluate_traces(
     run_id: str | None = None,
     attributes: Mapping[str, Any] | None = None,
     on_entry: Callable[[EntryResult, StoredTrace], object] | None = None,
+    prices: PriceTable | str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Score stored traces with ``evaluators``, without running anything.
 
@@ -277,6 +285,9 @@ async def evaluate_traces(
             :attr:`EvaluatorContext.attributes`.
         on_entry: Called as each trace is scored, with its entry and the trace (in the event
             loop's thread; keep it quick). An exception it raises is logged, not propagated.
+        prices: The price table the cost of the traces' model calls is computed by (a
+            :class:`~evaltrace.llm.prices.PriceTable` or a price file's path); ``None``: the
+            file ``EVALTRACE_PRICES`` names, else none (the cost is unknown).
 
     Returns:
         The saved result: one entry per trace, in the order of the traces (its ``name`` and
@@ -308,6 +319,7 @@ async def evaluate_traces(
         run_id=run_id,
         attributes=attributes,
         on_entry=on_entry,
+        prices=prices,
     )
 
 
@@ -327,6 +339,10 @@ async def run_traces(
     output_dir: str | os.PathLike[str] | None = None,
     progress: bool = False,
     keep_entries: bool | Listing = True,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    statistics_seed: int = DEFAULT_STATISTICS_SEED,
+    prices: PriceTable | str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """:func:`evaluate_traces`, writing a results folder as a dataset run does.
 
@@ -350,6 +366,13 @@ async def run_traces(
         progress: Show progress on standard error.
         keep_entries: Whether the result returned holds every entry (or, with a
             :class:`~evaltrace.engine.Listing`, those a report lists).
+        confidence: The confidence level of the run's intervals.
+        resamples: The bootstrap's resamples for them; 0 computes no statistics.
+        statistics_seed: The seed of those resamples.
+        prices: The price table the run's cost is computed by (a
+            :class:`~evaltrace.llm.prices.PriceTable` or a price file's path); ``None``: the
+            file ``EVALTRACE_PRICES`` names, else none (tokens are counted, the cost is
+            unknown).
 
     Raises:
         ResultsFolderError: ``output_dir`` cannot be written.
@@ -362,6 +385,10 @@ async def run_traces(
         from_trace=from_trace,
         run_id=run_id,
         attributes=attributes if attributes is not None else {},
+        confidence=confidence,
+        resamples=resamples,
+        statistics_seed=statistics_seed,
+        prices=prices,
     )
     plan = EvaluatorPlans().of(_evaluators(evaluators))
     source = StoredTraces(traces, plan, expectations=expectations, name=name)

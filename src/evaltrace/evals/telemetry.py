@@ -27,6 +27,14 @@ app's trace (unless ``configure_judge(trace_judge_calls=True)``).
 of the trace they evaluate: ``evaltrace serve`` encodes them and forwards them with the
 trace's own spans, so that a collector that groups spans by resource (Phoenix's projects)
 files them with the run.
+
+A run's statistics are known at its end only, after every entry's evaluations went out. They
+are emitted then (:func:`export_run_statistics`), in a trace of their own: a root span
+``evaluation run <run>`` and under it, per evaluator, a span ``evaluation statistics <name>``
+carrying a ``gen_ai.evaluation.result`` event whose ``gen_ai.evaluation.score.value`` is the
+mean score, with the interval, ``n``, standard error and pass rate as extra attributes
+``evaltrace.statistics.<figure>`` (``evaltrace.statistics.mean.low``, ...) and the run's name
+and id (``evaltrace.statistics.run``, ``evaltrace.statistics.run_id``).
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -56,6 +65,7 @@ __all__ = [
     "evaluation_attributes",
     "evaluation_spans",
     "export_evaluations",
+    "export_run_statistics",
 ]
 
 logger = logging.getLogger("evaltrace")
@@ -220,3 +230,53 @@ def _emit(evaluations: Sequence[Evaluation], root: ObservationNode, threshold: f
             if evaluation.error is not None:
                 span.set_status(_status(evaluation))
             span.end()
+
+
+def export_run_statistics(run: str, run_id: str, evaluators: Sequence[Mapping[str, Any]]) -> None:
+    """Emit a run's statistics, one ``gen_ai.evaluation.result`` event per evaluator.
+
+    Does nothing unless evaluations are exported (as :func:`export_evaluations`). Never
+    raises: a failure is logged once.
+
+    Args:
+        run: The run's name.
+        run_id: The run's id.
+        evaluators: The attributes of each evaluator's event: ``gen_ai.evaluation.name``, the
+            mean as ``gen_ai.evaluation.score.value``, and ``evaltrace.statistics.*``.
+    """
+    global _warned
+    current = settings()
+    if not current.export_evaluations or current.disabled or not evaluators:
+        return
+    try:
+        _emit_run(run, run_id, evaluators)
+    except Exception as exc:  # telemetry never breaks an evaluation run
+        if not _warned:
+            _warned = True
+            logger.warning(
+                "evaltrace: evaluation results could not be exported: %s", exception_text(exc)
+            )
+
+
+def _emit_run(run: str, run_id: str, evaluators: Sequence[Mapping[str, Any]]) -> None:
+    tracer = runtime().tracer
+    identity = {conv.STATISTICS_RUN: run, conv.STATISTICS_RUN_ID: run_id}
+    with outside_captures():
+        root = tracer.start_span(
+            f"evaluation run {run}",
+            context=otel_context.Context(),  # a trace of its own, whatever span is current
+            kind=SpanKind.INTERNAL,
+            attributes={conv.SPAN_KIND: EVALUATION_SPAN_KIND, **identity},
+        )
+        context = otel_trace.set_span_in_context(root)
+        for figures in evaluators:
+            attributes = {**figures, **identity}
+            span = tracer.start_span(
+                f"evaluation statistics {attributes.get(conv.GEN_AI_EVALUATION_NAME, 'evaluator')}",
+                context=context,
+                kind=SpanKind.INTERNAL,
+                attributes={conv.SPAN_KIND: EVALUATION_SPAN_KIND, **attributes},
+            )
+            span.add_event(conv.GEN_AI_EVALUATION_RESULT_EVENT, attributes)
+            span.end()
+        root.end()

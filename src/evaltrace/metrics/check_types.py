@@ -26,11 +26,18 @@ json-schema      a JSON schema                 the output is JSON following the 
 max-length       a whole number                the output's text has at most that many
                                                characters
 max-duration     a number of seconds           the runnable finished within that time
+max-latency      a number of seconds           the same: the app's wall time is at most that
+max-cost         an amount (the price table's  the app's model calls (read from its trace) cost
+                 currency)                     at most that, by the run's price table
+                                               (``--prices``, ``EVALTRACE_PRICES``, ``prices=``)
 ================ ============================= ===================================================
 
 The output's text is the output itself when it is a string, else its JSON text. The output is
 the run's output as evaluators see it (``"output": "<name>"`` picks a named one); an entry
-without output is skipped, as is one that did not run for ``max-duration``.
+without output is skipped, as is one that did not run for ``max-duration`` and
+``max-latency``. ``max-cost`` without a price table, or with calls it cannot price (a model
+it has no price for, a call that recorded no tokens), is an error of the evaluation that says
+why: a cost is never taken to be zero.
 
 A value that does not fit its type (a regular expression that does not compile, a schema
 that is not a JSON schema, a list where a string is wanted) is refused when the check is
@@ -60,11 +67,13 @@ from typing import Any, Final, TypeAlias
 from pydantic import JsonValue
 
 from evaltrace._safe_text import type_name
-from evaltrace.errors import EvaltraceError
+from evaltrace.errors import EvaltraceError, MissingPriceError
 from evaltrace.evals.context import EvaluatorContext
 from evaltrace.evals.display import short_text
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.evaluator import Evaluator
+from evaltrace.llm.calls import app_model_usage
+from evaltrace.llm.prices import current_prices
 from evaltrace.metrics.deterministic import checked_output, output_text
 from evaltrace.metrics.registry import shown
 
@@ -641,6 +650,27 @@ def _max_duration(limit: float, ctx: EvaluatorContext, output: Any) -> CheckOutc
     )
 
 
+def _max_cost(limit: float, ctx: EvaluatorContext, output: Any) -> CheckOutcome | str:
+    if ctx.trace is None:
+        return "nothing ran, so there are no model calls to price"
+    prices = current_prices()
+    cost = prices.cost(app_model_usage(ctx.trace))
+    total = cost.total
+    if total is None:
+        where = f" ({prices.source})" if prices.source else ""
+        raise MissingPriceError(
+            f"cannot price the app's model calls: {cost.why_unknown()}; add the model to the "
+            f"price table{where}"
+        )
+    relation = "at most" if total <= limit else "more than"
+    return CheckOutcome(
+        holds=total <= limit,
+        reason=(
+            f"the app's model calls cost {prices.format(total)}, {relation} {prices.format(limit)}"
+        ),
+    )
+
+
 def _builtin_types() -> Sequence[CheckType]:
     text = "a string"
     texts = "a list of strings"
@@ -693,6 +723,22 @@ def _builtin_types() -> Sequence[CheckType]:
             summary="the runnable finished within that many seconds",
             prepare=_count_value("max-duration", "seconds", whole=False),
             run=_max_duration,
+            reads_output=False,
+        ),
+        CheckType(
+            name="max-latency",
+            value="a number of seconds",
+            summary="the app's wall time was at most that many seconds",
+            prepare=_count_value("max-latency", "seconds", whole=False),
+            run=_max_duration,
+            reads_output=False,
+        ),
+        CheckType(
+            name="max-cost",
+            value="an amount in the price table's currency",
+            summary="the app's model calls cost at most that, by the run's price table",
+            prepare=_count_value("max-cost", "the price table's currency", whole=False),
+            run=_max_cost,
             reads_output=False,
         ),
     ]

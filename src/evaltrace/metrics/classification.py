@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -38,6 +39,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
+import numpy as np
+from numpy.typing import NDArray
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -51,6 +54,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails
 
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
+from evaltrace.statistics import bootstrap_counts
 
 __all__ = [
     "AGGREGATOR_SPEC_ADAPTER",
@@ -68,6 +72,7 @@ __all__ = [
     "RecallAggregatorSpec",
     "build_dataset_evaluator",
     "compute_dataset_evaluator_results",
+    "plan_dataset_evaluators",
 ]
 
 _MAX_F_VALUE: Final = 1000.0
@@ -404,6 +409,14 @@ def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else 0.0
 
 
+def _ratios(
+    numerator: NDArray[np.float64], denominator: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """``numerator / denominator`` elementwise, 0.0 where the denominator is 0."""
+    safe = np.where(denominator == 0, 1.0, denominator)
+    return np.where(denominator == 0, 0.0, numerator / safe)
+
+
 @dataclass(frozen=True, kw_only=True)
 class _FWeights:
     """F-beta as a weighted harmonic mean: ``F = TP / (r·(TP + FN) + p·(TP + FP))``.
@@ -648,6 +661,168 @@ class ClassificationDatasetEvaluator:
     def _f_value(self) -> float:
         return self._spec.f_value if isinstance(self._spec, FScoreAggregatorSpec) else 1.0
 
+    # -- intervals over entries (vectorised: every resample of a bootstrap at once) --------
+
+    @property
+    def code_count(self) -> int:
+        """How many item codes there are (see :meth:`codes`).
+
+        One per (expected, predicted or unknown) pair of declared classes, and one for every
+        skipped item.
+        """
+        n = len(self._spec.classes)
+        return n * (n + 1) + 1
+
+    def codes(self, items: Iterable[ClassificationItem] | ClassificationTally) -> NDArray[np.int64]:
+        """One code per item, in order: what the metrics need to know of it.
+
+        ``expected · (n + 1) + predicted`` for ``n`` declared classes (``predicted = n`` for a
+        label that is not a declared class), or ``n · (n + 1)`` for an item that is skipped.
+        The counts of the codes hold everything the metrics are computed from. A
+        :class:`ClassificationTally` gives its items' codes grouped, not in any order.
+
+        Example:
+            >>> evaluator = build_dataset_evaluator(RecallAggregatorSpec(classes=["a", "b"]), "s")
+            >>> evaluator.codes([("a", "a"), ("b", "zzz"), ("zzz", "a")]).tolist()
+            [0, 5, 6]
+        """
+        if isinstance(items, ClassificationTally):  # counted: the codes come grouped
+            distinct = list(items._counts)
+            codes = np.array([self._code(item) for item in distinct], dtype=np.int64)
+            return np.repeat(codes, [items._counts[item] for item in distinct])
+        known: dict[Any, int] = {}
+        coded = []
+        for item in items:
+            try:
+                code = known.get(item)
+            except TypeError:  # unhashable (an evaluation with dict details): coded each time
+                code = None
+            if code is None:
+                code = self._code(item)
+                with contextlib.suppress(TypeError):
+                    known[item] = code
+            coded.append(code)
+        return np.array(coded, dtype=np.int64)
+
+    def _code(self, item: object) -> int:
+        n = len(self._spec.classes)
+        labels = _item_key(item)
+        if isinstance(labels, _Skip):
+            return n * (n + 1)
+        expected = self._index_of.get(_fold(labels[0]))
+        if expected is None:
+            return n * (n + 1)
+        predicted = self._index_of.get(_fold(labels[1]), n)
+        return expected * (n + 1) + predicted
+
+    def headline_of_counts(
+        self, counts: NDArray[np.float64], codes: NDArray[np.int64]
+    ) -> NDArray[np.float64]:
+        """The headline score of each row of ``counts`` (how often each of ``codes`` occurs).
+
+        The same score :meth:`evaluate` gives for the items those counts stand for (0.0 for a
+        row with no scored item), for many rows at once.
+        """
+        n = len(self._spec.classes)
+        expected, predicted = np.divmod(np.asarray(codes), n + 1)
+        scored = expected < n
+        rows = np.arange(len(codes))
+
+        def by_class(classes: NDArray[np.int64], where: NDArray[np.bool_]) -> NDArray[np.float64]:
+            one_hot = np.zeros((len(codes), n))
+            one_hot[rows[where], classes[where]] = 1.0
+            return counts @ one_hot
+
+        support = by_class(expected, scored)
+        predicted_as = by_class(predicted, scored & (predicted < n))
+        tp = by_class(expected, scored & (expected == predicted))
+        n_scored = counts @ scored.astype(np.float64)
+        spec = self._spec
+        if isinstance(spec, ConfusionMatrixAggregatorSpec):
+            return _ratios(tp.sum(axis=1), n_scored)
+        if spec.averaging == "micro":
+            tp, support, predicted_as = (
+                tp.sum(axis=1, keepdims=True),
+                support.sum(axis=1, keepdims=True),
+                predicted_as.sum(axis=1, keepdims=True),
+            )
+        if isinstance(spec, PrecisionAggregatorSpec):
+            ratio = _ratios(tp, predicted_as)
+        elif isinstance(spec, RecallAggregatorSpec):
+            ratio = _ratios(tp, support)
+        else:
+            weights = _FWeights.of(spec.f_value)
+            ratio = np.minimum(
+                1.0, _ratios(tp, weights.recall * support + weights.precision * predicted_as)
+            )
+        averaged: NDArray[np.float64] = ratio.mean(axis=1)
+        return averaged
+
+    def bootstrap(
+        self,
+        items: Iterable[ClassificationItem] | ClassificationTally,
+        *,
+        clusters: Sequence[int] | None = None,
+        resamples: int,
+        seed: int | Sequence[int],
+    ) -> NDArray[np.float64] | None:
+        """The bootstrap distribution of the headline score over the items' entries.
+
+        Each resample draws as many entries as there are (whole clusters with ``clusters``,
+        one id per item), with replacement. ``None`` when no item can be scored.
+
+        Example:
+            >>> evaluator = build_dataset_evaluator(RecallAggregatorSpec(classes=["a"]), "s")
+            >>> samples = evaluator.bootstrap([("a", "a")] * 9 + [("a", "b")], resamples=500,
+            ...                               seed=0)
+            >>> 0.5 < float(samples.mean()) < 1.0
+            True
+        """
+        codes = self.codes(items)
+        if codes.size == 0 or not (codes < self.code_count - 1).any():
+            return None
+        distinct = np.unique(codes)
+        return bootstrap_counts(
+            codes,
+            lambda counts: self.headline_of_counts(counts, distinct),
+            clusters=clusters,
+            resamples=resamples,
+            seed=seed,
+        )
+
+    def paired_bootstrap(
+        self,
+        old: Sequence[ClassificationItem],
+        new: Sequence[ClassificationItem],
+        *,
+        resamples: int,
+        seed: int | Sequence[int],
+    ) -> NDArray[np.float64] | None:
+        """The bootstrap distribution of ``headline(new) - headline(old)`` over paired entries.
+
+        ``old[i]`` and ``new[i]`` are one entry's results in two runs; each resample draws
+        entries, both of its results together. ``None`` when either side scores no item.
+        """
+        if len(old) != len(new):
+            raise ValueError(
+                f"paired results must pair up: got {len(old)} old and {len(new)} new items"
+            )
+        skip = self.code_count - 1
+        before = np.array([self._code(item) for item in old], dtype=np.int64)
+        after = np.array([self._code(item) for item in new], dtype=np.int64)
+        if before.size == 0 or (before == skip).all() or (after == skip).all():
+            return None
+        joint = before * self.code_count + after
+        distinct = np.unique(joint)
+        old_codes, new_codes = np.divmod(distinct, self.code_count)
+
+        def difference(counts: NDArray[np.float64]) -> NDArray[np.float64]:
+            return self.headline_of_counts(counts, new_codes) - self.headline_of_counts(
+                counts, old_codes
+            )
+
+        return bootstrap_counts(joint, difference, resamples=resamples, seed=seed)
+
 
 def _as_spec(spec: AggregatorSpec | Mapping[str, Any]) -> AggregatorSpec:
     if isinstance(spec, Mapping):
@@ -731,22 +906,7 @@ def compute_dataset_evaluator_results(
         >>> results["intent::precision"].score
         0.25
     """
-    configs = _CONFIGS_ADAPTER.validate_python(evaluator_configs)
-    planned: dict[str, ClassificationDatasetEvaluator] = {}
-    for source, specs in configs.items():
-        type_counts = Counter(spec.type for spec in specs)
-        for spec in specs:
-            evaluator = ClassificationDatasetEvaluator(spec, source)
-            key = evaluator.name + (_suffix(spec) if type_counts[spec.type] > 1 else "")
-            if key in planned:
-                raise ValueError(
-                    f"two aggregators on evaluator {source!r} would both be reported as {key!r}: "
-                    f"aggregators of one type on one evaluator must differ in averaging (and, "
-                    f"for fscore, in fValue), and a confusion_matrix may be declared only once; "
-                    f"remove the duplicate"
-                )
-            planned[key] = evaluator
-
+    planned = plan_dataset_evaluators(evaluator_configs)
     results: dict[str, Evaluation] = {}
     for key, evaluator in planned.items():
         source = evaluator.source_evaluator_name
@@ -768,6 +928,39 @@ def compute_dataset_evaluator_results(
             continue
         results[key] = evaluator.evaluate(items).model_copy(update={"evaluator": key})
     return results
+
+
+def plan_dataset_evaluators(
+    evaluator_configs: Mapping[str, Sequence[AggregatorSpec | Mapping[str, Any]]],
+) -> dict[str, ClassificationDatasetEvaluator]:
+    """Every aggregator declared on every source evaluator, by the key of its result.
+
+    The keys are those of :func:`compute_dataset_evaluator_results`, in declaration order.
+
+    Raises:
+        ValueError: Two aggregators of one source would be reported under one key.
+        pydantic.ValidationError: A spec given as a mapping is invalid.
+
+    Example:
+        >>> list(plan_dataset_evaluators({"intent": [{"type": "recall", "classes": ["a"]}]}))
+        ['intent::recall']
+    """
+    configs = _CONFIGS_ADAPTER.validate_python(evaluator_configs)
+    planned: dict[str, ClassificationDatasetEvaluator] = {}
+    for source, specs in configs.items():
+        type_counts = Counter(spec.type for spec in specs)
+        for spec in specs:
+            evaluator = ClassificationDatasetEvaluator(spec, source)
+            key = evaluator.name + (_suffix(spec) if type_counts[spec.type] > 1 else "")
+            if key in planned:
+                raise ValueError(
+                    f"two aggregators on evaluator {source!r} would both be reported as {key!r}: "
+                    f"aggregators of one type on one evaluator must differ in averaging (and, "
+                    f"for fscore, in fValue), and a confusion_matrix may be declared only once; "
+                    f"remove the duplicate"
+                )
+            planned[key] = evaluator
+    return planned
 
 
 class DatasetResultsTally:
@@ -817,3 +1010,27 @@ class DatasetResultsTally:
         if not self._configs:
             return {}
         return compute_dataset_evaluator_results(self._tallies, self._configs)
+
+    def bootstrap(
+        self, *, resamples: int, seed: Callable[[str], int | Sequence[int]]
+    ) -> dict[str, NDArray[np.float64] | None]:
+        """The bootstrap distribution of each result's score over the entries added so far.
+
+        Args:
+            resamples: Resamples of the entries.
+            seed: The seed of each result's resamples, from its key.
+
+        Returns:
+            By key (as :meth:`results`), the score of each resample; ``None`` for a result
+            with no scored item.
+        """
+        if not self._configs:
+            return {}
+        return {
+            key: evaluator.bootstrap(
+                self._tallies[evaluator.source_evaluator_name],
+                resamples=resamples,
+                seed=seed(key),
+            )
+            for key, evaluator in plan_dataset_evaluators(self._configs).items()
+        }

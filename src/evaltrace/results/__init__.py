@@ -10,7 +10,10 @@ holds scored traces as they come, read back as one run per time window
 (:func:`read_windows`). :func:`render_report` draws the text report of runs and :func:`diff_results`
 compares a run with a baseline; :class:`DatasetScorecard` and :func:`save_dataset_scorecard`
 make a self-contained HTML page of a run; :func:`run_result_to_csv` and
-:func:`aggregate_results_to_dataframe` give tables; :func:`analyze_agent_log`,
+:func:`aggregate_results_to_dataframe` give tables; :class:`RunStatistics` (each
+evaluator's mean and pass rate with their intervals) is computed once at the end of a run,
+and :func:`compare_runs` (inside :func:`diff_results`) gives paired tests and a verdict per
+evaluator against a baseline; :func:`analyze_agent_log`,
 :func:`extract_task_outcomes` and :func:`collect_task_outcomes` read multi-agent task runs
 from agents' logs (chat transcripts such as Mindcraft's, or stored traces).
 """
@@ -21,6 +24,14 @@ from evaltrace.errors import (
     ResultsFolderError,
     ResumeError,
     RunFolderBusyError,
+)
+from evaltrace.results.comparison import (
+    EvaluatorComparison,
+    MetricComparison,
+    RunComparison,
+    SpendComparison,
+    Verdict,
+    compare_runs,
 )
 from evaltrace.results.dataframe import (
     aggregate_results_to_dataframe,
@@ -88,6 +99,7 @@ from evaltrace.results.outcomes import (
 )
 from evaltrace.results.progress import RunProgress
 from evaltrace.results.report import print_report, render_report, wants_plain_report
+from evaltrace.results.run_statistics import StatisticsTally, run_statistics
 from evaltrace.results.scorecard import (
     DatasetEntryResult,
     DatasetScorecard,
@@ -96,6 +108,13 @@ from evaltrace.results.scorecard import (
     write_scorecard,
 )
 from evaltrace.results.stream import ResultsStream, is_results_stream, read_stream, read_windows
+from evaltrace.results.uncertainty import (
+    STATISTICS_COLUMNS,
+    EvaluatorStatistics,
+    MetricStatistics,
+    RunStatistics,
+)
+from evaltrace.results.usage import LatencySummary, RunCost, UsageTally, latency_summary
 
 __all__ = [
     "is_results_stream",
@@ -108,6 +127,7 @@ __all__ = [
     "RESULT_FILE",
     "RUN_FILE",
     "SCHEMA_VERSION",
+    "STATISTICS_COLUMNS",
     "TRACES_FILE",
     "AgentOutcome",
     "Change",
@@ -121,28 +141,41 @@ __all__ = [
     "EntryResult",
     "EntrySelection",
     "EvaluationChange",
+    "EvaluatorComparison",
+    "EvaluatorStatistics",
     "FingerprintDifference",
+    "LatencySummary",
     "MergeError",
+    "MetricComparison",
+    "MetricStatistics",
     "ResultFileError",
     "ResultFileNotFoundError",
     "ResultsFolder",
     "ResultsStream",
     "ResultsFolderError",
     "ResumeError",
+    "RunComparison",
+    "RunCost",
     "RunDiff",
     "RunFingerprint",
     "RunFolderBusyError",
     "RunProgress",
     "RunResult",
+    "RunStatistics",
+    "SpendComparison",
+    "StatisticsTally",
     "TaskDefinition",
     "TaskDefinitions",
     "TaskOutcome",
     "TaskOutcomes",
+    "UsageTally",
+    "Verdict",
     "aggregate_results_to_dataframe",
     "analyze_agent_log",
     "check_writable",
     "collect_task_outcomes",
     "combine_agent_statuses",
+    "compare_runs",
     "diff_results",
     "entry_status",
     "extract_task_outcome",
@@ -150,6 +183,7 @@ __all__ = [
     "format_outcome_summary",
     "generate_dataset_scorecard_html",
     "iter_entries",
+    "latency_summary",
     "load_result",
     "load_task_definitions",
     "merge_results",
@@ -162,6 +196,7 @@ __all__ = [
     "render_diff",
     "render_report",
     "run_result_to_csv",
+    "run_statistics",
     "save_dataset_scorecard",
     "save_result",
     "scan_entries",

@@ -15,6 +15,13 @@ and none worse, and ``same`` when none changed (its status may still change, say
 recall, ...) compare like evaluations. A **regression** is an entry or a dataset-level result
 that is ``worse``.
 
+Whether a change is more than noise is the business of :attr:`RunDiff.comparison`
+(:func:`~evaltrace.results.comparison.compare_runs`): per evaluator, paired tests over the
+entries both runs share and a verdict, ``better``, ``worse`` or ``no significant change``,
+corrected for the number of comparisons. A **significant regression** is a ``worse`` verdict.
+The entries whose pass or fail changed carry their output in both runs, to be read side by
+side.
+
 Example:
     >>> from evaltrace.evals import Evaluation
     >>> from evaltrace.results import EntryResult, RunResult
@@ -34,19 +41,30 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final, Literal, TextIO
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, ConfigDict, JsonValue, computed_field
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from evaltrace._safe_text import printable
+from evaltrace.constants import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SIGNIFICANCE,
+    DEFAULT_STATISTICS_SEED,
+)
+from evaltrace.evals.display import short_text
+from evaltrace.evals.evaluable import collapse_named_data
 from evaltrace.evals.evaluation import Evaluation
+from evaltrace.llm.prices import PriceTable
+from evaltrace.results.comparison import EvaluatorComparison, RunComparison, compare_runs
 from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
 from evaltrace.results.report import print_rich, render_rich
+from evaltrace.statistics import Interval
 
 __all__ = [
     "Change",
@@ -113,6 +131,21 @@ class EntryChange(BaseModel):
     """Its status in the new run (``None`` when ``gone``)."""
     evaluations: list[EvaluationChange]
     """Each evaluation, old and new."""
+    old_output: JsonValue = None
+    """What was scored in the old run, for an entry whose pass or fail changed (else
+    ``None``): its named outputs collapsed (one value, or ``{name: value}``), else what the
+    runnable returned."""
+    new_output: JsonValue = None
+    """The same in the new run."""
+
+    @property
+    def pass_changed(self) -> bool:
+        """Whether the entry is in both runs and passed in one only."""
+        return (
+            self.old_status is not None
+            and self.new_status is not None
+            and self.old_status.passed != self.new_status.passed
+        )
 
     @property
     def status_changed(self) -> bool:
@@ -141,6 +174,9 @@ class RunDiff(BaseModel):
     """Every entry of either run: the new run's order, then the entries that are gone."""
     dataset_results: list[EvaluationChange]
     """Every dataset-level result of either run."""
+    comparison: RunComparison | None = None
+    """The paired tests and verdicts per evaluator and dataset-level result (``None`` when
+    the diff was made without them)."""
 
     @property
     def regressions(self) -> list[EntryChange | EvaluationChange]:
@@ -157,6 +193,12 @@ class RunDiff(BaseModel):
         """Whether anything got worse."""
         return bool(self.regressions)
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def significant_regressions(self) -> list[str]:
+        """The evaluators and dataset-level results whose verdict is ``worse``."""
+        return self.comparison.regressions() if self.comparison is not None else []
+
     def counts(self) -> dict[Change, int]:
         """How many evaluations (and dataset-level results) had each change."""
         counted: Counter[Change] = Counter()
@@ -166,12 +208,28 @@ class RunDiff(BaseModel):
         return dict(counted)
 
 
-def diff_results(old: RunResult, new: RunResult) -> RunDiff:
+def diff_results(
+    old: RunResult,
+    new: RunResult,
+    *,
+    level: float = DEFAULT_SIGNIFICANCE,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_STATISTICS_SEED,
+    prices: PriceTable | None = None,
+) -> RunDiff:
     """Compare a new run with an old one (the baseline), entry by entry and evaluator by evaluator.
 
     Args:
         old: The baseline run.
         new: The run to compare with it.
+        level: The significance level of the verdicts of :attr:`RunDiff.comparison`.
+        confidence: The confidence level of its intervals.
+        resamples: The bootstrap's resamples of the entries both runs share; 0 makes no
+            comparison (``comparison`` is ``None``).
+        seed: The seed of those resamples.
+        prices: The price table both runs' costs are compared by; ``None``: the new run's,
+            else the old run's.
 
     Returns:
         The comparison; see the module documentation for how results compare.
@@ -187,6 +245,19 @@ def diff_results(old: RunResult, new: RunResult) -> RunDiff:
         if entry.name not in new_names
     ]
     keys = list(dict.fromkeys([*new.dataset_results, *old.dataset_results]))
+    comparison = (
+        compare_runs(
+            old,
+            new,
+            level=level,
+            confidence=confidence,
+            resamples=resamples,
+            seed=seed,
+            prices=prices,
+        )
+        if resamples
+        else None
+    )
     return RunDiff(
         old_name=old.name,
         new_name=new.name,
@@ -199,6 +270,7 @@ def diff_results(old: RunResult, new: RunResult) -> RunDiff:
             )
             for key in keys
         ],
+        comparison=comparison,
     )
 
 
@@ -217,13 +289,26 @@ def _entry_change(name: str, old: EntryResult | None, new: EntryResult | None) -
         change = "better"
     else:
         change = "same"
+    flipped = old is not None and new is not None and old.status.passed != new.status.passed
     return EntryChange(
         name=name,
         change=change,
         old_status=old.status if old is not None else None,
         new_status=new.status if new is not None else None,
         evaluations=evaluations,
+        old_output=_scored_output(old) if flipped else None,
+        new_output=_scored_output(new) if flipped else None,
     )
+
+
+def _scored_output(entry: EntryResult | None) -> JsonValue:
+    """What the evaluators scored (its named outputs collapsed), else the runnable's output."""
+    if entry is None:
+        return None
+    if entry.eval_output:
+        collapsed: JsonValue = collapse_named_data(entry.eval_output)
+        return collapsed
+    return entry.output
 
 
 def _paired(
@@ -346,6 +431,9 @@ def _diff(diff: RunDiff, verbose: bool, *, plain: bool) -> RenderableType:
     for entry in diff.entries:
         if entry.change in ("new", "gone"):
             parts.append(text(f"{entry.name}: {entry.change} entry", _CHANGE_STYLES[entry.change]))
+    parts += _changed_outputs(diff, text, plain=plain)
+    if diff.comparison is not None:
+        parts += _comparison(diff.comparison, text, plain=plain)
     counts = diff.counts()
     summary = ", ".join(
         f"{counts.get(kind, 0)} {kind}" for kind in ("better", "worse", "same", "new", "gone")
@@ -354,3 +442,198 @@ def _diff(diff: RunDiff, verbose: bool, *, plain: bool) -> RenderableType:
     verdict = f"{regressions} regression{'s' if regressions != 1 else ''}"
     parts.append(text(f"{summary}; {verdict}", "bold red" if regressions else "bold green"))
     return Group(*parts)
+
+
+_OUTPUT_WIDTH: Final = 60
+"""The most of an output shown in the side-by-side table (``--format json`` has it whole)."""
+_VERDICT_STYLES: Final[dict[str, str]] = {
+    "better": "bold green",
+    "worse": "bold red",
+    "no significant change": "dim",
+}
+
+
+def _changed_outputs(
+    diff: RunDiff, text: Callable[..., Text], *, plain: bool
+) -> list[RenderableType]:
+    """The outputs of the entries whose pass or fail changed, old beside new."""
+    flipped = [entry for entry in diff.entries if entry.pass_changed]
+    if not flipped:
+        return []
+    arrow = "->" if plain else "→"
+    table = Table(box=box.ASCII if plain else box.SIMPLE_HEAD, show_edge=plain)
+    for header in ("entry", "status", "old output", "new output"):
+        table.add_column(header, overflow="fold")
+    for entry in flipped:
+        assert entry.old_status is not None and entry.new_status is not None
+        table.add_row(
+            text(entry.name),
+            text(
+                f"{entry.old_status.value} {arrow} {entry.new_status.value}",
+                _CHANGE_STYLES[entry.change],
+            ),
+            text(_shown(short_text(entry.old_output, _OUTPUT_WIDTH), plain)),
+            text(_shown(short_text(entry.new_output, _OUTPUT_WIDTH), plain)),
+        )
+    return [
+        Text(""),
+        text("Entries that now pass or now fail, old output beside new", "bold"),
+        table,
+    ]
+
+
+def _shown(value: str, plain: bool) -> str:
+    return value.replace("…", "...") if plain else value
+
+
+def _comparison(
+    comparison: RunComparison, text: Callable[..., Text], *, plain: bool
+) -> list[RenderableType]:
+    """Per evaluator and dataset-level result: the paired figures, the test and the verdict."""
+    arrow = "->" if plain else "→"
+    percent = f"{comparison.confidence:.0%}"
+    parts: list[RenderableType] = [
+        Text(""),
+        text(
+            f"Paired comparison over the {comparison.paired} "
+            f"entr{'y' if comparison.paired == 1 else 'ies'} in both runs",
+            "bold",
+        ),
+    ]
+    table = Table(box=box.ASCII if plain else box.SIMPLE_HEAD, show_edge=plain)
+    headers = ("compared", "n", "mean", f"difference [{percent} CI]", "pass", "test")
+    for header in (*headers, "Holm p", "verdict", "could detect"):
+        table.add_column(header, overflow="fold")
+    for item in comparison.evaluators:
+        passes = ""
+        if item.pass_n:
+            passes = (
+                f"{item.old_passed}/{item.pass_n} {arrow} {item.new_passed}/{item.pass_n} "
+                f"(+{item.fixed} -{item.broken})"
+            )
+        test = ""
+        if item.test == "mcnemar":
+            test = f"McNemar p={_p(item.p_value)}"
+        elif item.test == "wilcoxon":
+            test = f"Wilcoxon p={_p(item.p_value)}"
+        table.add_row(
+            text(item.evaluator),
+            str(item.n),
+            _means(item.old_mean, item.new_mean, arrow),
+            _difference(item.mean_difference, item.interval),
+            passes,
+            test,
+            _p(item.adjusted_p_value),
+            text(item.verdict, _VERDICT_STYLES[item.verdict]),
+            _detectable(item),
+        )
+    for metric in comparison.dataset_results:
+        table.add_row(
+            text(f"(dataset) {metric.key}"),
+            str(metric.n),
+            _means(metric.old, metric.new, arrow),
+            _difference(metric.difference, metric.interval),
+            "",
+            "" if metric.p_value is None else f"bootstrap p={_p(metric.p_value)}",
+            _p(metric.adjusted_p_value),
+            text(metric.verdict, _VERDICT_STYLES[metric.verdict]),
+            "",
+        )
+    parts.append(table)
+    parts.append(
+        text(
+            f"{comparison.comparisons} comparison{'s' if comparison.comparisons != 1 else ''} "
+            f"adjusted together by Holm's method at level {comparison.level:g}; "
+            f"{percent} paired bootstrap intervals ({comparison.resamples} resamples, seed "
+            f"{comparison.seed}); could detect: the smallest difference (in pass rate for "
+            f"McNemar, in mean score otherwise) found with {comparison.power:.0%} power",
+            "dim",
+        )
+    )
+    parts += _spend(comparison, text, plain=plain)
+    apart = []
+    if comparison.new_entries:
+        apart.append(f"{_names(comparison.new_entries)} only in the new run")
+    if comparison.gone_entries:
+        apart.append(f"{_names(comparison.gone_entries)} only in the old run")
+    if apart:
+        parts.append(text(f"not compared: {'; '.join(apart)}", "dim"))
+    return parts
+
+
+def _spend(
+    comparison: RunComparison, text: Callable[..., Text], *, plain: bool
+) -> list[RenderableType]:
+    """The app's cost and latency per entry, old and new, with the paired difference."""
+    if not comparison.spend:
+        return []
+    arrow = "->" if plain else "→"
+    percent = f"{comparison.confidence:.0%}"
+    table = Table(box=box.ASCII if plain else box.SIMPLE_HEAD, show_edge=plain)
+    for header in ("per entry", "n", "mean", f"difference [{percent} CI]", "bootstrap p"):
+        table.add_column(header, overflow="fold")
+    notes = []
+    for item in comparison.spend:
+        unit = item.unit
+        shown = f"{item.measure} ({unit})"
+        if item.n == 0 or item.old_mean is None or item.new_mean is None:
+            table.add_row(text(shown), "0", "unknown", "", "")
+        else:
+            difference = f"{item.mean_difference:+.4g}"
+            if item.interval is not None:
+                difference += f" [{item.interval.low:+.4g}, {item.interval.high:+.4g}]"
+            table.add_row(
+                text(shown),
+                str(item.n),
+                f"{item.old_mean:.4g} {arrow} {item.new_mean:.4g}",
+                difference,
+                _p(item.p_value),
+            )
+        if item.note:
+            notes.append(f"{item.measure}: {item.note}")
+    parts: list[RenderableType] = [Text(""), text("The app's cost and latency", "bold"), table]
+    parts.append(
+        text(
+            "paired over the entries in both runs; positive is dearer or slower; figures, not "
+            "verdicts (not adjusted with the comparisons above)"
+            + ("; " + "; ".join(notes) if notes else ""),
+            "dim",
+        )
+    )
+    return parts
+
+
+_NAMES_SHOWN: Final = 5
+
+
+def _names(names: Sequence[str]) -> str:
+    count = len(names)
+    shown = ", ".join(names[:_NAMES_SHOWN])
+    more = f", and {count - _NAMES_SHOWN} more" if count > _NAMES_SHOWN else ""
+    return f"{count} entr{'y' if count == 1 else 'ies'} ({shown}{more})"
+
+
+def _detectable(item: EvaluatorComparison) -> str:
+    if item.detectable is not None:
+        return f"{item.detectable:.3f}"
+    return "too few entries" if item.p_value is not None else ""
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return ""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _means(old: float | None, new: float | None, arrow: str) -> str:
+    if old is None or new is None:
+        return ""
+    return f"{old:.3f} {arrow} {new:.3f}"
+
+
+def _difference(difference: float | None, interval: Interval | None) -> str:
+    if difference is None:
+        return ""
+    if interval is None:
+        return f"{difference:+.3f}"
+    return f"{difference:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]"

@@ -30,7 +30,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from evaltrace.errors import EvaltraceError
-from evaltrace.llm.usage import JudgeUsage, add_judge_usage
 from evaltrace.metrics.classification import DatasetResultsTally
 from evaltrace.results.folder import (
     ENTRIES_FILE,
@@ -47,6 +46,8 @@ from evaltrace.results.folder import (
     write_result,
 )
 from evaltrace.results.model import CompletionStatus, EntryResult, EntrySelection, RunResult
+from evaltrace.results.run_statistics import StatisticsTally
+from evaltrace.results.usage import UsageTally
 
 __all__ = ["MergeError", "merge_results"]
 
@@ -103,13 +104,26 @@ def merge_results(
                 )
             forced.append(f"{TRACES_FILE} of {path}")
     tally = DatasetResultsTally(first.aggregators)
+    settings = first.statistics  # computed again over every shard's entries, as they were
+    scores = (
+        StatisticsTally(threshold=first.threshold, evaluators=first.evaluators)
+        if settings is not None
+        else None
+    )
+
+    spent = UsageTally()
 
     def count(line: bytes) -> None:
-        tally.add(EntryResult.model_validate_json(line).evaluations)
+        entry = EntryResult.model_validate_json(line)
+        spent.add(entry.usage, entry.judge_usage, entry.duration_s)
+        tally.add(entry.evaluations)
+        if scores is not None:
+            scores.add(entry)
 
     try:
         entries = scan_entries(
-            [path / ENTRIES_FILE for path in paths], count if first.aggregators else None
+            [path / ENTRIES_FILE for path in paths],
+            count,
         )
     except DuplicateEntryError as exc:
         raise MergeError(
@@ -125,17 +139,27 @@ def merge_results(
     finished = [result.finished_at for _, result in shards if result.finished_at is not None]
     folder = _new_folder(output_dir, run_id or new_run_id(max(finished, default=None)))
     fields = {name: getattr(first, name) for name in RunResult.model_fields}
-    judge_usage: dict[str, JudgeUsage] = {}
-    for _, result in shards:
-        judge_usage = add_judge_usage(judge_usage, result.judge_usage)
+    dataset_results = tally.results()
+    statistics = (
+        None
+        if scores is None or settings is None
+        else scores.statistics(
+            confidence=settings.confidence,
+            resamples=settings.resamples,
+            seed=settings.seed,
+            dataset=tally,
+            dataset_results=dataset_results,
+        )
+    )
     merged = RunResult(  # validated: the dataset-level details are saved as JSON data
         **{
             **fields,
             "run_id": folder.name,
             "entries": [],
-            "dataset_results": tally.results(),
             "counts": _summed_counts(result for _, result in shards),
             "label_counts": _summed_label_counts(result for _, result in shards),
+            "dataset_results": dataset_results,
+            "statistics": statistics,
             "started_at": min(started, default=None),
             "finished_at": max(finished, default=None),
             "duration_s": max(result.duration_s for _, result in shards),
@@ -146,7 +170,9 @@ def merge_results(
                 **({"forced": forced} if forced else {}),
             },
             "selection": selection.model_copy(update={"shard": 1, "shards": 1}),
-            "judge_usage": judge_usage,
+            # Every entry's calls and wall time, read again: the latency percentiles are
+            # the merged run's, not a mix of the shards'.
+            **spent.fields(first.prices),
         }
     )
     try:

@@ -54,7 +54,11 @@ from evaltrace.evals.evaluable import (
     encode_unless_json,
 )
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
+from evaltrace.llm.calls import ModelUsage, total_usage
+from evaltrace.llm.prices import PriceTable
 from evaltrace.llm.usage import JudgeUsage
+from evaltrace.results.uncertainty import STATISTICS_COLUMNS, RunStatistics
+from evaltrace.results.usage import LatencySummary, RunCost, run_cost
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -116,6 +120,11 @@ RECORD_COLUMNS: Final = (
     "error_message",
     "reasoning",
     "duration_s",
+    "model_calls",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "cost",
 )
 """The columns of :meth:`RunResult.to_records`, before the component and ``meta.*`` ones."""
 
@@ -319,6 +328,10 @@ class EntryResult(HasExpectation):
     judge_usage: dict[str, JudgeUsage] = Field(default_factory=dict)
     """What the entry's judge calls spent, by model: requests and tokens (input, output,
     from the provider's prompt cache), and the requests the judge cache answered."""
+    usage: dict[str, ModelUsage] = Field(default_factory=dict)
+    """The app's own model calls, by model: how many, and their input, output and cached
+    tokens, read from the captured model-call spans (every epoch's, for an entry run
+    several times). The judges' calls are in :attr:`judge_usage`, never here."""
 
     @field_validator("evaluations")
     @classmethod
@@ -547,10 +560,26 @@ class RunResult(BaseModel):
     fingerprint: RunFingerprint | None = None
     """What makes the run comparable with another (dataset, evaluators, code, settings);
     ``None`` for a run that did not come from a dataset, or one saved before fingerprints."""
+    statistics: RunStatistics | None = None
+    """Each evaluator's mean score and pass rate with their intervals, standard error and
+    ``n``, and each dataset-level result's interval (:mod:`evaltrace.results.uncertainty`);
+    ``None`` for a run saved before statistics, or made with ``resamples=0``."""
     judge_usage: dict[str, JudgeUsage] = Field(default_factory=dict)
     """What the judge calls of every entry spent, by model (the entries' ``judge_usage``
     added up, those not kept in :attr:`entries` included): requests, tokens, and the judge
     cache's hits, misses and the tokens its hits saved."""
+    usage: dict[str, ModelUsage] = Field(default_factory=dict)
+    """The app's model calls of every entry, by model (the entries' ``usage`` added up,
+    those not kept in :attr:`entries` included)."""
+    latency: LatencySummary | None = None
+    """The app's wall time over the entries that ran it: mean, p50, p95, p99 and max;
+    ``None`` when no entry ran the app (or for a run saved before latencies)."""
+    prices: PriceTable | None = None
+    """The price table the run was given (``--prices``, ``EVALTRACE_PRICES``, ``prices=``);
+    ``None`` without one."""
+    cost: RunCost | None = None
+    """What the app's and the judges' calls cost by :attr:`prices`; ``None`` (unknown,
+    never zero) without a price table."""
 
     @field_validator("dataset_results")
     @classmethod
@@ -593,12 +622,28 @@ class RunResult(BaseModel):
             and not any(result.error is not None for result in self.dataset_results.values())
         )
 
+    def priced(self, prices: PriceTable) -> RunResult:
+        """This run with its cost computed again by ``prices`` (``--prices`` of a report).
+
+        Example:
+            >>> from evaltrace.llm.prices import ModelPrice
+            >>> table = PriceTable(models={"m": ModelPrice(input=1.0, output=1.0)})
+            >>> run = RunResult(name="demo", usage={"m": ModelUsage(calls=1, input_tokens=10**6)})
+            >>> run.priced(table).cost.total
+            1.0
+        """
+        cost = run_cost(prices, self.usage, self.judge_usage)
+        return self.model_copy(update={"prices": prices, "cost": cost})
+
     def to_records(self) -> list[dict[str, Any]]:
         """The run as flat rows: one per entry and evaluation, in entry and evaluator order.
 
         Each row has the :data:`RECORD_COLUMNS` (``input``, ``output`` and ``expectation``
         as saved, ``None`` for an absent expectation; ``duration_s`` the entry's latency;
-        ``passed`` whether the evaluation reached the run's threshold); then, for a run that
+        ``passed`` whether the evaluation reached the run's threshold; ``model_calls`` and
+        ``input_tokens``/``output_tokens``/``cached_tokens`` the app's model calls;
+        ``cost`` what they cost by the run's price table, ``None`` when that is unknown);
+        then, for a run that
         kept its components (a pipeline evaluation), ``<component>.input`` and
         ``<component>.output`` of each component's last call; then one ``meta.<key>`` column
         per key of any entry's ``eval_metadata`` (nested objects flattened with dots:
@@ -619,7 +664,16 @@ class RunResult(BaseModel):
             dict.fromkeys(name for entry in self.entries for name in entry.components)
         )
         rows: list[dict[str, Any]] = []
+        prices = self.prices
         for entry, flat in zip(self.entries, metadata, strict=True):
+            calls_made = total_usage(entry.usage)
+            spent = {
+                "model_calls": calls_made.calls,
+                "input_tokens": calls_made.input_tokens,
+                "output_tokens": calls_made.output_tokens,
+                "cached_tokens": calls_made.cached_tokens,
+                "cost": None if prices is None else prices.total(entry.usage),
+            }
             common = {
                 "run_id": self.run_id,
                 "run": self.name,
@@ -654,6 +708,7 @@ class RunResult(BaseModel):
                         "error_message": None if error is None else error.message,
                         "reasoning": None if evaluation is None else evaluation.reasoning,
                         "duration_s": entry.duration_s,
+                        **spent,
                         **calls,
                         **meta,
                     }
@@ -677,6 +732,32 @@ class RunResult(BaseModel):
         records = self.to_records()
         columns = list(records[0]) if records else list(RECORD_COLUMNS)
         return pandas.DataFrame.from_records(records, columns=columns)
+
+    def statistics_dataframe(self) -> pd.DataFrame:
+        """The run's statistics as a pandas DataFrame (needs ``evaltrace[pandas]``).
+
+        One row per evaluator and per dataset-level result. The columns are ``run_id``,
+        ``run`` and the :data:`~evaltrace.results.uncertainty.STATISTICS_COLUMNS` (``mean`` with
+        ``mean_low``/``mean_high``, ``pass_rate`` with its bounds, ``n``, ...); no rows for
+        a run without statistics. The figures are the run's, not the entries' rows of
+        :meth:`to_dataframe`: join the two on ``run_id`` and ``evaluator``/``name``.
+
+        Example:
+            >>> frame = result.statistics_dataframe()  # doctest: +SKIP
+            >>> frame.set_index("name")[["n", "mean", "mean_low", "mean_high"]]  # doctest: +SKIP
+
+        Raises:
+            MissingExtraError: pandas is not installed.
+        """
+        try:
+            import pandas
+        except ImportError:
+            raise MissingExtraError(
+                "RunResult.statistics_dataframe()", "pandas", "pandas"
+            ) from None
+        records = self.statistics.records() if self.statistics is not None else []
+        rows = [{"run_id": self.run_id, "run": self.name, **record} for record in records]
+        return pandas.DataFrame.from_records(rows, columns=["run_id", "run", *STATISTICS_COLUMNS])
 
 
 def _flat_metadata(metadata: Mapping[str, JsonValue], prefix: str = "meta.") -> dict[str, Any]:

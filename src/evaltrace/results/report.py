@@ -3,8 +3,9 @@
 For each run: a table of its entries against its evaluators (score and pass/fail, the label
 an evaluator gave, or why there is none), every entry that did not pass with its reasoning or
 error, how often each evaluator gave each label, the dataset-level metrics (precision, recall
-and F-beta per class, the confusion matrix), the count of each status; then the totals and
-the wall time of all runs.
+and F-beta per class, the confusion matrix), each evaluator's mean score and pass rate with
+their intervals and ``n`` (and each dataset-level metric's interval), the count of each
+status; then the totals and the wall time of all runs.
 
 On a terminal the report has colour and box-drawing tables. Written anywhere else, or with
 ``NO_COLOR`` set, it is plain ASCII without colour (tables drawn with ``+``, ``-`` and ``|``;
@@ -47,10 +48,14 @@ from evaltrace.evals.evaluation import Evaluation
 from evaltrace.llm.usage import describe_judge_usage
 from evaltrace.metrics.classification import ClassificationDetails
 from evaltrace.results.model import TIMEOUT_ERROR_TYPES, CompletionStatus, EntryResult, RunResult
+from evaltrace.results.usage import describe_usage
+from evaltrace.statistics import Interval
 
 __all__ = [
     "ALL_ROWS_UP_TO",
     "MAX_LISTED_ENTRIES",
+    "SMALL_SAMPLE",
+    "confidence_label",
     "print_report",
     "print_rich",
     "render_report",
@@ -325,10 +330,13 @@ def _run_section(result: RunResult, *, verbose: bool, look: _Look) -> list[Rende
         parts += _failures(result, verbose=verbose, look=look)
     parts += _labels(result, look)
     parts += _dataset_results(result, look)
+    parts += _statistics(result, look)
     parts.append(_status_counts(result, look))
     judges = describe_judge_usage(result.judge_usage)
     if judges is not None:
         parts.append(look.text(judges, "dim"))
+    for line in describe_usage(result.usage, result.latency, result.cost):
+        parts.append(look.text(line, "dim"))
     return parts
 
 
@@ -556,6 +564,87 @@ def _confusion_matrix(key: str, details: ClassificationDetails, look: _Look) -> 
     for name, row in zip(details.classes, details.confusion_matrix, strict=False):
         table.add_row(look.cell(name), *(str(count) for count in row))
     return Group(look.text(f"{key} (accuracy {details.accuracy:.4f})", "bold"), table)
+
+
+SMALL_SAMPLE: Final = 30
+"""Below this many entries an interval is flagged as wide and approximate."""
+
+
+def _statistics(result: RunResult, look: _Look) -> list[RenderableType]:
+    """Each evaluator's mean and pass rate with their intervals and n.
+
+    And each dataset-level result's interval.
+    """
+    statistics = result.statistics
+    if statistics is None or not (statistics.evaluators or statistics.dataset_results):
+        return []
+    level = confidence_label(statistics.confidence)
+    parts: list[RenderableType] = [
+        Text(""),
+        look.text(f"Scores with {level} intervals", "bold"),
+    ]
+    table = look.table(
+        "evaluator",
+        "n",
+        f"mean [{level} CI]",
+        "std err",
+        "passed",
+        f"pass rate [{level} CI]",
+        "errored",
+        "skipped",
+        shortened=[0],
+    )
+    small: list[str] = []
+    for item in statistics.evaluators:
+        if 0 < item.entries < SMALL_SAMPLE:
+            small.append(item.evaluator)
+        table.add_row(
+            look.cell(item.evaluator),
+            str(item.n) if item.entries == item.n else f"{item.n} ({item.entries} entries)",
+            _estimate(item.mean, item.mean_interval),
+            "" if item.standard_error is None else f"{item.standard_error:.3f}",
+            f"{item.passed}/{item.pass_n}",
+            _estimate(item.pass_rate, item.pass_rate_interval),
+            str(item.errored),
+            str(item.skipped),
+        )
+    for metric in statistics.dataset_results:
+        table.add_row(
+            look.cell(f"(dataset) {metric.key}"),
+            str(metric.n),
+            _estimate(metric.score, metric.interval),
+        )
+    parts.append(table)
+    repeated = any(item.pass_rate_method != "wilson" for item in statistics.evaluators)
+    pass_method = "Wilson, bootstrap where entries repeat" if repeated else "Wilson"
+    note = (
+        f"mean: bootstrap percentile over entries ({statistics.resamples} resamples, seed "
+        f"{statistics.seed}); pass rate: {pass_method}, an error counts as a fail"
+    )
+    parts.append(look.text(note, "dim"))
+    if small:
+        names = ", ".join(small)
+        parts.append(
+            look.text(
+                f"fewer than {SMALL_SAMPLE} entries ({names}): the intervals are wide and "
+                f"cover the true value less reliably than {level}",
+                "yellow",
+            )
+        )
+    return parts
+
+
+def confidence_label(confidence: float) -> str:
+    """``0.95`` as ``"95%"``, ``0.975`` as ``"97.5%"``."""
+    return f"{confidence * 100:.10g}%"
+
+
+def _estimate(value: float | None, interval: Interval | None) -> str:
+    if value is None:
+        return "-"
+    if interval is None:
+        return f"{value:.3f}"
+    return f"{value:.3f} [{interval.low:.3f}, {interval.high:.3f}]"
 
 
 def _status_counts(result: RunResult, look: _Look) -> Text:

@@ -41,11 +41,18 @@ from evaltrace.errors import TraceFormatError
 from evaltrace.evals.evaluable import NamedData, Unset
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.judges.strategies import RepeatedDetails
+from evaltrace.llm.calls import ModelUsage, total_usage
+from evaltrace.llm.prices import PriceTable
 from evaltrace.metrics.classification import ClassificationDetails
 from evaltrace.results import charts
+from evaltrace.results.comparison import RunComparison, compare_runs
 from evaltrace.results.folder import RESULT_FILE, TRACES_FILE, load_result, write_atomically
 from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
+from evaltrace.results.report import SMALL_SAMPLE, confidence_label
 from evaltrace.results.trace_tree import TraceMessage, TraceSpan, compact_trace, roots_by_trace_id
+from evaltrace.results.uncertainty import RunStatistics
+from evaltrace.results.usage import LatencySummary, RunCost
+from evaltrace.statistics import Interval
 from evaltrace.trace import ObservationNode, load_traces
 
 if TYPE_CHECKING:
@@ -117,6 +124,13 @@ class DatasetEntryResult(BaseModel):
     """The entry's status in the baseline run."""
     baseline_scores: dict[str, float | None] = Field(default_factory=dict)
     """The baseline's score per evaluator (``None``: it errored or skipped there)."""
+    model_calls: int = 0
+    """The app's model calls."""
+    tokens: int = 0
+    """Their input and output tokens."""
+    cost: float | None = None
+    """What they cost by the run's price table; ``None``: unknown (no table, or a call it
+    cannot price)."""
 
     @classmethod
     def from_entry(
@@ -126,9 +140,11 @@ class DatasetEntryResult(BaseModel):
         trace: Sequence[ObservationNode] = (),
         trace_problem: str | None = None,
         baseline: EntryResult | None = None,
+        prices: PriceTable | None = None,
     ) -> DatasetEntryResult:
         """The scorecard's view of a saved entry, its trace roots and its baseline entry."""
         return cls(
+            **_entry_spend(entry, prices),
             index=entry.index,
             name=entry.name,
             description=entry.description,
@@ -245,6 +261,18 @@ class DatasetScorecard(BaseModel):
     """Each evaluator's mean score in the baseline run."""
     problems: list[str] = Field(default_factory=list)
     """What could not be shown and why (an unreadable trace file, ...)."""
+    statistics: RunStatistics | None = None
+    """The run's means and pass rates with their intervals (as saved with the run)."""
+    comparison: RunComparison | None = None
+    """The paired tests and verdicts against the baseline, when one is given."""
+    usage: dict[str, ModelUsage] = Field(default_factory=dict)
+    """The app's model calls of the run, by model."""
+    latency: LatencySummary | None = None
+    """The app's latency over the run's entries."""
+    cost: RunCost | None = None
+    """What the run cost, when it had a price table."""
+    currency: str = "USD"
+    """The currency of the entries' costs."""
 
     @classmethod
     def from_run(
@@ -261,7 +289,10 @@ class DatasetScorecard(BaseModel):
             traces: Its stored traces: the ``traces.jsonl`` path, or loaded roots. Each entry's
                 trace is found by its ``trace_ids``. An unreadable file is reported on the page.
             baseline: A run to compare with (a :class:`RunResult`, a results folder or a
-                ``result.json``): entries are matched by name and each cell shows its delta.
+                ``result.json``): entries are matched by name and each cell shows its delta,
+                and each evaluator gets a verdict from paired tests
+                (:func:`~evaltrace.results.comparison.compare_runs`, at the run's confidence,
+                resamples and seed).
 
         Returns:
             The scorecard.
@@ -293,7 +324,11 @@ class DatasetScorecard(BaseModel):
                     problem = f"trace {', '.join(missing)} is not in {traces_name}"
             entries.append(
                 DatasetEntryResult.from_entry(
-                    entry, trace=roots, trace_problem=problem, baseline=matches.get(entry.index)
+                    entry,
+                    trace=roots,
+                    trace_problem=problem,
+                    baseline=matches.get(entry.index),
+                    prices=result.prices,
                 )
             )
         baseline_summary = None
@@ -325,6 +360,12 @@ class DatasetScorecard(BaseModel):
             baseline=baseline_summary,
             baseline_evaluator_means=baseline_means,
             problems=problems,
+            statistics=result.statistics,
+            comparison=None if base is None else _compare(base, result),
+            usage=result.usage,
+            latency=result.latency,
+            cost=result.cost,
+            currency=result.prices.currency if result.prices is not None else "USD",
         )
 
     @classmethod
@@ -443,6 +484,8 @@ def generate_dataset_scorecard_html(scorecard: DatasetScorecard | RunResult) -> 
             dataset_results=[
                 _dataset_result(key, value) for key, value in card.dataset_results.items()
             ],
+            statistics=_statistics_view(card),
+            spend=_spend_tiles(card),
             csp=policy,
             style=markupsafe.Markup(style),
             script=markupsafe.Markup(script),
@@ -651,6 +694,256 @@ def _dataset_result(key: str, evaluation: Evaluation) -> _DatasetResult:
     )
 
 
+# --- statistics and the baseline's verdicts (scorecard_statistics.html.j2) -------------------
+
+
+def _compare(base: RunResult, result: RunResult) -> RunComparison:
+    """The paired comparison with the baseline, at the run's own statistics settings."""
+    settings = result.statistics
+    if settings is None:
+        return compare_runs(base, result)
+    return compare_runs(
+        base,
+        result,
+        confidence=settings.confidence,
+        resamples=settings.resamples,
+        seed=settings.seed,
+    )
+
+
+@dataclass(kw_only=True, frozen=True)
+class _StatisticsRow:
+    name: str
+    n: str
+    mean: str
+    standard_error: str
+    pass_rate: str
+    small: bool
+
+
+@dataclass(kw_only=True, frozen=True)
+class _VerdictRow:
+    name: str
+    n: int
+    means: str
+    difference: str
+    passes: str
+    test: str
+    adjusted: str
+    verdict: str
+    detectable: str
+
+
+@dataclass(kw_only=True, frozen=True)
+class _StatisticsView:
+    level: str
+    note: str
+    rows: list[_StatisticsRow]
+    small: list[str]
+    verdicts: list[_VerdictRow]
+    verdict_note: str
+
+
+def _statistics_view(card: DatasetScorecard) -> _StatisticsView | None:
+    """What the page shows of the run's statistics and of its comparison with the baseline."""
+    statistics, comparison = card.statistics, card.comparison
+    if statistics is not None:
+        level = confidence_label(statistics.confidence)
+    elif comparison is not None:
+        level = confidence_label(comparison.confidence)
+    else:
+        return None
+    rows: list[_StatisticsRow] = []
+    note = ""
+    if statistics is not None:
+        for item in statistics.evaluators:
+            entries = "" if item.entries == item.n else f" ({item.entries} entries)"
+            rows.append(
+                _StatisticsRow(
+                    name=item.evaluator,
+                    n=f"{item.n}{entries}",
+                    mean=_estimate(item.mean, item.mean_interval),
+                    standard_error=(
+                        "—" if item.standard_error is None else f"{item.standard_error:.3f}"
+                    ),
+                    pass_rate=(
+                        f"{item.passed}/{item.pass_n}: "
+                        f"{_estimate(item.pass_rate, item.pass_rate_interval)}"
+                    ),
+                    small=0 < item.entries < SMALL_SAMPLE,
+                )
+            )
+        for metric in statistics.dataset_results:
+            rows.append(
+                _StatisticsRow(
+                    name=metric.key,
+                    n=str(metric.n),
+                    mean=_estimate(metric.score, metric.interval),
+                    standard_error="",
+                    pass_rate="",
+                    small=0 < metric.n < SMALL_SAMPLE,
+                )
+            )
+        note = (
+            f"Means: bootstrap percentile intervals over entries ({statistics.resamples} "
+            f"resamples, seed {statistics.seed}). Pass rates: Wilson intervals (bootstrap where "
+            "entries repeat); an error counts as a fail."
+        )
+    verdicts: list[_VerdictRow] = []
+    verdict_note = ""
+    if comparison is not None:
+        verdicts = _verdict_rows(comparison)
+        verdict_note = (
+            f"{comparison.paired} entries in both runs, paired by name"
+            + (
+                f"; {len(comparison.new_entries)} only in this run"
+                if comparison.new_entries
+                else ""
+            )
+            + (
+                f"; {len(comparison.gone_entries)} only in the baseline"
+                if comparison.gone_entries
+                else ""
+            )
+            + f". {comparison.comparisons} comparisons adjusted together by Holm's method at "
+            f"level {comparison.level:g}. Could detect: the smallest difference found with "
+            f"{comparison.power:.0%} power (in pass rate for McNemar, in mean score otherwise)."
+        )
+    return _StatisticsView(
+        level=level,
+        note=note,
+        rows=rows,
+        small=[row.name for row in rows if row.small],
+        verdicts=verdicts,
+        verdict_note=verdict_note,
+    )
+
+
+def _verdict_rows(comparison: RunComparison) -> list[_VerdictRow]:
+    rows = []
+    for item in comparison.evaluators:
+        test = {"mcnemar": "McNemar", "wilcoxon": "Wilcoxon", None: ""}[item.test]
+        rows.append(
+            _VerdictRow(
+                name=item.evaluator,
+                n=item.n if item.test != "mcnemar" else item.pass_n,
+                means=_pair(item.old_mean, item.new_mean),
+                difference=_signed(item.mean_difference, item.interval),
+                passes=(
+                    f"{item.old_passed}/{item.pass_n} → {item.new_passed}/{item.pass_n} "
+                    f"(+{item.fixed} -{item.broken})"
+                    if item.pass_n
+                    else "—"
+                ),
+                test=f"{test} p = {_p(item.p_value)}" if test else "—",
+                adjusted=_p(item.adjusted_p_value),
+                verdict=item.verdict,
+                detectable=(
+                    f"{item.detectable:.3f}"
+                    if item.detectable is not None
+                    else "too few entries"
+                    if item.p_value is not None
+                    else "—"
+                ),
+            )
+        )
+    for metric in comparison.dataset_results:
+        rows.append(
+            _VerdictRow(
+                name=metric.key,
+                n=metric.n,
+                means=_pair(metric.old, metric.new),
+                difference=_signed(metric.difference, metric.interval),
+                passes="—",
+                test="—" if metric.p_value is None else f"bootstrap p = {_p(metric.p_value)}",
+                adjusted=_p(metric.adjusted_p_value),
+                verdict=metric.verdict,
+                detectable="—",
+            )
+        )
+    return rows
+
+
+def _estimate(value: float | None, interval: Interval | None) -> str:
+    if value is None:
+        return "—"
+    if interval is None:
+        return f"{value:.3f}"
+    return f"{value:.3f} [{interval.low:.3f}, {interval.high:.3f}]"
+
+
+def _pair(old: float | None, new: float | None) -> str:
+    return "—" if old is None or new is None else f"{old:.3f} → {new:.3f}"
+
+
+def _signed(value: float | None, interval: Interval | None) -> str:
+    if value is None:
+        return "—"
+    if interval is None:
+        return f"{value:+.3f}"
+    return f"{value:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]"
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+# --- tokens, cost and latency (scorecard_spend.html.j2, the grid's Cost column) -------------
+
+
+def _entry_spend(entry: EntryResult, prices: PriceTable | None) -> dict[str, Any]:
+    """An entry's model calls, tokens and cost, as the grid's row data holds them."""
+    if not entry.usage:
+        return {}
+    total = total_usage(entry.usage)
+    return {
+        "model_calls": total.calls,
+        "tokens": total.total_tokens,
+        "cost": None if prices is None else prices.total(entry.usage),
+    }
+
+
+@dataclass(frozen=True)
+class _Tile:
+    """One figure of the summary's tiles."""
+
+    id: str
+    """The element's id."""
+    value: str
+    """The figure."""
+    label: str
+    """What it is."""
+
+
+def _spend_tiles(card: DatasetScorecard) -> list[_Tile]:
+    """The summary's tiles of the app's cost, tokens and latency (none when nothing ran)."""
+    tiles = []
+    total = total_usage(card.usage)
+    if total.calls or card.cost is not None:
+        cost = card.cost
+        table = PriceTable(currency=card.currency)
+        if cost is None:
+            tiles.append(_Tile("cost", "unknown", "cost (no price table)"))
+        else:
+            parts = [
+                f"app {table.format(cost.app.total)}",
+                f"judges {table.format(cost.judges.total)}",
+            ]
+            why = cost.app.why_unknown() or cost.judges.why_unknown()
+            label = f"cost ({', '.join(parts)}{'; ' + why if why else ''})"
+            tiles.append(_Tile("cost", table.format(cost.total), label))
+    if total.calls:
+        calls = f"{total.calls:,} model call{'s' if total.calls != 1 else ''}"
+        tiles.append(_Tile("tokens", f"{total.total_tokens:,}", f"app tokens ({calls})"))
+    latency = card.latency
+    if latency is not None:
+        label = f"p95 latency (p50 {_duration(latency.p50_s)}, p99 {_duration(latency.p99_s)})"
+        tiles.append(_Tile("latency", _duration(latency.p95_s), label))
+    return tiles
+
+
 # --- helpers --------------------------------------------------------------------------------
 
 
@@ -661,7 +954,17 @@ def _page_data(card: DatasetScorecard) -> str:
     smaller; the script puts them back from ``defaults`` before it reads anything.
     """
     body = card.model_dump_json(
-        exclude={"dataset_results", "settings", "baseline_evaluator_means"}, exclude_defaults=True
+        exclude={
+            "dataset_results",
+            "settings",
+            "baseline_evaluator_means",
+            "statistics",
+            "comparison",
+            "usage",
+            "latency",
+            "cost",
+        },
+        exclude_defaults=True,
     )
     defaults = {
         "card": _defaults(DatasetScorecard),

@@ -114,6 +114,9 @@
 
   // --- columns and sorting -------------------------------------------------------------
 
+  // The app's cost per entry: a column only when some entry called a model.
+  var hasSpend = entries.some(function (entry) { return entry.model_calls > 0; });
+
   var columns = [
     { key: "index", label: "#" },
     { key: "name", label: "Entry" },
@@ -121,7 +124,7 @@
     { key: "duration", label: "Time" }
   ].concat(evaluators.map(function (name) {
     return { key: "ev:" + name, label: name, evaluator: name };
-  }));
+  })).concat(hasSpend ? [{ key: "cost", label: "Cost" }] : []);
 
   function sortValue(index, key) {
     var entry = entries[index];
@@ -129,6 +132,7 @@
     if (key === "name") return entry.name.toLowerCase();
     if (key === "status") return entry.status;
     if (key === "duration") return entry.duration_s;
+    if (key === "cost") return entry.cost;
     var evaluation = byEvaluator[index][key.slice(3)];
     if (!evaluation) return null;
     if (evaluation.score !== null) return evaluation.score;
@@ -240,6 +244,29 @@
     return td;
   }
 
+  function formatCost(amount) {
+    var shown = amount < 1 ? String(Number(amount.toPrecision(4))) : amount.toFixed(2);
+    return DATA.currency === "USD" ? "$" + shown : shown + " " + DATA.currency;
+  }
+
+  function costCell(entry) {
+    var td = el("td", "score");
+    var tokens = entry.tokens.toLocaleString("en") + " tokens in " + entry.model_calls +
+      " model call" + (entry.model_calls === 1 ? "" : "s");
+    if (!entry.model_calls) {
+      td.className = "na";
+      td.textContent = "·";
+      td.title = "the app called no model";
+    } else if (entry.cost === null) {
+      td.textContent = "unknown";
+      td.title = tokens + "; cost unknown (no price table, or a model without a price)";
+    } else {
+      td.textContent = formatCost(entry.cost);
+      td.title = tokens;
+    }
+    return td;
+  }
+
   function renderBody(pages) {
     var start = state.page * state.pageSize;
     var slice = state.rows.slice(start, start + state.pageSize);
@@ -264,6 +291,7 @@
       evaluators.forEach(function (evaluator) {
         tr.appendChild(scoreCell(index, evaluator));
       });
+      if (hasSpend) tr.appendChild(costCell(entry));
       fragment.appendChild(tr);
     });
     tbody.replaceChildren(fragment);

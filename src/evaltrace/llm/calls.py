@@ -1,0 +1,143 @@
+"""What the app's own model calls spent, read from its captured trace: :func:`app_model_usage`.
+
+Every model call an instrumentor records (OpenInference ``llm.*`` or OpenTelemetry
+``gen_ai.*`` attributes) or ``@wrap(kind="llm")`` marks is read as an
+:class:`~evaltrace.trace.LLMSpan`; its token counts are added up by model. A model call
+nested in another (a ``@wrap(kind="llm")`` function around an instrumented client call) is
+one call: only the innermost span of such a chain is counted, the one that reached the
+provider. Judge calls never appear here: they are kept out of the app's capture
+(:mod:`evaltrace.llm.isolation`) and counted apart (:mod:`evaltrace.llm.usage`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaltrace.trace import LLMSpan, ObservationNode
+
+__all__ = ["UNKNOWN_MODEL", "ModelUsage", "add_model_usage", "app_model_usage", "total_usage"]
+
+UNKNOWN_MODEL: Final = "(unknown model)"
+"""The model a call is counted under when its span names none."""
+
+
+class ModelUsage(BaseModel):
+    """The app's calls to one model (in one entry, or in a whole run), and their tokens.
+
+    Example:
+        >>> a = ModelUsage(calls=1, input_tokens=120, output_tokens=30)
+        >>> (a + ModelUsage(calls=2, input_tokens=10)).input_tokens
+        130
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    calls: int = Field(default=0, ge=0)
+    """Model calls made (spans read as model calls)."""
+    input_tokens: int = Field(default=0, ge=0)
+    """Prompt tokens, as the spans recorded them (the cached ones included)."""
+    output_tokens: int = Field(default=0, ge=0)
+    """Completion tokens."""
+    cached_tokens: int = Field(default=0, ge=0)
+    """Of :attr:`input_tokens`, those read from the provider's prompt cache."""
+    calls_without_tokens: int = Field(default=0, ge=0)
+    """Of :attr:`calls`, those whose span recorded no token count (their tokens are unknown,
+    not zero)."""
+
+    def __add__(self, other: ModelUsage) -> ModelUsage:
+        return ModelUsage(
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            calls_without_tokens=self.calls_without_tokens + other.calls_without_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Input and output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+def add_model_usage(
+    total: Mapping[str, ModelUsage], more: Mapping[str, ModelUsage]
+) -> dict[str, ModelUsage]:
+    """The usage of ``total`` and ``more`` added up, model by model.
+
+    Example:
+        >>> one = {"m": ModelUsage(calls=1)}
+        >>> add_model_usage(one, one)["m"].calls
+        2
+    """
+    summed = dict(total)
+    for model, usage in more.items():
+        before = summed.get(model)
+        summed[model] = usage if before is None else before + usage
+    return summed
+
+
+def total_usage(by_model: Mapping[str, ModelUsage]) -> ModelUsage:
+    """Every model's usage added into one.
+
+    Example:
+        >>> total_usage({"a": ModelUsage(calls=1), "b": ModelUsage(calls=2)}).calls
+        3
+    """
+    total = ModelUsage()
+    for usage in by_model.values():
+        total += usage
+    return total
+
+
+def app_model_usage(roots: Iterable[ObservationNode]) -> dict[str, ModelUsage]:
+    """The model calls of a trace and their tokens, by model.
+
+    Args:
+        roots: The trace (its root nodes).
+
+    Returns:
+        One :class:`ModelUsage` per model named by a call (:data:`UNKNOWN_MODEL` for calls
+        that name none); empty when the trace holds no model call.
+    """
+    order: list[ObservationNode] = []
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node.children)
+    # Children come after their parent in ``order``: read backwards, a node's children are
+    # seen before it, so whether a model call lies below it is known when it is reached.
+    below: set[int] = set()
+    counts: dict[str, list[int]] = {}
+    for node in reversed(order):
+        inner = any(id(child) in below for child in node.children)
+        span = node.span
+        if not isinstance(span, LLMSpan):
+            if inner:
+                below.add(id(node))
+            continue
+        below.add(id(node))
+        if inner:
+            continue
+        usage = span.usage
+        row = counts.setdefault(span.model or UNKNOWN_MODEL, [0, 0, 0, 0, 0])
+        row[0] += 1
+        if usage.input_tokens is None and usage.output_tokens is None:
+            row[4] += 1
+            continue
+        row[1] += usage.input_tokens or 0
+        row[2] += usage.output_tokens or 0
+        row[3] += usage.cache_read_tokens or 0
+    return {
+        model: ModelUsage(
+            calls=row[0],
+            input_tokens=row[1],
+            output_tokens=row[2],
+            cached_tokens=row[3],
+            calls_without_tokens=row[4],
+        )
+        for model, row in sorted(counts.items())
+    }
