@@ -1,8 +1,8 @@
 """``evaltrace``: the command line entry point and its group of commands.
 
 Each command lives in its own module: ``test``, ``dataset`` (``create``, ``list``,
-``validate``, ``schema``, ``save``), ``trace``, ``report``, ``diff``, ``merge``, ``outcomes``,
-``config``, ``fake_llm`` (``fake-llm``), ``demo``.
+``validate``, ``schema``, ``save``), ``trace``, ``report``, ``diff``, ``history``, ``merge``,
+``outcomes``, ``config``, ``fake_llm`` (``fake-llm``), ``demo``.
 A command returns its exit code: 0 success, 1 something failed (an entry, a trace), 2 bad
 usage or an invalid dataset (the problems, never a traceback), 130 interrupted by Ctrl-C, 141
 when the reader of the output went away.
@@ -28,6 +28,7 @@ from evaltrace.cli.dataset import dataset
 from evaltrace.cli.demo import demo
 from evaltrace.cli.diff import diff
 from evaltrace.cli.fake_llm import fake_llm
+from evaltrace.cli.history import history
 from evaltrace.cli.merge import merge
 from evaltrace.cli.outcomes import outcomes
 from evaltrace.cli.report import report
@@ -64,7 +65,19 @@ def evaltrace() -> None:
     """Trace capture and evaluation for LLM applications."""
 
 
-for _command in (test, dataset, trace, report, diff, merge, outcomes, config, fake_llm, demo):
+for _command in (
+    test,
+    dataset,
+    trace,
+    report,
+    diff,
+    history,
+    merge,
+    outcomes,
+    config,
+    fake_llm,
+    demo,
+):
     evaltrace.add_command(_command)
 
 

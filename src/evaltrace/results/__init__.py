@@ -7,7 +7,8 @@ read and write of it is here (:func:`load_result`, :func:`save_result`, :class:`
 A run's folder holds its ``run.json``, ``entries.jsonl``, ``traces.jsonl`` and
 ``result.json``. :func:`render_report` draws the text report of runs and :func:`diff_results`
 compares a run with a baseline; :class:`DatasetScorecard` and :func:`save_dataset_scorecard`
-make a self-contained HTML page of a run; :func:`run_result_to_csv` and
+make a self-contained HTML page of a run, :func:`run_history` and :func:`save_history_page`
+one of every run over time; :func:`run_result_to_csv` and
 :func:`aggregate_results_to_dataframe` give tables; :class:`RunStatistics` (each
 evaluator's mean and pass rate with their intervals) is computed once at the end of a run,
 and :func:`compare_runs` (inside :func:`diff_results`) gives paired tests and a verdict per
@@ -49,7 +50,9 @@ from evaltrace.results.folder import (
     DuplicateEntryError,
     EntryLines,
     ResultsFolder,
+    RunFolders,
     check_writable,
+    find_runs,
     iter_entries,
     load_result,
     new_run_id,
@@ -59,6 +62,16 @@ from evaltrace.results.folder import (
     scan_entries,
     write_atomically,
     write_result,
+)
+from evaltrace.results.history import (
+    DatasetHistory,
+    HistoryMeasure,
+    HistoryRun,
+    RunHistory,
+    print_history,
+    register_history_measure,
+    run_history,
+    save_history_page,
 )
 from evaltrace.results.merge import MergeError, merge_results
 from evaltrace.results.model import (
@@ -120,6 +133,7 @@ __all__ = [
     "CompletionStatus",
     "ComponentRecord",
     "DatasetEntryResult",
+    "DatasetHistory",
     "DatasetScorecard",
     "DuplicateEntryError",
     "EntryChange",
@@ -130,6 +144,8 @@ __all__ = [
     "EvaluatorComparison",
     "EvaluatorStatistics",
     "FingerprintDifference",
+    "HistoryMeasure",
+    "HistoryRun",
     "MergeError",
     "MetricComparison",
     "MetricStatistics",
@@ -141,6 +157,8 @@ __all__ = [
     "RunDiff",
     "RunFingerprint",
     "RunFolderBusyError",
+    "RunFolders",
+    "RunHistory",
     "RunProgress",
     "RunResult",
     "RunStatistics",
@@ -160,6 +178,7 @@ __all__ = [
     "entry_status",
     "extract_task_outcome",
     "extract_task_outcomes",
+    "find_runs",
     "format_outcome_summary",
     "generate_dataset_scorecard_html",
     "iter_entries",
@@ -170,13 +189,17 @@ __all__ = [
     "new_run_id",
     "parse_result",
     "print_diff",
+    "print_history",
     "print_report",
     "read_run_header",
+    "register_history_measure",
     "render_diff",
     "render_report",
+    "run_history",
     "run_result_to_csv",
     "run_statistics",
     "save_dataset_scorecard",
+    "save_history_page",
     "save_result",
     "scan_entries",
     "task_outcome_records",
