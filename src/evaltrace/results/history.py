@@ -469,7 +469,7 @@ def _tables(history: RunHistory, *, plain: bool) -> RenderableType:
 def _row(run: HistoryRun, dataset: DatasetHistory) -> list[str]:
     cells = [
         run.run_id + (" (interrupted)" if run.interrupted else ""),
-        run.started_at.isoformat(timespec="seconds") if run.started_at else "-",
+        _when(run.started_at) if run.started_at else "-",
         f"{run.entries:,}",
         "-" if run.pass_rate is None else f"{run.passed:,} ({100 * run.pass_rate:.1f}%)",
     ]
@@ -676,9 +676,11 @@ def _dataset_view(dataset: DatasetHistory, history: RunHistory, where: Path) -> 
         sources=sorted({run.source for run in runs if run.source}),
         runs=len(runs),
         span=(
-            f"from {first.isoformat(timespec='seconds')} to {last.isoformat(timespec='seconds')}"
-            if first and last
-            else ""
+            ""
+            if first is None or last is None
+            else f"on {_when(first)}"
+            if len(runs) == 1
+            else f"from {_when(first)} to {_when(last)}"
         ),
         charts=found,
         columns=columns,
@@ -686,12 +688,16 @@ def _dataset_view(dataset: DatasetHistory, history: RunHistory, where: Path) -> 
     )
 
 
+def _when(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds")
+
+
 def _bounds(interval: Interval | None) -> tuple[float, float] | None:
     return None if interval is None else (interval.low, interval.high)
 
 
 def _tooltip(run: HistoryRun, figure: str, change: HistoryChange | None = None) -> str:
-    when = run.started_at.isoformat(timespec="seconds") if run.started_at else "start unknown"
+    when = _when(run.started_at) if run.started_at else "start unknown"
     lines = [f"{run.run_id} ({when})", figure]
     if change is not None and change.verdict != "no significant change":
         p = "" if change.adjusted_p_value is None else f", p = {_p(change.adjusted_p_value)}"
