@@ -274,6 +274,24 @@ def _unfinished(path: Path) -> Path:
     return path
 
 
+def test_a_run_that_cannot_be_read_is_left_out_naming_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    save_run(tmp_path, 0)
+    damaged = save_run(tmp_path, 1)
+    (damaged / "result.json").write_text("{not json")
+
+    history = run_history([tmp_path], resamples=0)
+    monkeypatch.chdir(tmp_path)
+    code = main(["history", ".", "--no-html"])
+
+    assert [len(dataset.runs) for dataset in history.datasets] == [1]
+    (problem,) = history.unreadable
+    assert problem.startswith(f"{damaged / 'result.json'}: not valid JSON")
+    assert code == 0
+    assert "evaltrace history: left out " in capsys.readouterr().err
+
+
 # -- the page --------------------------------------------------------------------------------
 
 

@@ -55,8 +55,8 @@ def history(
     Holm's correction). The page draws each figure over time with its interval band; each dot
     links to its run's scorecard.html, and a significant change is marked.
 
-    Exit code 0, or 2 when a DIR is not a folder of runs nor a run's folder, or a run's
-    result.json cannot be read.
+    Exit code 0 (a run that did not end, or whose result.json cannot be read, is left out and
+    named on standard error), or 2 when a DIR is not a folder of runs nor a run's folder.
     """
     from evaltrace.errors import ResultFileError, ResultsFolderError
     from evaltrace.results.folder import RESULT_FILE
@@ -84,6 +84,8 @@ def history(
         raise CommandError(f"{exc}{hint}") from None
     for folder in found.unfinished:
         err(f"evaltrace history: left out {folder}: its run did not end (no result.json)")
+    for problem in found.unreadable:
+        err(f"evaltrace history: left out {problem}")
     page = None
     if not no_html:
         first = Path(given[0])

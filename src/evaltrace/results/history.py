@@ -52,6 +52,7 @@ from evaltrace.constants import (
     DEFAULT_STATISTICS_SEED,
     RESULTS_DIR,
 )
+from evaltrace.errors import ResultFileError
 from evaltrace.results import charts
 from evaltrace.results.comparison import RunComparison, Verdict, compare_runs
 from evaltrace.results.folder import find_runs, load_result, write_atomically
@@ -242,6 +243,8 @@ class RunHistory(BaseModel):
     """One per dataset, by name."""
     unfinished: list[str] = Field(default_factory=list)
     """Folders of runs that did not end (no ``result.json``), left out."""
+    unreadable: list[str] = Field(default_factory=list)
+    """Why each run whose ``result.json`` cannot be read was left out (naming the file)."""
     level: float = DEFAULT_SIGNIFICANCE
     """The significance level of the verdicts."""
     confidence: float = DEFAULT_CONFIDENCE
@@ -279,8 +282,9 @@ def run_history(
         The runs by dataset (the run's name), oldest first, each compared with the one before.
 
     Raises:
-        ResultFileError: A path is not a folder of runs nor a run's folder, or a run's
-            ``result.json`` cannot be read (the message names it and says what to give).
+        ResultFileError: A path is not a folder of runs nor a run's folder (the message says
+            what to give). A run whose ``result.json`` cannot be read is left out and listed
+            in :attr:`RunHistory.unreadable` with why.
         ValueError: ``level`` or ``confidence`` is not between 0 and 1, or ``resamples`` < 0.
     """
     check_confidence(level, "level")
@@ -289,8 +293,14 @@ def run_history(
         raise ValueError(f"resamples must be a whole number >= 0, got {resamples!r}")
     found = find_runs(paths)
     by_dataset: dict[str, list[HistoryRun]] = {}
+    unreadable: list[str] = []
     for folder in found.finished:
-        run = _summary(load_result(folder), folder, confidence, resamples, seed)
+        try:
+            result = load_result(folder)
+        except ResultFileError as exc:  # one damaged run must not hide every other one
+            unreadable.append(str(exc))
+            continue
+        run = _summary(result, folder, confidence, resamples, seed)
         by_dataset.setdefault(run.name, []).append(run)
     datasets = []
     for name in sorted(by_dataset):
@@ -314,6 +324,7 @@ def run_history(
     return RunHistory(
         datasets=datasets,
         unfinished=[str(folder) for folder in found.unfinished],
+        unreadable=unreadable,
         level=level,
         confidence=confidence,
         resamples=resamples,
@@ -463,6 +474,7 @@ def _tables(history: RunHistory, *, plain: bool) -> RenderableType:
         notes.append(
             f"Left out, runs that did not end (no result.json): {', '.join(history.unfinished)}"
         )
+    notes += [f"Left out: {problem}" for problem in history.unreadable]
     return Group(*parts, *(Text(printable(note)) for note in notes))
 
 
