@@ -334,6 +334,14 @@ def test_each_dot_links_to_its_runs_scorecard_relative_to_the_page(tmp_path: Pat
     assert "no scorecard.html in" in html  # the second run's tooltips say why it has no link
 
 
+def test_names_in_the_printed_table_are_text_not_markup(tmp_path: Path) -> None:
+    save_run(tmp_path, 0, name="[red]qa[/red]")
+
+    printed = render_history(run_history([tmp_path], resamples=0), width=200)
+
+    assert "[red]qa[/red]: 1 runs" in printed
+
+
 def test_save_history_page_writes_the_page(tmp_path: Path) -> None:
     save_run(tmp_path, 0)
 

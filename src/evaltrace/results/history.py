@@ -446,8 +446,9 @@ def _tables(history: RunHistory, *, plain: bool) -> RenderableType:
     level = confidence_label(history.confidence)
     parts: list[RenderableType] = []
     for dataset in history.datasets:
+        # Every text is a Text, not markup: a name such as "[red]" is shown as written.
         table = Table(
-            title=printable(f"{dataset.name}: {len(dataset.runs)} runs"),
+            title=Text(printable(f"{dataset.name}: {len(dataset.runs)} runs")),
             title_justify="left",
             box=box.ASCII2 if plain else box.ROUNDED,
             safe_box=plain,
@@ -455,14 +456,16 @@ def _tables(history: RunHistory, *, plain: bool) -> RenderableType:
         for column in ("run", "started", "entries", "passed"):
             table.add_column(column, no_wrap=True)
         for name in dataset.evaluators:
-            table.add_column(printable(f"{name} mean [{level}] (n)"), no_wrap=True)
+            table.add_column(Text(printable(f"{name} mean [{level}] (n)")), no_wrap=True)
         for name in dataset.measures:
-            table.add_column(printable(name), no_wrap=True)
+            table.add_column(Text(printable(name)), no_wrap=True)
         table.add_column("against the run before")
         for run in dataset.runs:
-            row = _row(run, dataset)
             style = "red" if run.mark == "worse" else "green" if run.mark == "better" else ""
-            table.add_row(*(printable(cell) for cell in row), style=None if plain else style)
+            table.add_row(
+                *(Text(printable(cell)) for cell in _row(run, dataset)),
+                style=None if plain else style,
+            )
         parts.append(table)
     notes = [
         f"Means with {level} intervals; each run is compared with the run before it by "
