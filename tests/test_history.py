@@ -243,11 +243,16 @@ def test_run_folders_are_found_at_every_depth_and_unfinished_runs_left_out(
             r"empty holds no run's folder \(no result.json under it\); give evaltrace_results/",
         ),
         (
+            lambda root: _unfinished(root / "runs" / "a").parent,
+            r"runs holds no run's folder \(no result.json under it\) and 1 run\(s\) that did not "
+            r"end \(.*runs/a: take one up again with `evaltrace test --resume .*runs/a`\); give ",
+        ),
+        (
             lambda root: _unfinished(root / "run"),
             r"run is the folder of a run that did not end .*`evaltrace test --resume .*run`",
         ),
     ],
-    ids=["missing", "file", "no-runs", "unfinished-run"],
+    ids=["missing", "file", "no-runs", "only-unfinished-runs", "unfinished-run"],
 )
 def test_a_path_that_is_not_a_folder_of_runs_is_refused_saying_what_to_give(
     tmp_path: Path, make: object, expected: str
@@ -269,7 +274,7 @@ def _folder(path: Path) -> Path:
 
 
 def _unfinished(path: Path) -> Path:
-    path.mkdir()
+    path.mkdir(parents=True)
     (path / RUN_FILE).write_text("{}")
     return path
 

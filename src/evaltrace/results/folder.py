@@ -895,7 +895,7 @@ def find_runs(paths: Sequence[str | os.PathLike[str]]) -> RunFolders:
                 f"{RESULT_FILE}): let it finish, or take it up again with `evaltrace test "
                 f"--resume {given}`"
             )
-        found = len(finished)
+        found, pending = len(finished), len(unfinished)
         for folder, subfolders, files in os.walk(given):
             subfolders.sort()
             if RESULT_FILE in files:
@@ -905,8 +905,15 @@ def find_runs(paths: Sequence[str | os.PathLike[str]]) -> RunFolders:
                 unfinished.setdefault(Path(folder))
                 subfolders.clear()
         if len(finished) == found:
+            stopped = list(unfinished)[pending:]
+            note = (
+                f" and {len(stopped)} run(s) that did not end ({', '.join(map(str, stopped))}: "
+                f"take one up again with `evaltrace test --resume {stopped[0]}`)"
+                if stopped
+                else ""
+            )
             raise ResultFileError(
-                f"{given} holds no run's folder (no {RESULT_FILE} under it); {_GIVE_RUNS}"
+                f"{given} holds no run's folder (no {RESULT_FILE} under it){note}; {_GIVE_RUNS}"
             )
     return RunFolders(finished=list(finished), unfinished=list(unfinished))
 
