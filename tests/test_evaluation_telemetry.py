@@ -133,7 +133,11 @@ def test_stored_traces_get_their_evaluations_in_their_own_trace(
     evaltrace.run(evaluate_traces(path, [is_paris]))
     assert evaltrace.flush()
 
-    (span,) = collector.spans  # nothing of the app ran again: only the evaluation
+    # Nothing of the app ran again: the evaluation, and the run's statistics at its end.
+    assert all(span.name.startswith("evaluation ") for span in collector.spans)
+    (span,) = [span for span in collector.spans if span.name == "evaluation is_paris"]
+    (summary,) = [span for span in collector.spans if span.name.startswith("evaluation run ")]
+    assert summary.trace_id != span.trace_id
     assert span.trace_id == f"{stored.span.trace_id:032x}"
     assert span.parent_span_id == f"{stored.span.span_id:016x}"
     assert span.events[0][1]["gen_ai.evaluation.score.value"] == 1.0

@@ -1,9 +1,9 @@
 """``evaltrace``: the command line entry point and its group of commands.
 
 Each command lives in its own module: ``test``, ``dataset`` (``create``, ``list``,
-``validate``, ``schema``, ``save``), ``trace``, ``report``, ``diff``, ``merge``, ``outcomes``,
-``config``, ``cache`` (``path``, ``stats``, ``clear``), ``serve``, ``fake_llm`` (``fake-llm``),
-``demo``.
+``validate``, ``schema``, ``save``), ``trace``, ``report``, ``diff``, ``history``, ``merge``,
+``outcomes``, ``config``, ``cache`` (``path``, ``stats``, ``clear``), ``serve``, ``fake_llm``
+(``fake-llm``), ``demo``.
 A command returns its exit code: 0 success, 1 something failed (an entry, a trace), 2 bad
 usage or an invalid dataset (the problems, never a traceback), 130 interrupted by Ctrl-C, 141
 when the reader of the output went away.
@@ -30,6 +30,7 @@ from evaltrace.cli.dataset import dataset
 from evaltrace.cli.demo import demo
 from evaltrace.cli.diff import diff
 from evaltrace.cli.fake_llm import fake_llm
+from evaltrace.cli.history import history
 from evaltrace.cli.merge import merge
 from evaltrace.cli.outcomes import outcomes
 from evaltrace.cli.report import report
@@ -73,6 +74,7 @@ for _command in (
     trace,
     report,
     diff,
+    history,
     merge,
     outcomes,
     config,

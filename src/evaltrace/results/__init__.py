@@ -9,7 +9,8 @@ A run's folder holds its ``run.json``, ``entries.jsonl``, ``traces.jsonl`` and
 holds scored traces as they come, read back as one run per time window
 (:func:`read_windows`). :func:`render_report` draws the text report of runs and :func:`diff_results`
 compares a run with a baseline; :class:`DatasetScorecard` and :func:`save_dataset_scorecard`
-make a self-contained HTML page of a run; :func:`run_result_to_csv` and
+make a self-contained HTML page of a run, :func:`run_history` and :func:`save_history_page`
+one of every run over time; :func:`run_result_to_csv` and
 :func:`aggregate_results_to_dataframe` give tables; :class:`RunStatistics` (each
 evaluator's mean and pass rate with their intervals) is computed once at the end of a run,
 and :func:`compare_runs` (inside :func:`diff_results`) gives paired tests and a verdict per
@@ -58,7 +59,9 @@ from evaltrace.results.folder import (
     DuplicateEntryError,
     EntryLines,
     ResultsFolder,
+    RunFolders,
     check_writable,
+    find_runs,
     iter_entries,
     load_result,
     new_run_id,
@@ -68,6 +71,16 @@ from evaltrace.results.folder import (
     scan_entries,
     write_atomically,
     write_result,
+)
+from evaltrace.results.history import (
+    DatasetHistory,
+    HistoryMeasure,
+    HistoryRun,
+    RunHistory,
+    print_history,
+    register_history_measure,
+    run_history,
+    save_history_page,
 )
 from evaltrace.results.merge import MergeError, merge_results
 from evaltrace.results.model import (
@@ -134,6 +147,7 @@ __all__ = [
     "CompletionStatus",
     "ComponentRecord",
     "DatasetEntryResult",
+    "DatasetHistory",
     "DatasetScorecard",
     "DuplicateEntryError",
     "EntryChange",
@@ -145,6 +159,8 @@ __all__ = [
     "EvaluatorStatistics",
     "FingerprintDifference",
     "LatencySummary",
+    "HistoryMeasure",
+    "HistoryRun",
     "MergeError",
     "MetricComparison",
     "MetricStatistics",
@@ -159,6 +175,8 @@ __all__ = [
     "RunDiff",
     "RunFingerprint",
     "RunFolderBusyError",
+    "RunFolders",
+    "RunHistory",
     "RunProgress",
     "RunResult",
     "RunStatistics",
@@ -180,6 +198,7 @@ __all__ = [
     "entry_status",
     "extract_task_outcome",
     "extract_task_outcomes",
+    "find_runs",
     "format_outcome_summary",
     "generate_dataset_scorecard_html",
     "iter_entries",
@@ -191,13 +210,17 @@ __all__ = [
     "new_run_id",
     "parse_result",
     "print_diff",
+    "print_history",
     "print_report",
     "read_run_header",
+    "register_history_measure",
     "render_diff",
     "render_report",
+    "run_history",
     "run_result_to_csv",
     "run_statistics",
     "save_dataset_scorecard",
+    "save_history_page",
     "save_result",
     "scan_entries",
     "task_outcome_records",

@@ -7,6 +7,7 @@ concatenation and nothing is fetched.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -16,9 +17,12 @@ __all__ = [
     "Histogram",
     "RangeChart",
     "RangeMark",
+    "SeriesChart",
+    "SeriesPoint",
     "Tick",
     "range_chart",
     "score_histogram",
+    "series_chart",
     "stacked_bar",
 ]
 
@@ -30,6 +34,8 @@ BINS: Final = 10
 """Bins of a score histogram: [0, 0.1), ..., [0.9, 1.0]."""
 MAX_RANGES: Final = 100
 """Entries drawn one by one in a range chart; more are summarised by a histogram."""
+_X_LABELS: Final = 6
+"""At most this many runs get their date written under a chart over time."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -110,6 +116,113 @@ class RangeChart:
     """Drawing width."""
     height: int = HEIGHT
     """Drawing height."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class SeriesPoint:
+    """One run's value on a chart over time: a dot (a link to its page), within its band."""
+
+    x: float
+    """Horizontal position (runs are evenly spaced, oldest on the left)."""
+    y: float
+    """The value's height."""
+    y_low: float | None
+    """The height of its interval's lower bound (``None``: no interval)."""
+    y_high: float | None
+    """The height of its upper bound."""
+    label: str
+    """The tooltip: run, value, interval, n."""
+    href: str | None
+    """Where the dot links to (the run's scorecard), relative to the page."""
+    mark: str = ""
+    """``"worse"``, ``"better"`` or ``"changed"`` when the run changed significantly."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class SeriesChart:
+    """A figure of successive runs: a line through the values over a band of their intervals."""
+
+    title: str
+    """What the chart shows."""
+    points: list[SeriesPoint]
+    """One per run that has the figure, oldest first."""
+    line: str
+    """The SVG ``points`` of the line through the values."""
+    band: str
+    """The SVG ``points`` of the band's polygon (empty without intervals)."""
+    y_ticks: list[Tick]
+    """Labels on the vertical axis (``x`` holds their height)."""
+    x_ticks: list[Tick]
+    """Labels under the runs (the date of a few of them)."""
+    width: int = WIDTH
+    """Drawing width."""
+    height: int = HEIGHT
+    """Drawing height, without the labels."""
+
+
+def series_chart(
+    title: str,
+    values: Sequence[tuple[float, tuple[float, float] | None, str, str | None, str]],
+    *,
+    x_labels: Sequence[str],
+    floor: float | None = 0.0,
+    ceiling: float | None = 1.0,
+    digits: int = 3,
+) -> SeriesChart:
+    """A chart of a figure over successive runs.
+
+    Args:
+        title: What it shows.
+        values: Per run, oldest first: ``(value, (low, high) or None, tooltip, link, mark)``.
+        x_labels: Per run, what to write under it (a few are written, evenly spread).
+        floor: The lowest value the axis shows at least (``None``: the data's lowest).
+        ceiling: The highest value the axis shows at least (``None``: the data's highest).
+        digits: Decimals of the axis labels.
+    """
+    seen = [bound for value, bounds, *_ in values for bound in (value, *(bounds or ()))]
+    bottom = min([*seen, *([] if floor is None else [floor])], default=0.0)
+    top = max([*seen, *([] if ceiling is None else [ceiling])], default=1.0)
+    if top <= bottom:
+        top = bottom + 1.0
+    step = WIDTH / max(len(values), 1)
+
+    def height(value: float) -> float:
+        return HEIGHT - HEIGHT * (value - bottom) / (top - bottom)
+
+    points = [
+        SeriesPoint(
+            x=step * (index + 0.5),
+            y=height(value),
+            y_low=None if bounds is None else height(bounds[0]),
+            y_high=None if bounds is None else height(bounds[1]),
+            label=label,
+            href=href,
+            mark=mark,
+        )
+        for index, (value, bounds, label, href, mark) in enumerate(values)
+    ]
+    line = " ".join(f"{point.x:.2f},{point.y:.2f}" for point in points)
+    band = ""
+    if any(point.y_low is not None for point in points):
+        upper = [f"{p.x:.2f},{p.y if p.y_high is None else p.y_high:.2f}" for p in points]
+        lower = [f"{p.x:.2f},{p.y if p.y_low is None else p.y_low:.2f}" for p in reversed(points)]
+        band = " ".join(upper + lower)
+    shown = max(1, math.ceil(len(x_labels) / _X_LABELS))
+    return SeriesChart(
+        title=title,
+        points=points,
+        line=line,
+        band=band,
+        y_ticks=[
+            Tick(x=height(value), text=f"{value:.{digits}g}")
+            for value in (bottom, (bottom + top) / 2, top)
+        ],
+        x_ticks=[
+            Tick(x=step * (index + 0.5), text=text)
+            for index, text in enumerate(x_labels)
+            if index % shown == 0
+        ],
+    )
 
 
 def score_histogram(title: str, scores: Sequence[float], *, note: str = "") -> Histogram:

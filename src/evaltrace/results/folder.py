@@ -28,7 +28,8 @@ bytes of memory per entry (where each line is), not the entries.
 
 :class:`ResultsFolder` writes the folder as the run goes (:meth:`ResultsFolder.reopen` takes an
 interrupted one up again); :func:`load_result` reads a ``result.json`` (or the folder holding
-one) back, :func:`read_run_header` a ``run.json``, :func:`iter_entries` an ``entries.jsonl``.
+one) back, :func:`read_run_header` a ``run.json``, :func:`iter_entries` an ``entries.jsonl``;
+:func:`find_runs` finds every run's folder under the folders given.
 
 Example:
     >>> folder = ResultsFolder.create(tmp_path, header=started)  # doctest: +SKIP
@@ -85,7 +86,9 @@ __all__ = [
     "ResultFileError",
     "ResultsFolder",
     "ResultsFolderError",
+    "RunFolders",
     "check_writable",
+    "find_runs",
     "iter_entries",
     "load_result",
     "new_run_id",
@@ -851,3 +854,80 @@ def iter_entries(path: str | os.PathLike[str]) -> Iterator[EntryResult]:
                     f"{file}, line {number}: not an entry ({exc.error_count()} problems, "
                     f"first: {exc.errors(include_url=False)[0]['msg']})"
                 ) from None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFolders:
+    """The run folders found under the folders given (see :func:`find_runs`)."""
+
+    finished: list[Path]
+    """Folders holding a ``result.json``, each once, in the order found (sorted by path)."""
+    unfinished: list[Path]
+    """Run folders with a ``run.json`` but no ``result.json`` under a folder given: a run
+    still going, or one killed before it ended."""
+
+
+def find_runs(paths: Sequence[str | os.PathLike[str]]) -> RunFolders:
+    """Every run's folder under ``paths``: each a run's folder, or a folder holding runs.
+
+    A folder holding runs is searched at every depth (``evaltrace_results/<run-id>/``, or
+    ``evaltrace_results/nightly/<run-id>/`` for ``--output-dir evaltrace_results/nightly``);
+    the search does not go into a run's folder.
+
+    Raises:
+        ResultFileError: A path does not exist, is a file other than a ``result.json``, is a
+            run's folder whose run did not end, or holds no run's folder; the message says
+            what to give instead.
+
+    Example:
+        >>> runs = find_runs(["evaltrace_results"])  # doctest: +SKIP
+        >>> [folder.name for folder in runs.finished]  # doctest: +SKIP
+        ['20261123T104107.123456Z', '20261124T081500.000001Z']
+    """
+    finished: dict[Path, None] = {}
+    unfinished: dict[Path, None] = {}
+    for path in paths:
+        given = Path(path)
+        if given.is_file() and given.name == RESULT_FILE:
+            finished.setdefault(given.parent)
+            continue
+        if not given.exists():
+            raise ResultFileError(f"{given}: no such folder; {_GIVE_RUNS}")
+        if not given.is_dir():
+            raise ResultFileError(f"{given} is a file, not a run's folder; {_GIVE_RUNS}")
+        if (given / RESULT_FILE).is_file():
+            finished.setdefault(given)
+            continue
+        if (given / RUN_FILE).is_file():
+            raise ResultFileError(
+                f"{given} is the folder of a run that did not end (it has a {RUN_FILE} but no "
+                f"{RESULT_FILE}): let it finish, or take it up again with `evaltrace test "
+                f"--resume {given}`"
+            )
+        found, pending = len(finished), len(unfinished)
+        for folder, subfolders, files in os.walk(given):
+            subfolders.sort()
+            if RESULT_FILE in files:
+                finished.setdefault(Path(folder))
+                subfolders.clear()  # a run's folder holds no other run
+            elif RUN_FILE in files:
+                unfinished.setdefault(Path(folder))
+                subfolders.clear()
+        if len(finished) == found:
+            stopped = list(unfinished)[pending:]
+            note = (
+                f" and {len(stopped)} run(s) that did not end ({', '.join(map(str, stopped))}: "
+                f"take one up again with `evaltrace test --resume {stopped[0]}`)"
+                if stopped
+                else ""
+            )
+            raise ResultFileError(
+                f"{given} holds no run's folder (no {RESULT_FILE} under it){note}; {_GIVE_RUNS}"
+            )
+    return RunFolders(finished=list(finished), unfinished=list(unfinished))
+
+
+_GIVE_RUNS: Final = (
+    f"give {RESULTS_DIR}/ (where `evaltrace test` saves each run, in a folder named by its run "
+    f"id), another --output-dir of `evaltrace test`, or a run's folder ({RESULTS_DIR}/<run-id>)"
+)
