@@ -165,11 +165,25 @@ def test_a_result_saved_by_a_newer_evaltrace_is_refused_and_an_older_one_migrate
     older = tmp_path / "older.json"
     older.write_text(json.dumps({**data, "schema_version": 1}))
 
-    with pytest.raises(ResultFileError, match="saved with schema_version 3, by a newer"):
+    with pytest.raises(
+        ResultFileError, match=f"saved with schema_version {SCHEMA_VERSION + 1}, by a newer"
+    ):
         load_result(newer)
     migrated = load_result(older)
     assert migrated.schema_version == SCHEMA_VERSION
     assert migrated.entries == full_result().entries
+
+
+def test_a_result_of_version_2_reads_with_nothing_recorded_of_version_3(tmp_path: Path) -> None:
+    data = {"schema_version": 2, "name": "v2", "entries": [{"index": 0, "name": "a"}]}
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(data))
+
+    result = load_result(path)
+
+    assert result.schema_version == SCHEMA_VERSION == 3
+    assert result.statistics is None and result.label_counts == {} and result.judge_usage == {}
+    assert result.entries[0].epochs == [] and result.entries[0].usage == {}
 
 
 @pytest.mark.anyio

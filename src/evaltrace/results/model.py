@@ -80,13 +80,17 @@ __all__ = [
     "migrate_result",
 ]
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """The version of the saved format; raised when a field is added, changes meaning or is
 removed. Results saved with an earlier version are migrated forward when read
 (:func:`migrate_result`), never refused.
 
 * 1: evaltrace 0.1.0.
 * 2: ``counts`` (the statuses of every entry) and ``fingerprint``.
+* 3: the run's ``statistics``, ``label_counts``, ``judge_usage``, ``usage``, ``latency``,
+  ``prices`` and ``cost``; each entry's ``epochs``, ``judge_usage`` and ``usage``; each
+  evaluation's ``label``. Every one has a default that says "not recorded", so a result of
+  version 2 reads as it was.
 """
 
 TIMEOUT_ERROR_TYPES: Final = frozenset(
@@ -512,7 +516,7 @@ class RunResult(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    schema_version: Literal[2] = SCHEMA_VERSION
+    schema_version: Literal[3] = SCHEMA_VERSION
     """The version of this format (older ones are migrated when read)."""
     run_id: str = ""
     """A sortable id unique to the run (the results folder's name)."""
@@ -781,7 +785,7 @@ def migrate_result(data: dict[str, Any]) -> dict[str, Any]:
 
     Example:
         >>> migrate_result({"schema_version": 1, "name": "old"})["schema_version"]
-        2
+        3
     """
     version = data.get("schema_version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
@@ -792,5 +796,7 @@ def migrate_result(data: dict[str, Any]) -> dict[str, Any]:
             f"up to {SCHEMA_VERSION}): upgrade evaltrace to read it"
         )
     if version == 1:  # 0.1.0: counts are derived from the entries, no fingerprint was made
-        data = {**data, "schema_version": 2}
+        data, version = {**data, "schema_version": 2}, 2
+    if version == 2:  # no statistics, usage or labels were recorded: the defaults say so
+        data, version = {**data, "schema_version": 3}, 3
     return data
