@@ -291,7 +291,7 @@ def _prepared_from_files(resolved: ResolvedDataset) -> PreparedDataset:
     for position, item in enumerate(resolved.evaluators):
         if item.spec.aggregators and not _may_label(item.spec):
             problems.append(_unlabelled(dataset.source, position, item.spec))
-        elif item.spec.aggregators:
+        if item.spec.aggregators:
             aggregators[item.name] = list(item.spec.aggregators)
             sources[item.name] = item.evaluator
     problems += _aggregator_problems(dataset.source, aggregators)
