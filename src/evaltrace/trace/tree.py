@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -208,33 +209,39 @@ def build_trace_and_cycles(
         records.setdefault((record.trace_id, record.span_id), record)
     if not records:
         return [], []
-    ordered = sorted(records, key=lambda key: records[key].start_time_ns)
+    ordered = [(record.trace_id, record.span_id) for record in sorted(records.values(), key=_start)]
     children, roots, loops = _link(records, ordered)
 
-    by_span_id: dict[int, list[_SpanKey]] = {}
-    for key in ordered:
-        by_span_id.setdefault(key[1], []).append(key)
     given: dict[_SpanKey, list[WrapRecord]] = {}
     unattached: list[WrapRecord] = []
-    for value in named_values:
-        owner = _owner(value, by_span_id)
-        if owner is None:
-            unattached.append(value)
-        else:
-            given.setdefault(owner, []).append(value)
+    values_given = list(named_values)
+    if values_given:
+        by_span_id: dict[int, list[_SpanKey]] = {}
+        for key in ordered:
+            by_span_id.setdefault(key[1], []).append(key)
+        for value in values_given:
+            owner = _owner(value, by_span_id)
+            if owner is None:
+                unattached.append(value)
+            else:
+                given.setdefault(owner, []).append(value)
 
     nodes: dict[_SpanKey, ObservationNode] = {}
     for key in ordered:
         record = records[key]
-        values: Iterable[WrapRecord] = given.get(key, ())
+        values: Iterable[WrapRecord] = given.get(key, ()) if given else ()
         if unattached and key == roots[0]:
             own = given.get(key) or parse_named_values(record)
             values = sorted([*own, *unattached], key=lambda value: value.timestamp_ns)
         nodes[key] = ObservationNode(span=span_view(record, values))
     for key, child_keys in children.items():
-        nodes[key].children = [nodes[child] for child in child_keys]
+        if child_keys:
+            nodes[key].children = [nodes[child] for child in child_keys]
     cycles = [ParentCycle(spans=tuple(records[key] for key in loop)) for loop in loops]
     return [nodes[key] for key in roots], cycles
+
+
+_start = operator.attrgetter("start_time_ns")
 
 
 def _link(
@@ -245,6 +252,10 @@ def _link(
     parents: dict[_SpanKey, _SpanKey] = {}
     roots: list[_SpanKey] = []
     loops: list[list[_SpanKey]] = []
+    # A loop of parent links holds a span whose parent comes no earlier in ``ordered``; with
+    # every parent earlier than its children, there is none to look for.
+    rank = {key: position for position, key in enumerate(ordered)}
+    later = False
     for key in ordered:
         parent_id = records[key].parent_span_id
         parent = (key[0], parent_id) if parent_id is not None else None
@@ -256,6 +267,9 @@ def _link(
         else:
             children[parent].append(key)
             parents[key] = parent
+            later = later or rank[parent] > rank[key]
+    if not later:
+        return children, roots, loops
     reached: set[_SpanKey] = set()
     _reach(roots, children, reached)
     if len(reached) == len(ordered):
@@ -263,7 +277,6 @@ def _link(
     # The spans reached from no root hang from loops of parent links (only a damaged file
     # holds one): each loop is broken at its earliest span, which becomes a root, so that no
     # span is lost and the spans below a loop stay under their parents.
-    rank = {key: position for position, key in enumerate(ordered)}
     for key in ordered:
         if key in reached:
             continue
