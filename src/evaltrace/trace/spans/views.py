@@ -218,7 +218,7 @@ def span_view(record: SpanRecord, named_values: Iterable[WrapRecord] = ()) -> Ob
     # views cost ~7 us a span that nothing reads (bench_stored.py, bench/README.md).
     _set(view, "record", record)
     values = tuple(named_values)
-    if values:
+    if values or not record.events:  # none given, and no event to read them from
         _set(view, "named_values", values)
     return view
 
