@@ -21,6 +21,7 @@ from evaltrace.capture import conventions as conv
 from evaltrace.capture.codec import Codec
 from evaltrace.capture.context import IDLE_NAMES, RunScope, current_scope, remember_idle
 from evaltrace.capture.listeners import LISTENERS
+from evaltrace.capture.passthrough import passthrough
 from evaltrace.capture.values import Purpose, WrapRecord
 
 __all__ = ["SPAN_KINDS", "wrap"]
@@ -731,6 +732,8 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
 
         @functools.wraps(fn)
         def gen_wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+            if _context.spans_unseen:
+                return (yield from fn(*args, **kwargs))
             call = _SpanCall(span_name, span_kind, binder, args, kwargs)
             if not call.live:
                 return (yield from fn(*args, **kwargs))
@@ -764,6 +767,8 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _context.spans_unseen:
+                return await fn(*args, **kwargs)
             call = _SpanCall(span_name, span_kind, binder, args, kwargs)
             if not call.live:
                 return await fn(*args, **kwargs)
@@ -780,11 +785,13 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
             call.end()
             return result
 
-        return cast(F, async_wrapper)
+        return cast(F, passthrough(fn, async_wrapper))
 
     @functools.wraps(fn)
     def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
         # The most common case, written out in full: it runs on every call of the app.
+        if _context.spans_unseen:  # see passthrough, which calls this only when it is not
+            return fn(*args, **kwargs)
         rt = _config.RUNTIME or _config.runtime()
         audience = _audience(rt)
         if audience == _NOBODY:
@@ -824,4 +831,4 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         _finish(span, attributes)
         return result
 
-    return cast(F, sync_wrapper)
+    return cast(F, passthrough(fn, sync_wrapper))
