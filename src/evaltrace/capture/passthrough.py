@@ -107,11 +107,13 @@ def _source(fn: Callable[..., Any]) -> tuple[str, dict[str, Any]] | None:
     only: list[str] = []  # positional-only parameters, passed on by position
     named: list[str] = []  # the others, passed on by name when given
     defaults: dict[str, Any] = {}
+    more = f"{_PREFIX}more"
+    keywords: list[str] = []  # keyword-only parameters
     for index, parameter in enumerate(parameters):
         name = parameter.name
         kind = parameter.kind
-        if kind is inspect.Parameter.KEYWORD_ONLY and "*" not in declared:
-            declared.append("*")
+        if kind is inspect.Parameter.KEYWORD_ONLY and f"*{more}" not in declared:
+            declared.append(f"*{more}")
         declared.append(f"{name}={missing}")
         if kind is inspect.Parameter.POSITIONAL_ONLY:
             only.append(name)
@@ -120,6 +122,8 @@ def _source(fn: Callable[..., Any]) -> tuple[str, dict[str, Any]] | None:
                 declared.append("/")
         else:
             named.append(name)
+        if kind is inspect.Parameter.KEYWORD_ONLY:
+            keywords.append(name)
         value = name
         if parameter.default is inspect.Parameter.empty:
             present.append(f"{name} is not {missing}")
@@ -128,31 +132,48 @@ def _source(fn: Callable[..., Any]) -> tuple[str, dict[str, Any]] | None:
             defaults[default] = parameter.default
             value = f"({default} if {name} is {missing} else {name})"
         passed.append(value if kind is not inspect.Parameter.KEYWORD_ONLY else f"{name}={value}")
+    if f"*{more}" not in declared:  # extra positional arguments reach the function
+        declared.append(f"*{more}")
     is_async = inspect.iscoroutinefunction(fn)
     wait = "await " if is_async else ""
     given = ", ".join(f"({name!r}, {name})" for name in named)
-    lines = [f"{'async ' if is_async else ''}def {_PREFIX}wrapper({', '.join(declared)}):"]
-    test = f"{_PREFIX}state.spans_unseen"
-    if present:
-        test += " and " + " and ".join(present)
-    lines += [
+    test = " and ".join([f"{_PREFIX}state.spans_unseen", f"not {more}", *present])
+    lines = [
+        f"{'async ' if is_async else ''}def {_PREFIX}wrapper({', '.join(declared)}):",
         f"    if {test}:",
         f"        return {wait}{_PREFIX}function({', '.join(passed)})",
-        # Traced: the arguments given, the function's defaults left out, as the call gave
-        # them, so that the span records the call as before.
+        # Else the arguments the call gave and no others: the span records the call as the
+        # call was made, and a call that does not fit fails in the function, in its span.
         f"    return {wait}{_PREFIX}given({_PREFIX}traced, ({', '.join(only)}"
-        f"{',' if only else ''}), ({given}{',' if given else ''}))",
+        f"{',' if only else ''}), ({given}{',' if given else ''}), {more}, "
+        f"{len(named) - len(keywords)})",
     ]
     return "\n".join(lines) + "\n", defaults
 
 
 def _given(
-    traced: Callable[..., Any], positional: Sequence[Any], named: Sequence[tuple[str, Any]]
+    traced: Callable[..., Any],
+    positional: Sequence[Any],
+    named: Sequence[tuple[str, Any]],
+    more: tuple[Any, ...],
+    by_position: int,
 ) -> Any:
-    """Call ``traced`` with the arguments a call gave (it lacked a required one)."""
+    """Call ``traced`` with the arguments a call gave, as it gave them.
+
+    Args:
+        traced: The generic wrapper.
+        positional: The values of the positional-only parameters.
+        named: Each other parameter's name and value, in order.
+        more: Positional arguments past the parameters.
+        by_position: How many of ``named`` may be given by position (the first ones).
+    """
     args: list[Any] = []
     for value in positional:
         if value is _MISSING:
             break
         args.append(value)
+    if more:  # every positional parameter was given by position, and more
+        args += [value for _, value in named[:by_position]]
+        args += more
+        named = named[by_position:]
     return traced(*args, **{name: value for name, value in named if value is not _MISSING})
