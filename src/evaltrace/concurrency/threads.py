@@ -117,7 +117,8 @@ class _Hop:
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+        # Not the loop itself: the hop is kept by a weak mapping whose key is the loop.
+        self._loop = weakref.ref(loop)
         self.pending: deque[_Call] = deque()
         """Calls no thread has taken yet."""
         self.lock = threading.Lock()
@@ -126,16 +127,17 @@ class _Hop:
         self.settling = False  # a hand-back of ``done`` is scheduled on the loop
         self.handing = False  # a hand-over of ``pending`` is scheduled on the loop
         self.takers = 0  # threads taking calls from ``pending``
-        self.taken = 0  # calls taken so far
-        self.watched: int | None = None  # ``taken`` when the watch was set, if it is
+        self.calling = 0  # of those, the ones inside a call now
+        self.finished = 0  # calls finished so far
+        self.watched: int | None = None  # ``finished`` at the last look, while watching
 
-    def add(self, call: _Call) -> None:
-        """Queue ``call``; the loop hands it over at the end of its current pass."""
+    def add(self, call: _Call, loop: asyncio.AbstractEventLoop) -> None:
+        """Queue ``call`` (from ``loop``); it is handed over at the end of the loop's pass."""
         with self.lock:
             self.pending.append(call)
         if not self.handing:
             self.handing = True
-            self.loop.call_soon(self._hand_over)
+            loop.call_soon(self._hand_over)
 
     def _hand_over(self) -> None:
         self.handing = False
@@ -148,22 +150,26 @@ class _Hop:
         if start:
             _workers.submit(self._take)
         if self.watched is None:
-            self.watched = self.taken
-            self.loop.call_later(_SPREAD_SECONDS, self._watch)
+            self.watched = self.finished
+            asyncio.get_running_loop().call_later(_SPREAD_SECONDS, self._watch)
 
     def _watch(self) -> None:
-        """Give each waiting call a thread when no call was taken since the last look."""
+        """Give each waiting call a thread when every taker is stuck in a call.
+
+        Stuck: inside a call, and no call finished since the last look. A thread that has not
+        started yet (on a busy machine) is not stuck: more threads would wait as it does.
+        """
         with self.lock:
             if not self.pending:
                 self.watched = None
                 return
-            stuck = self.taken == self.watched
+            stuck = self.calling == self.takers and self.finished == self.watched
             more = len(self.pending) if stuck else 0
             self.takers += more
-            self.watched = self.taken
+            self.watched = self.finished
         for _ in range(more):
             _workers.submit(self._take)
-        self.loop.call_later(_SPREAD_SECONDS, self._watch)
+        asyncio.get_running_loop().call_later(_SPREAD_SECONDS, self._watch)
 
     def _take(self) -> None:
         """In a worker thread: run waiting calls until there are none."""
@@ -173,7 +179,7 @@ class _Hop:
                     self.takers -= 1
                     return
                 context, func, future = self.pending.popleft()
-                self.taken += 1
+                self.calling += 1
             _set_thread_loop()
             result: Any = None
             error: BaseException | None = None
@@ -182,12 +188,15 @@ class _Hop:
             except BaseException as exc:  # handed to the awaiting task, raised there
                 error = exc
             with self.lock:
+                self.calling -= 1
+                self.finished += 1
                 self.done.append((future, result, error))
                 wake = not self.settling
                 self.settling = True
-            if wake:
+            loop = self._loop()
+            if wake and loop is not None:
                 try:
-                    self.loop.call_soon_threadsafe(self._settle)
+                    loop.call_soon_threadsafe(self._settle)
                 except RuntimeError:  # the loop has closed: nobody waits for these results
                     pass
 
@@ -243,7 +252,7 @@ async def run_in_worker_thread(func: Callable[[], T]) -> T:
         await limiter.acquire()
     try:
         future: asyncio.Future[T] = loop.create_future()
-        _hop(loop).add((context, func, future))
+        _hop(loop).add((context, func, future), loop)
         return await future
     finally:
         limiter.release()
