@@ -136,7 +136,7 @@ def add_span(spans: dict[tuple[int, int], tuple[ReadSpan, str]], span: ReadSpan,
     return ""
 
 
-def read_own_line(line: bytes) -> ReadSpan:
+def read_own_line(line: str | bytes) -> ReadSpan:
     """Read one line of evaltrace's JSONL format: the span, and the values stored beside it.
 
     A line of the shape :func:`~evaltrace.capture.jsonl.span_line` writes (without
