@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import best_per_call, interleaved_best, median, report
+from _common import best_per_call, interleaved_best, median, parser, report
 
 MB = 1_000_000
 
@@ -648,4 +648,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    parser(__doc__).parse_args()
     sys.exit(main())

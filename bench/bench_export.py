@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import report
+from _common import parser, report
 
 RECEIVER = """
 import time
@@ -173,4 +173,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    parser(__doc__).parse_args()
     sys.exit(main())

@@ -16,7 +16,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import report
+from _common import parser, report
 from evaltrace import Evaluable, Evaluator, EvaluatorContext, evaluate_inputs
 from evaltrace.evals import EvaluatorFunction
 
@@ -217,4 +217,5 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
+    parser(__doc__).parse_args()
     sys.exit(anyio.run(main))

@@ -23,7 +23,11 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-SPANS = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import parser, positive
+
+SPANS = 1_000_000
 ROUNDS = 3
 PER_TRACE = 10
 GOAL = 3.0
@@ -174,4 +178,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    command = parser(__doc__)
+    command.add_argument(
+        "spans", nargs="?", type=positive, default=SPANS, help="spans in the file (1,000,000)"
+    )
+    SPANS = command.parse_args().spans
     sys.exit(main())
