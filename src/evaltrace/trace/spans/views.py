@@ -4,6 +4,9 @@
 :class:`LLMSpan` when its attributes describe a model call in the OpenInference (``llm.*``) or
 OpenTelemetry GenAI (``gen_ai.*``) conventions, or its kind is ``llm`` (``@wrap(kind="llm")``,
 whose OpenAI-shaped input and output are read as the call), else as an :class:`ObserveSpan`.
+A view reads each of its fields from the record when it is first asked for, and keeps it: a
+span that nothing reads costs no decoding (a stored trace's spans, most of which no selector
+looks at). Views are frozen: they equal, print and copy as if every field had been given.
 """
 
 from __future__ import annotations
