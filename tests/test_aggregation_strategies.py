@@ -307,9 +307,10 @@ def test_build_k_strategies_by_name_needs_k() -> None:
 
 
 def test_build_unknown_name_lists_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="unknown aggregation method 'mode'") as caught:
-        build_aggregation_strategy("mode")
-    assert "at_least_k, average, majority_vote, max, median, min, pass_at_k" in str(caught.value)
+    with pytest.raises(ValueError, match="unknown aggregation method 'modal'") as caught:
+        build_aggregation_strategy("modal")
+    known = "at_least_k, average, majority_vote, max, mean, median, min, mode, pass_at_k"
+    assert known in str(caught.value)
 
 
 def test_build_rejects_wrong_types() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import autoevals
 import numpy
+import pydantic
 import pytest
 
 from evaltrace.evals.evaluable import UNSET, Evaluable, NamedData
@@ -231,6 +232,43 @@ async def test_a_missing_expectation_skips_a_comparison_scorer() -> None:
 
     assert result.status == "skipped"
     assert "expectation" in result.reasoning
+
+
+@pytest.mark.anyio
+async def test_an_entrys_own_expectation_wins_over_a_fixed_expected() -> None:
+    evaluator = AutoevalsAdapter(autoevals.ExactMatch, expected="fixed")
+
+    own = await evaluator(case("own", "own"))
+    fallback = await evaluator(case("fixed"))
+
+    assert own.score == 1.0, own.reasoning
+    assert fallback.score == 1.0, fallback.reasoning
+
+
+@pytest.mark.anyio
+async def test_an_entrys_expected_key_in_eval_metadata_wins_over_a_fixed_expected() -> None:
+    evaluator = ExactMatch(expected="fixed", expected_key="gold")
+
+    own = await evaluator(case("Rome", metadata={"gold": "Rome"}))
+    fallback = await evaluator(case("fixed", metadata={}))
+
+    assert own.score == 1.0, own.reasoning
+    assert fallback.score == 1.0, fallback.reasoning
+
+
+@pytest.mark.anyio
+async def test_exact_match_with_a_fixed_pydantic_model_scores_an_output_equal_to_its_dump() -> None:
+    class Booking(pydantic.BaseModel):
+        city: str
+        nights: int
+
+    evaluator = ExactMatch(expected=Booking(city="Rome", nights=2))
+
+    same = await evaluator(case({"city": "Rome", "nights": 2}))
+    other = await evaluator(case({"city": "Rome", "nights": 3}))
+
+    assert same.score == 1.0, same.reasoning
+    assert other.score == 0.0, other.reasoning
 
 
 @pytest.mark.anyio

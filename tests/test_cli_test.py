@@ -239,6 +239,45 @@ def test_a_folder_is_searched_for_dataset_files_and_other_json_is_left_alone(
     assert sorted(run.name for run in saved_runs(tmp_path / "out")) == ["first", "second"]
 
 
+def test_a_folder_search_says_which_skipped_files_are_datasets_named_otherwise(
+    tmp_path: Path,
+) -> None:
+    project(tmp_path / "datasets", [entry("a", "a")], name="first")
+    named_otherwise = tmp_path / "datasets" / "faq.evaltrace.json"
+    (tmp_path / "datasets" / "second.json").write_text(named_otherwise.read_text())
+    (tmp_path / "datasets" / "package.json").write_text('{"name": "not a dataset"}')
+    (tmp_path / "datasets" / "results.json").write_text('{"entries": "not a list"}')
+
+    done = evaltrace(tmp_path, "test", "datasets", "--no-scorecard")
+
+    assert done.returncode == 0, done.stderr
+    assert "1 entry in 1 dataset" in done.stdout
+    assert (
+        "datasets/second.json is a dataset file not named *.evaltrace.json|yaml|yml, so the "
+        "folder search skipped it: rename it (second.evaltrace.json) or give its path"
+    ) in done.stderr
+    assert "package.json" not in done.stderr
+    assert "results.json" not in done.stderr
+
+    named = evaltrace(tmp_path, "test", "datasets/second.json", "--no-scorecard")
+    assert named.returncode == 0, named.stderr
+    assert "1 entry in 1 dataset" in named.stdout
+    assert "skipped" not in named.stderr
+
+
+def test_a_folder_of_datasets_all_named_otherwise_names_them(tmp_path: Path) -> None:
+    project(tmp_path, [entry("a", "a")], file="faq.json")
+    (tmp_path / "package.json").write_text('{"name": "not a dataset"}')
+
+    done = evaltrace(tmp_path, "test")
+
+    assert done.returncode == 2
+    assert "no dataset file found" in done.stderr
+    assert "faq.json is a dataset file" in done.stderr
+    assert "rename it (faq.evaltrace.json) or give its path" in done.stderr
+    assert not (tmp_path / "evaltrace_results").exists()
+
+
 def test_k_selects_entries_by_name_or_description(tmp_path: Path) -> None:
     project(
         tmp_path,

@@ -287,7 +287,7 @@ def test_malformed_dataset_is_one_error_naming_file_and_place(case: Case, tmp_pa
         resolve_dataset(load_dataset(path, **options))
 
     error = caught.value
-    assert type(error) is DatasetError, f"{type(error).__name__}: {error}"
+    assert isinstance(error, DatasetError), f"{type(error).__name__}: {error}"
     assert all(problem.file == str(path) for problem in error.problems)
     matching = [problem for problem in error.problems if case.message in str(problem)]
     assert matching, f"no problem says {case.message!r}:\n{error}"

@@ -286,7 +286,16 @@ def test_the_schema_describes_every_field_of_the_models() -> None:
     schema = dataset_json_schema()
 
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert set(schema["properties"]) == {"$schema", "name", "runnable", "evaluators", "entries"}
+    assert set(schema["properties"]) == {
+        "$schema",
+        "name",
+        "runnable",
+        "evaluators",
+        "epochs",
+        "reducer",
+        "entries",
+    }
+    assert all(schema["properties"][key].get("description") for key in ("epochs", "reducer"))
     assert schema["required"] == ["entries"]
     entry = schema["$defs"]["DatasetEntry"]
     assert entry["additionalProperties"] is False

@@ -17,6 +17,7 @@ import pytest
 from evaltrace import wrap
 from evaltrace.errors import ConfigurationError
 from evaltrace.llm.embeddings import openai_embedder
+from evaltrace.metrics import PairMetric, Scoring
 from evaltrace.pipeline import (
     AmbiguousInputError,
     EvaluationResult,
@@ -274,6 +275,38 @@ async def test_an_async_custom_metric_returning_the_wrong_count_is_refused(
 
     with pytest.raises(InvalidMetricResultError, match="returned 0 scores for 3 inputs"):
         await result.acalculate_metrics(none_at_all)
+
+
+async def test_a_custom_metric_returning_the_wrong_count_is_a_value_error(
+    result: EvaluationResult,
+) -> None:
+    def first_only(evaluation: EvaluationResult) -> MetricsResult:
+        return MetricsResult.from_scores("first_only", [1.0])
+
+    with pytest.raises(ValueError, match="returned 1 score for 3 inputs"):
+        result.calculate_metrics(first_only)
+
+
+async def test_a_pair_metric_scoring_the_wrong_count_is_a_value_error(
+    result: EvaluationResult,
+) -> None:
+    def build() -> Scoring:
+        return Scoring(score=lambda comparisons: [1.0])
+
+    register_metric("test_one_score", PairMetric(compares="answers", build=build), replace=True)
+
+    with pytest.raises(ValueError, match="gave 1 scores for 3 comparisons"):
+        result.calculate_metrics("test_one_score")
+
+
+async def test_a_custom_metric_returning_something_else_is_a_type_error(
+    result: EvaluationResult,
+) -> None:
+    def a_number(evaluation: EvaluationResult) -> float:
+        return 1.0
+
+    with pytest.raises(TypeError, match="'a_number' returned float; a metric must return"):
+        result.calculate_metrics(a_number)
 
 
 async def test_a_registered_metric_is_computed_by_name(result: EvaluationResult) -> None:

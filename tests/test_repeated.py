@@ -173,7 +173,7 @@ async def test_repeated_reports_a_failing_strategy_as_an_error() -> None:
         ({"timeout": 0}, "timeout must be"),
         ({"n": 3, "strategy": AtLeastKAggregationStrategy(k=4)}, "k=4 and n=3"),
         ({"n": 2, "strategy": PassAtKAggregationStrategy(k=3)}, "k=3 and n=2"),
-        ({"strategy": "mode"}, "unknown aggregation method"),
+        ({"strategy": "modal"}, "unknown aggregation method"),
         ({"strategy": "pass_at_k"}, "missing a required argument: 'k'"),
     ],
 )

@@ -111,7 +111,7 @@ def test_missing_injected_name_names_the_name_and_the_available_ones() -> None:
 
 
 def test_bad_purpose_and_missing_name_are_clear_errors() -> None:
-    with pytest.raises(ValueError, match="purpose must be 'input', 'output' or 'state'"):
+    with pytest.raises(ValueError, match="purpose must be 'input', 'output', 'state' or 'entry'"):
         wrap(1, purpose="result", name="x")  # type: ignore[call-overload]
     with pytest.raises(ValueError, match="non-empty name="):
         wrap(1, purpose="output", name="")

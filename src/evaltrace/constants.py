@@ -12,6 +12,8 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "DEFAULT_DATASET_TIMEOUT",
     "DEFAULT_EMBEDDING_MODEL",
+    "DEFAULT_EPOCHS",
+    "DEFAULT_EPOCH_REDUCER",
     "DEFAULT_JUDGE_MODEL",
     "DEFAULT_JUDGE_TIMEOUT",
     "DEFAULT_MAX_RETRIES",
@@ -33,6 +35,13 @@ judge timeout); short enough that one hung call cannot stall a CI job for hours.
 calls (``evaluate_inputs``, ``assert_pass``, ``evaluate_traces``) have no timeout unless
 given one."""
 
+DEFAULT_EPOCHS: Final = 1
+"""How many times each entry's app is run (each run scored on its own, then reduced)."""
+
+DEFAULT_EPOCH_REDUCER: Final = "mean"
+"""How an entry's runs are reduced to one evaluation per evaluator: a name of the one
+registry of reducers (:func:`evaltrace.judges.build_aggregation_strategy`)."""
+
 DEFAULT_JUDGE_TIMEOUT: Final = 60.0
 """Seconds one judge request may take in the clients evaltrace builds, unless configured
 (openai's own default is 10 minutes, per attempt)."""
@@ -52,3 +61,7 @@ INPUTS_BETWEEN_CHECKPOINTS: Final = 16
 
 RESULTS_DIR: Final = "evaltrace_results"
 """The folder, in the current folder, that holds one folder per run unless told otherwise."""
+
+MAX_DATASET_BYTES: Final = 50 * 1024 * 1024
+"""The largest dataset file :func:`evaltrace.datasets.load_dataset` reads (50 MiB); larger ones
+are refused before reading. Pass ``max_bytes`` to allow more."""

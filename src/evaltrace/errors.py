@@ -1,7 +1,10 @@
 """Exception classes raised by evaltrace.
 
 Every error evaltrace raises derives from :class:`EvaltraceError`, so callers can catch the
-library's failures without catching unrelated ones.
+library's failures without catching unrelated ones. Each also derives from the builtin that
+fits the situation, and where pixie-qa raised a builtin for the same situation, from that one
+too: code written for pixie-qa keeps catching with ``except ValueError``, ``except KeyError``
+or ``except FileNotFoundError`` (see docs/migration.md).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ __all__ = [
     "NoTraceError",
     "NotATraceFileError",
     "ResultFileError",
+    "ResultFileNotFoundError",
     "ResultsFolderError",
     "ResumeError",
     "RunFolderBusyError",
@@ -48,8 +52,18 @@ class CaptureBlockError(EvaltraceError, RuntimeError):
     """
 
 
-class MissingEvalInputError(EvaltraceError, LookupError):
-    """A ``wrap(..., purpose="input")`` name has no value in the active evaluation inputs."""
+class _MessageKeyError(KeyError):
+    """A ``KeyError`` whose text is its message (``KeyError`` shows the repr of its argument)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
+
+class MissingEvalInputError(EvaltraceError, _MessageKeyError):
+    """A ``wrap(..., purpose="input")`` name has no value in the active evaluation inputs.
+
+    A ``KeyError``, as pixie-qa's error for a name missing from the served inputs was.
+    """
 
     def __init__(self, name: str, available: list[str], entry: str | None = None) -> None:
         self.name = name
@@ -68,8 +82,12 @@ class DuplicateWrapNameError(EvaltraceError, ValueError):
     """A run recorded two values under one name without ``many=True``."""
 
 
-class NoTraceError(EvaltraceError, LookupError):
-    """A selector found no span it could use in the captured trace."""
+class NoTraceError(EvaltraceError, LookupError, ValueError):
+    """A selector found no span it could use in the captured trace.
+
+    A ``LookupError``, and a ``ValueError`` as pixie-qa's ``root`` and ``last_llm_call``
+    raised for an empty trace or one without a model call.
+    """
 
 
 class MultipleTracesError(EvaltraceError, ValueError):
@@ -99,8 +117,12 @@ class InvalidEvaluatorResultError(EvaltraceError, TypeError):
     """An evaluator returned something that is not a valid score or :class:`Evaluation`."""
 
 
-class UnknownEvaluatorError(EvaltraceError, LookupError):
-    """No evaluator is registered under a name (``evaltrace.datasets.lookup_evaluator``)."""
+class UnknownEvaluatorError(EvaltraceError, _MessageKeyError, ValueError):
+    """No evaluator is registered under a name (``evaltrace.datasets.lookup_evaluator``).
+
+    A ``KeyError`` (the name is a registry key), and a ``ValueError`` as pixie-qa raised for
+    an unknown evaluator name.
+    """
 
 
 class EvaluatorTimeoutError(EvaltraceError, TimeoutError):
@@ -122,6 +144,13 @@ class StopIterationError(EvaltraceError, RuntimeError):
 
 class ResultFileError(EvaltraceError, ValueError):
     """A saved result cannot be read: missing, not JSON, not a saved result, or damaged."""
+
+
+class ResultFileNotFoundError(ResultFileError, FileNotFoundError):
+    """A saved result (``result.json``, ``entries.jsonl``) is not there.
+
+    A ``FileNotFoundError`` too, as pixie-qa raised for a result it could not find.
+    """
 
 
 class ResultsFolderError(EvaltraceError, OSError):

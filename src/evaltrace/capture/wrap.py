@@ -48,7 +48,7 @@ SPAN_KINDS: Final = frozenset(
 )
 """The OpenInference span kinds ``@wrap(kind=...)`` accepts (case-insensitive)."""
 
-_PURPOSES: Final = frozenset({"input", "output", "state"})
+_PURPOSES: Final = frozenset({"input", "output", "state", "entry"})
 _OPTIONS: Final = frozenset({"description", "kind", "many"})
 
 
@@ -92,7 +92,7 @@ def wrap(
     data: T,
     /,
     *,
-    purpose: Literal["input", "output", "state"],
+    purpose: Literal["input", "output", "state", "entry"],
     name: str,
     description: str | None = None,
     many: bool = False,
@@ -103,7 +103,7 @@ def wrap(
     data: Any = _MISSING,
     /,
     *,
-    purpose: Literal["input", "output", "state"] | None = None,
+    purpose: Literal["input", "output", "state", "entry"] | None = None,
     name: str | None = None,
     **options: Any,
 ) -> Any:
@@ -131,7 +131,9 @@ def wrap(
         data: The function to decorate, or the value to record.
         purpose: ``"input"`` (something the app fetched or received), ``"output"`` (something
             it produced) or ``"state"`` (something it reached); outputs and states are what
-            evaluators score.
+            evaluators score. ``"entry"`` (pixie-qa's word for what reached the app through
+            its entry point: the user's message, the request body) is recorded as an input
+            but never replaced by a served one, since the run passes it in as an argument.
         name: The value's name (value hook), or the span's name (decorator).
         **options: ``description`` (a human-readable note kept with the value or on the
             span), ``kind`` (the OpenInference span kind of a decorated function, decorator
@@ -180,18 +182,20 @@ def _wrap(data: Any, purpose: object, name: object, options: dict[str, Any]) -> 
         _reject_value_call(purpose, name, kind)
     if data is _MISSING:
         raise TypeError("wrap(purpose=..., name=...) needs the value to record as its argument")
+    injectable = purpose == "input"
+    recorded: Purpose = "input" if purpose == "entry" else purpose
     if callable(data) and not isinstance(data, type):
-        return _wrap_callable(data, purpose, name, description, many)
+        return _wrap_callable(data, recorded, name, description, many, injectable)
     if not _context.armed:
-        remember_idle(name, purpose)
+        remember_idle(name, recorded)
         return data
     scope = current_scope()
-    if scope is not None and purpose == "input" and scope.injected_inputs() is not None:
+    if scope is not None and injectable and scope.injected_inputs() is not None:
         data = scope.input_value(name)
     rt = _config.RUNTIME
     if (scope is None or not scope.chain) and (rt is None or not rt.spans_leave_process):
         return data  # nobody records it: no capture, and spans stay in the process
-    _record_value(data, purpose, name, description, many, scope)
+    _record_value(data, recorded, name, description, many, scope)
     return data
 
 
@@ -215,14 +219,16 @@ def _options(options: dict[str, Any]) -> tuple[str | None, str | None, bool]:
     return options.get("description"), options.get("kind"), many
 
 
-def _is_purpose(purpose: object) -> TypeGuard[Purpose]:
+def _is_purpose(purpose: object) -> TypeGuard[Purpose | Literal["entry"]]:
     return isinstance(purpose, str) and purpose in _PURPOSES
 
 
 def _reject_value_call(purpose: object, name: object, kind: object) -> NoReturn:
     """Raise the error that explains what is wrong with a ``wrap(value, ...)`` call."""
     if not _is_purpose(purpose):
-        raise ValueError(f"purpose must be 'input', 'output' or 'state', got {safe_repr(purpose)}")
+        raise ValueError(
+            f"purpose must be 'input', 'output', 'state' or 'entry', got {safe_repr(purpose)}"
+        )
     if not isinstance(name, str) or not name:
         raise ValueError(
             "wrap(value, purpose=...) needs a non-empty name=, e.g. name='answer'; got "
@@ -293,9 +299,8 @@ def _wrap_callable(
     name: str,
     description: str | None,
     many: bool,
+    injectable: bool,
 ) -> Callable[..., Any]:
-    injectable = purpose == "input"
-
     def injected(scope: RunScope | None) -> tuple[bool, Any]:
         if injectable and scope is not None and scope.injected_inputs() is not None:
             return True, scope.input_value(name)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from evaltrace.cli._terminal import CommandError
-from evaltrace.constants import RESULTS_DIR
+import yaml
+
+from evaltrace.cli._terminal import CommandError, err
+from evaltrace.constants import MAX_DATASET_BYTES, RESULTS_DIR
 
 __all__ = ["DATASET_SUFFIXES", "dataset_files", "is_dataset_file"]
 
@@ -24,15 +27,17 @@ def is_dataset_file(path: Path) -> bool:
     return path.name.lower().endswith(DATASET_SUFFIXES)
 
 
-def dataset_files(paths: Sequence[str]) -> list[Path]:
+def dataset_files(paths: Sequence[str], *, note: Callable[[str], None] = err) -> list[Path]:
     """The dataset files named by ``paths``: files as given, folders searched recursively.
 
     Hidden folders, ``__pycache__``, ``node_modules`` and ``evaltrace_results`` are not
-    searched. Each file is listed once, in the order given (a folder's files sorted).
+    searched. Each file is listed once, in the order given (a folder's files sorted). A file
+    given by its path is a dataset whatever its name; a folder's JSON or YAML file that is a
+    dataset but not named as one is skipped, and ``note`` is told so.
 
     Raises:
         CommandError: A path does not exist, or a folder holds no dataset file (the JSON and
-            YAML files it holds are named, in case they are datasets named otherwise).
+            YAML files it holds are named, the datasets among them first).
     """
     found: dict[Path, None] = {}
     for given in paths or ["."]:
@@ -41,6 +46,9 @@ def dataset_files(paths: Sequence[str]) -> list[Path]:
             inside, others = _search(path)
             if not inside:
                 raise CommandError(_nothing_found(path, others))
+            for other in others:
+                if _is_dataset_document(other):
+                    note(f"evaltrace: {_named_otherwise(other)}")
             found.update(dict.fromkeys(inside))
         elif path.exists() or path.is_symlink():
             found[path] = None
@@ -66,11 +74,43 @@ def _search(folder: Path) -> tuple[list[Path], list[Path]]:
     return datasets, others
 
 
+def _is_dataset_document(path: Path) -> bool:
+    """Whether ``path`` holds a dataset's shape: a mapping with a list of ``entries``, no run id.
+
+    A saved run (``result.json``) has entries too, and a ``run_id``. Files over the dataset size
+    limit, unreadable or not JSON/YAML are not datasets here: the search only points at what
+    it skipped, and a file given by its path is read, and its problems reported, in full.
+    """
+    try:
+        if path.stat().st_size > MAX_DATASET_BYTES:
+            return False
+        text = path.read_text(encoding="utf-8-sig")
+        document: Any = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError, RecursionError):
+        return False
+    return (
+        isinstance(document, dict)
+        and isinstance(document.get("entries"), list)
+        and "run_id" not in document
+    )
+
+
+def _named_otherwise(path: Path) -> str:
+    renamed = f"{path.stem}.evaltrace{path.suffix}"
+    return (
+        f"{path} is a dataset file not named *.evaltrace.json|yaml|yml, so the folder search "
+        f"skipped it: rename it ({renamed}) or give its path"
+    )
+
+
 def _nothing_found(folder: Path, others: list[Path]) -> str:
     message = (
         f"{folder}: no dataset file found (a folder is searched for files named "
         f"*{', *'.join(DATASET_SUFFIXES)})"
     )
+    datasets = [path for path in others if _is_dataset_document(path)]
+    if datasets:
+        return f"{message}; {'; '.join(_named_otherwise(path) for path in datasets)}"
     if others:
         shown = ", ".join(str(path) for path in others[:5])
         message += (

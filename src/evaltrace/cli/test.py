@@ -61,6 +61,19 @@ __all__ = ["test"]
     help="The score each evaluation must reach for its entry to pass.",
 )
 @click.option(
+    "--epochs",
+    type=click.IntRange(min=1),
+    metavar="K",
+    help="Run each entry's app K times, each run scored on its own, then reduced (--reducer); "
+    "default: the dataset file's epochs, else 1.",
+)
+@click.option(
+    "--reducer",
+    metavar="NAME",
+    help="How an entry's K runs are reduced to one evaluation per evaluator: mean, median, "
+    "mode, min or max (default: the dataset file's reducer, else mean).",
+)
+@click.option(
     "--output-dir",
     type=click.Path(),
     default=RESULTS_DIR,
@@ -148,6 +161,8 @@ def test(
     concurrency: int,
     timeout: float,
     threshold: float,
+    epochs: int | None,
+    reducer: str | None,
     output_dir: str,
     baseline: str | None,
     fail_on_regression: bool,
@@ -248,6 +263,8 @@ def test(
         concurrency=concurrency,
         timeout=timeout or None,
         threshold=threshold,
+        epochs=epochs,
+        reducer=_reducer(reducer),
         scale=options,
         # The JSON output and the comparison with a baseline read every entry; the report
         # reads only those it lists, so a run of any size is not held for it.
@@ -348,6 +365,19 @@ def _test_traces(
     return 0 if exit_zero or result.passed else 1
 
 
+def _reducer(name: str | None) -> str | None:
+    """``--reducer``, checked against the registry of reducers."""
+    if name is None:
+        return None
+    from evaltrace.judges import build_aggregation_strategy
+
+    try:
+        build_aggregation_strategy(name)
+    except (ValueError, TypeError) as exc:
+        raise CommandError(f"--reducer: {exc}") from None
+    return name
+
+
 def _listing(verbose: bool) -> Listing:
     """What a run keeps for its report: every entry with ``-v``, else those it lists."""
     from evaltrace.engine import Listing
@@ -375,6 +405,8 @@ class _Runs:
         concurrency: int,
         timeout: float | None,
         threshold: float,
+        epochs: int | None,
+        reducer: str | None,
         scale: _ScaleOptions,
         hold_entries: bool,
         verbose: bool,
@@ -408,6 +440,8 @@ class _Runs:
                         output_dir=self.parent,
                         entry_filter=entry_filter,
                         threshold=threshold,
+                        epochs=epochs,
+                        reducer=reducer,
                         progress=True,
                         run_id=run_id,
                         shard=scale.shard,

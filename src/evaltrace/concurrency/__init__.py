@@ -4,7 +4,8 @@ evaltrace is async first; sync callables are welcome. :func:`run_in_worker_threa
 sync call in a daemon worker thread with the caller's context (and an event loop of the
 thread's own, for old sync code that asks for one); :func:`is_stray_cancellation` tells a
 cancellation of the run from a ``CancelledError`` a library let escape; :func:`run` drives one
-async call from sync code.
+async call from sync code, and :func:`pending` makes a front-door call used unawaited say
+how to run it.
 """
 
 from evaltrace.concurrency.callables import is_async_callable
@@ -13,14 +14,16 @@ from evaltrace.concurrency.cancellation import (
     is_stray_cancellation,
     run_is_cancelled,
 )
-from evaltrace.concurrency.sync import RunningLoopError, run
+from evaltrace.concurrency.sync import Pending, RunningLoopError, pending, run
 from evaltrace.concurrency.threads import run_in_worker_thread
 
 __all__ = [
+    "Pending",
     "RunningLoopError",
     "StrayCancellationError",
     "is_async_callable",
     "is_stray_cancellation",
+    "pending",
     "run",
     "run_in_worker_thread",
     "run_is_cancelled",

@@ -10,18 +10,21 @@ async web handler) must ``await`` the call: :func:`run` refuses there with
 from __future__ import annotations
 
 import asyncio
-import inspect
+import functools
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Generic, TypeVar, cast, overload
+import warnings
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from types import TracebackType
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import anyio
 
 from evaltrace.errors import EvaltraceError
 
-__all__ = ["RunningLoopError", "run"]
+__all__ = ["Pending", "RunningLoopError", "pending", "run"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class RunningLoopError(EvaltraceError, RuntimeError):
@@ -76,7 +79,7 @@ def run(coro_or_fn: Coroutine[Any, Any, T] | Callable[..., Awaitable[T]], /, *ar
         '4'
     """
     library = _running_loop_library()
-    if inspect.iscoroutine(coro_or_fn):
+    if isinstance(coro_or_fn, Coroutine):
         coro: Coroutine[Any, Any, T] = coro_or_fn
         if args:
             coro.close()
@@ -88,7 +91,7 @@ def run(coro_or_fn: Coroutine[Any, Any, T] | Callable[..., Awaitable[T]], /, *ar
             coro.close()
             raise RunningLoopError(f"{_name_of(coro)}(...)", library)
         return anyio.run(_boxed, coro).value
-    fn = cast("Callable[..., Awaitable[T]]", coro_or_fn)
+    fn = coro_or_fn
     if library is not None:
         raise RunningLoopError(f"{_name_of(fn)}(...)", library)
     return anyio.run(_call_boxed, fn, *args).value
@@ -140,3 +143,82 @@ def _running_loop_library() -> str | None:
 def _name_of(obj: object) -> str:
     name = getattr(obj, "__qualname__", None)
     return name if isinstance(name, str) else type(obj).__name__
+
+
+class Pending(Coroutine[Any, Any, T]):
+    """The coroutine of a front-door call, which says how to run it when it is used unawaited.
+
+    ``evaltrace.run_and_evaluate(...)`` called from sync code without ``await`` used to hand
+    back a bare coroutine, and the next line failed with ``'coroutine' object has no
+    attribute 'score'``. A :class:`Pending` is that same coroutine (``await`` it, give it to
+    ``asyncio.create_task``, ``gather``, ``evaltrace.run``) and, asked for any other
+    attribute, raises an :class:`AttributeError` naming both ways to run the call. Garbage
+    collected without having run, it warns the same way.
+    """
+
+    __slots__ = ("_coro", "_name", "_started")
+
+    def __init__(self, coro: Coroutine[Any, Any, T], name: str) -> None:
+        self._coro = coro
+        self._name = name
+        self._started = False
+
+    def __await__(self) -> Generator[Any, None, T]:
+        self._started = True
+        return self._coro.__await__()
+
+    def send(self, value: Any, /) -> Any:
+        """Run the call to its next suspension, as a coroutine's ``send`` does."""
+        self._started = True
+        return self._coro.send(value)
+
+    def throw(
+        self,
+        typ: Any,
+        val: Any = None,
+        tb: TracebackType | None = None,
+        /,
+    ) -> Any:
+        """Raise into the call, as a coroutine's ``throw`` does."""
+        self._started = True
+        return self._coro.throw(typ, val, tb)
+
+    def close(self) -> None:
+        """Close the call without running it on, as a coroutine's ``close`` does."""
+        self._started = True
+        self._coro.close()
+
+    def __getattr__(self, attribute: str) -> Any:
+        raise AttributeError(
+            f"{self._name}(...) has not run yet, so its result (and its {attribute!r}) is not "
+            f"here: it is async. In async code: `await {self._name}(...)`; in sync code, such as "
+            f"a plain pytest test: `evaltrace.run({self._name}(...))`."
+        )
+
+    def __repr__(self) -> str:
+        return f"<pending {self._name}(...): await it, or evaltrace.run() it from sync code>"
+
+    def __del__(self) -> None:
+        if self._started:
+            return
+        self._coro.close()
+        warnings.warn(
+            f"{self._name}(...) was never awaited, so it did not run: `await {self._name}(...)` "
+            f"in async code, or `evaltrace.run({self._name}(...))` in sync code",
+            RuntimeWarning,
+            stacklevel=1,
+            source=self,
+        )
+
+
+def pending(name: str) -> Callable[[Callable[P, Coroutine[Any, Any, T]]], Callable[P, Pending[T]]]:
+    """Make an ``async def`` of the front door return a :class:`Pending` named ``name``."""
+
+    def decorate(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Pending[T]]:
+        @functools.wraps(fn)
+        def call(*args: P.args, **kwargs: P.kwargs) -> Pending[T]:
+            return Pending(fn(*args, **kwargs), name)
+
+        return call
+
+    return decorate

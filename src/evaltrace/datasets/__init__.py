@@ -25,7 +25,12 @@ from evaltrace.datasets.assertions import DatasetPassResult, assert_dataset_pass
 from evaltrace.datasets.entries import DatasetEntries, PreparedDataset
 from evaltrace.datasets.loading import MAX_DATASET_BYTES, dataset_from_data, load_dataset
 from evaltrace.datasets.model import INHERIT, Dataset, DatasetEntry, EvaluatorSpec, NamedInput
-from evaltrace.datasets.problems import DatasetError, DatasetProblem
+from evaltrace.datasets.problems import (
+    DatasetAttributeError,
+    DatasetError,
+    DatasetFileNotFoundError,
+    DatasetProblem,
+)
 from evaltrace.datasets.ray_executor import RayExecutor, RayExecutorError, SharedRateLimiter
 from evaltrace.datasets.references import Reference, ReferenceLoader, parse_reference
 from evaltrace.datasets.registry import (
@@ -71,7 +76,9 @@ __all__ = [
     "MAX_DATASET_BYTES",
     "Dataset",
     "DatasetEntry",
+    "DatasetAttributeError",
     "DatasetError",
+    "DatasetFileNotFoundError",
     "DatasetProblem",
     "EvaluatorBuildError",
     "EntryFilter",

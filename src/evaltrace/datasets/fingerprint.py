@@ -30,6 +30,8 @@ def run_fingerprint(
     entry_filter: str | None,
     from_trace: str | None,
     shard: Shard,
+    epochs: int = 1,
+    reducer: str = "mean",
 ) -> RunFingerprint:
     """The fingerprint of a run of ``prepared`` with these settings.
 
@@ -40,6 +42,8 @@ def run_fingerprint(
         entry_filter: The entry filter, as text.
         from_trace: The selector's name.
         shard: The shard run.
+        epochs: How many times each entry's app is run.
+        reducer: How an entry's runs are reduced.
     """
     dataset = prepared.dataset
     entries = hashlib.sha256()
@@ -66,6 +70,8 @@ def run_fingerprint(
         entry_filter=entry_filter,
         from_trace=from_trace,
         shard=f"{shard.index}/{shard.count}",
+        epochs=epochs,
+        reducer=reducer,
     )
 
 

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from evaltrace._safe_text import exception_message
 from evaltrace.checks import check_count
+from evaltrace.constants import MAX_DATASET_BYTES
 from evaltrace.datasets._validation_problems import Unreadable, problems_from_errors
 from evaltrace.datasets._yaml import YamlProblem, parse_yaml
 from evaltrace.datasets.model import (
@@ -40,9 +41,6 @@ from evaltrace.datasets.problems import DatasetError, DatasetProblem, describe_v
 
 __all__ = ["MAX_DATASET_BYTES", "dataset_from_data", "load_dataset"]
 
-MAX_DATASET_BYTES: Final = 50 * 1024 * 1024
-"""The largest dataset file :func:`load_dataset` reads (50 MiB); larger ones are refused
-before reading. Pass ``max_bytes`` to allow more."""
 
 _NAME_SUFFIXES: Final = (".json", ".yaml", ".yml", ".evaltrace")
 
@@ -216,6 +214,7 @@ def _read(location: Path, file: str, max_bytes: int) -> bytes:
             file,
             "no such file",
             hint=f"check the path (relative paths start from {os.getcwd()})",
+            missing="file",
         ) from None
     except IsADirectoryError:
         raise _fail(file, "is a folder, not a dataset file", hint="name a file inside it") from None

@@ -279,6 +279,12 @@ class Dataset(BaseModel):
     when every entry points at a stored trace."""
     evaluators: list[EvaluatorSpec] = Field(default_factory=list)
     """The evaluators of every entry that does not list its own."""
+    epochs: int | None = Field(default=None, ge=1)
+    """How many times each entry's app is run, each run scored on its own and then reduced
+    (``reducer``); once when omitted. ``evaltrace test --epochs`` overrides it."""
+    reducer: str | None = Field(default=None, min_length=1)
+    """How an entry's runs are reduced to one evaluation per evaluator: ``mean`` (when
+    omitted), ``median``, ``mode``, ``min`` or ``max``."""
     entries: list[DatasetEntry] = Field(min_length=1)
     """The test cases (at least one)."""
 

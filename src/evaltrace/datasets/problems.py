@@ -3,7 +3,9 @@
 Loading and resolving a dataset never stops at the first mistake: every problem found is
 collected, each naming the file, where in it (``entries[3].eval_input[0].name``, or a line and
 column for a syntax error), what was expected, what was found and how to fix it, and they are
-raised together as one :class:`DatasetError`.
+raised together as one :class:`DatasetError`. When one of them is a missing file or attribute,
+the error is also the builtin pixie-qa raised for it: :class:`DatasetFileNotFoundError` (a
+``FileNotFoundError``) or :class:`DatasetAttributeError` (an ``AttributeError``).
 
 Example:
     >>> problem = DatasetProblem(
@@ -21,17 +23,29 @@ import difflib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal, TypeAlias, cast
 
 from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.errors import EvaltraceError
 
-__all__ = ["DatasetError", "DatasetProblem", "closest", "describe_value", "format_location"]
+__all__ = [
+    "DatasetAttributeError",
+    "DatasetError",
+    "DatasetFileNotFoundError",
+    "DatasetProblem",
+    "Missing",
+    "closest",
+    "describe_value",
+    "format_location",
+]
 
 MAX_LISTED_PROBLEMS: Final = 50
 """How many problems the message of a :class:`DatasetError` lists (all stay in ``problems``)."""
 
 _SHOWN_CHARS: Final = 60
+
+Missing: TypeAlias = Literal["file", "attribute"]
+"""What a :class:`DatasetProblem` finds missing: a file, or an attribute of a module."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +69,9 @@ class DatasetProblem:
     """The 1-based line, when known (syntax errors)."""
     column: int | None = None
     """The 1-based column, when known (syntax errors)."""
+    missing: Missing | None = None
+    """What is missing, when the problem is a missing file (the dataset file, or a file its
+    runnable, an evaluator or an entry's ``trace`` names) or a missing attribute of a module."""
 
     def __str__(self) -> str:
         where = self.file
@@ -77,6 +94,11 @@ class DatasetProblem:
 class DatasetError(EvaltraceError, ValueError):
     """A dataset cannot be used; :attr:`problems` lists everything wrong with it at once.
 
+    Built from problems of which one is a missing file, the error is a
+    :class:`DatasetFileNotFoundError`; else, when one is a missing attribute, a
+    :class:`DatasetAttributeError`; as ``OSError(errno.ENOENT, ...)`` is a
+    ``FileNotFoundError``.
+
     Args:
         problems: The problems found (at least one).
 
@@ -84,7 +106,18 @@ class DatasetError(EvaltraceError, ValueError):
         >>> error = DatasetError([DatasetProblem(file="a.json", message="the file is empty")])
         >>> [problem.message for problem in error.problems]
         ['the file is empty']
+        >>> type(DatasetError([DatasetProblem(file="a.json", message="no such file",
+        ...                                   missing="file")])).__name__
+        'DatasetFileNotFoundError'
     """
+
+    def __new__(cls, problems: Sequence[DatasetProblem]) -> DatasetError:  # noqa: D102
+        if cls is DatasetError:
+            missing = {problem.missing for problem in problems}
+            cls = next((error for kind, error in _BY_MISSING.items() if kind in missing), cls)
+        if issubclass(cls, OSError):  # an OSError's instance is laid out by OSError's __new__
+            return cast(DatasetError, OSError.__new__(cls, problems))
+        return super().__new__(cls, problems)
 
     def __init__(self, problems: Sequence[DatasetProblem]) -> None:
         if not problems:
@@ -103,6 +136,27 @@ class DatasetError(EvaltraceError, ValueError):
         if count > MAX_LISTED_PROBLEMS:
             lines.append(f"  ... and {count - MAX_LISTED_PROBLEMS} more (see .problems)")
         return "\n".join(lines)
+
+
+class DatasetFileNotFoundError(DatasetError, FileNotFoundError):
+    """A dataset cannot be used, and a file it needs is not there.
+
+    The dataset file itself, or a file its runnable, an evaluator or an entry's ``trace``
+    names. A ``FileNotFoundError``, as pixie-qa raised for a missing dataset or module file.
+    """
+
+
+class DatasetAttributeError(DatasetError, AttributeError):
+    """A dataset cannot be used, and a reference names an attribute its module lacks.
+
+    An ``AttributeError``, as pixie-qa raised for a ``file.py:name`` whose name is missing.
+    """
+
+
+_BY_MISSING: Final[dict[Missing, type[DatasetError]]] = {  # in order: a missing file first
+    "file": DatasetFileNotFoundError,
+    "attribute": DatasetAttributeError,
+}
 
 
 def format_location(parts: Iterable[str | int]) -> str:

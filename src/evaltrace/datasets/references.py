@@ -13,9 +13,9 @@ referring to other models, pickling. A later loader executes the file afresh (ed
 and replaces the module under that name.
 
 Whatever goes wrong is a :class:`~evaltrace.datasets.DatasetError` naming the reference's
-place in the dataset: a missing file or module, a missing attribute (with the closest name),
-or a module that raised while being imported (its exception, and the file and line where it
-was raised).
+place in the dataset: a missing file (also a ``FileNotFoundError``) or module, a missing
+attribute (with the closest name; also an ``AttributeError``), or a module that raised while
+being imported (its exception, and the file and line where it was raised).
 
 An entry's ``trace`` refers to a stored trace file (:func:`trace_file_path`): a relative path
 starts from the dataset file's folder and must stay inside it (after ``..`` and symbolic
@@ -43,7 +43,7 @@ from types import ModuleType
 from typing import Final
 
 from evaltrace._safe_text import exception_message, exception_text, safe_repr, type_name
-from evaltrace.datasets.problems import DatasetError, DatasetProblem, closest
+from evaltrace.datasets.problems import DatasetError, DatasetProblem, Missing, closest
 from evaltrace.errors import NotATraceFileError
 from evaltrace.trace.trace_file import open_trace_file
 
@@ -102,12 +102,14 @@ class _Unresolved(Exception):
         expected: str | None = None,
         found: str | None = None,
         hint: str | None = None,
+        missing: Missing | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.expected = expected
         self.found = found
         self.hint = hint
+        self.missing = missing
 
 
 class ReferenceLoader:
@@ -150,6 +152,7 @@ class ReferenceLoader:
                         expected=exc.expected,
                         found=exc.found,
                         hint=exc.hint,
+                        missing=exc.missing,
                     )
                 ]
             ) from None
@@ -240,6 +243,7 @@ def _locate(target: str, base_dir: Path | None) -> Path:
         f"no such file {target!r}",
         hint=f"tried {tried}; paths are relative to the dataset file's folder, else to the "
         "current folder",
+        missing="file",
     )
 
 
@@ -316,6 +320,7 @@ def _attribute(module: ModuleType, reference: Reference) -> object:
             raise _Unresolved(
                 f"{walked} has no attribute {part!r}",
                 hint=f"did you mean {suggestion!r}?" if suggestion else None,
+                missing="attribute",
             ) from None
         except Exception as exc:  # a property or module __getattr__ that raised
             raise _Unresolved(
@@ -361,8 +366,12 @@ def trace_reference_problem(
     path = trace_file_path(trace, base_dir)
     folder = base_dir if base_dir is not None else Path.cwd()
 
-    def problem(message: str, hint: str | None = None) -> DatasetProblem:
-        return DatasetProblem(file=file, location=location, message=message, hint=hint)
+    def problem(
+        message: str, hint: str | None = None, missing: Missing | None = None
+    ) -> DatasetProblem:
+        return DatasetProblem(
+            file=file, location=location, message=message, hint=hint, missing=missing
+        )
 
     if not Path(trace).is_absolute():
         target = path.resolve()
@@ -377,6 +386,7 @@ def trace_reference_problem(
         return problem(
             f"no such file: {path}",
             hint="check the path; a relative one starts from the dataset file's folder",
+            missing="file",
         )
     except NotATraceFileError as exc:
         return problem(str(exc))

@@ -27,7 +27,14 @@ from pathlib import Path
 from typing import TypeAlias
 
 from evaltrace._safe_text import exception_text
-from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_DATASET_TIMEOUT, DEFAULT_THRESHOLD
+from evaltrace.concurrency import pending
+from evaltrace.constants import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_DATASET_TIMEOUT,
+    DEFAULT_EPOCH_REDUCER,
+    DEFAULT_EPOCHS,
+    DEFAULT_THRESHOLD,
+)
 from evaltrace.datasets.entries import DatasetEntries, PreparedDataset
 from evaltrace.datasets.fingerprint import run_fingerprint
 from evaltrace.datasets.loading import load_dataset
@@ -55,6 +62,7 @@ from evaltrace.engine import (
 from evaltrace.errors import EvaltraceError, ResumeError
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
 from evaltrace.evals.selectors import TraceSelector
+from evaltrace.judges.strategies import BaseJudgeAggregator
 from evaltrace.metrics.classification import AggregatorSpec, compute_dataset_evaluator_results
 from evaltrace.results.model import EntryResult, EntrySelection, RunResult
 
@@ -266,6 +274,7 @@ def matches_filter(entry: DatasetEntry, entry_filter: EntryFilter | None) -> boo
     return bool(entry_filter(entry))
 
 
+@pending("evaltrace.run_dataset")
 async def run_dataset(
     dataset: DatasetSource,
     *,
@@ -286,6 +295,8 @@ async def run_dataset(
     executor: Executor | None = None,
     keep_entries: bool | Listing = True,
     force: bool = False,
+    epochs: int | None = None,
+    reducer: str | BaseJudgeAggregator | None = None,
 ) -> RunResult:
     """Run every entry of a dataset through its runnable, score it, and return the result.
 
@@ -335,6 +346,12 @@ async def run_dataset(
             lists.
         force: Resume even when the fingerprints differ (the differences are recorded in
             the result's ``settings["forced"]``).
+        epochs: Run each entry's app this many times, each run captured and scored on its
+            own (kept in the entry's ``epochs``), its evaluations reduced by ``reducer``; the
+            dataset file's ``epochs`` (else once) by default.
+        reducer: How an entry's runs are reduced: ``"mean"``, ``"median"``, ``"mode"``,
+            ``"min"``, ``"max"``, or a strategy such as ``AtLeastKAggregationStrategy(k=2)``;
+            the dataset file's ``reducer`` (else ``"mean"``) by default.
 
     Returns:
         The run's result: one :class:`~evaltrace.results.EntryResult` per selected entry
@@ -360,19 +377,22 @@ async def run_dataset(
         >>> result.status_counts  # doctest: +SKIP
         {<CompletionStatus.SUCCESS: 'SUCCESS'>: 12}
     """
-    config = RunConfig(
-        concurrency=concurrency,
-        timeout=timeout,
-        threshold=threshold,
-        from_trace=from_trace,
-        run_id=run_id,
-    )
     if not keep_entries and output_dir is None and resume is None:
         raise ValueError(
             "keep_entries=False drops each entry once it is written: give output_dir= (or "
             "resume=) for the run's folder"
         )
     prepared = prepare_dataset(dataset, runnable=runnable, evaluators=evaluators, loader=loader)
+    data = prepared.dataset
+    config = RunConfig(
+        concurrency=concurrency,
+        timeout=timeout,
+        threshold=threshold,
+        from_trace=from_trace,
+        run_id=run_id,
+        epochs=epochs if epochs is not None else data.epochs or DEFAULT_EPOCHS,
+        reducer=reducer if reducer is not None else data.reducer or DEFAULT_EPOCH_REDUCER,
+    )
     source = select_entries(prepared, config, entry_filter=entry_filter, shard=shard)
     observers: list[Observer] = []
     if on_entry is not None:
@@ -454,6 +474,8 @@ def select_entries(
         entry_filter=filter_text,
         from_trace=None if config.from_trace is None else evaluator_name(config.from_trace),
         shard=chosen_shard,
+        epochs=config.epochs,
+        reducer=config.reducer_name,
     )
     return DatasetEntries(
         prepared,

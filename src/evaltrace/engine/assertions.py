@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from evaltrace.constants import DEFAULT_CONCURRENCY
+from evaltrace.concurrency import pending
+from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_EPOCH_REDUCER, DEFAULT_EPOCHS
 from evaltrace.engine.inputs import InputResult, evaluate_inputs
 from evaltrace.engine.report import results_table
 from evaltrace.errors import EvaltraceError
@@ -14,6 +15,7 @@ from evaltrace.evals.evaluable import Evaluable
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.evaluator import EvaluatorFunction, evaluator_name
 from evaltrace.evals.selectors import TraceSelector
+from evaltrace.judges.strategies import BaseJudgeAggregator
 
 __all__ = ["EvalAssertionError", "assert_pass"]
 
@@ -36,6 +38,7 @@ class EvalAssertionError(AssertionError, EvaltraceError):
         """Dataset-level results (set by :func:`assert_dataset_pass`)."""
 
 
+@pending("evaltrace.assert_pass")
 async def assert_pass(
     runnable: Callable[..., Any],
     eval_inputs: Sequence[Any],
@@ -46,6 +49,8 @@ async def assert_pass(
     from_trace: TraceSelector | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float | None = None,
+    epochs: int = DEFAULT_EPOCHS,
+    reducer: str | BaseJudgeAggregator = DEFAULT_EPOCH_REDUCER,
 ) -> list[list[Evaluation]]:
     """Run each input once, score it with every evaluator, and check the pass criteria.
 
@@ -64,6 +69,9 @@ async def assert_pass(
         from_trace: Selects what to score from each trace; default :func:`evaltrace.root`.
         concurrency: Most inputs in flight at once.
         timeout: Seconds allowed for each run and for each evaluation.
+        epochs: Run the app this many times per input; each evaluator's evaluations of the
+            runs are reduced to one by ``reducer`` before the criteria judge them.
+        reducer: ``"mean"``, ``"median"``, ``"mode"``, ``"min"``, ``"max"``, or a strategy.
 
     Returns:
         The matrix ``[inputs][evaluators]`` when the criteria pass.
@@ -89,6 +97,8 @@ async def assert_pass(
         from_trace=from_trace,
         concurrency=concurrency,
         timeout=timeout,
+        epochs=epochs,
+        reducer=reducer,
     )
     matrix = [item.evaluations for item in results]
     passed, message = criteria(matrix)

@@ -9,8 +9,14 @@ from typing import Any
 
 from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.checks import check_count, check_threshold, check_timeout
-from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
+from evaltrace.constants import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_EPOCH_REDUCER,
+    DEFAULT_EPOCHS,
+    DEFAULT_THRESHOLD,
+)
 from evaltrace.evals.selectors import TraceSelector
+from evaltrace.judges.strategies import BaseJudgeAggregator, build_aggregation_strategy
 
 __all__ = ["RunConfig"]
 
@@ -41,9 +47,27 @@ class RunConfig:
     """The run's id (and its folder's name); a new one by default."""
     attributes: Mapping[str, Any] = field(default_factory=dict)
     """Attributes of the whole run, given to evaluators (read-only)."""
+    epochs: int = DEFAULT_EPOCHS
+    """How many times each entry's app is run, each run captured and scored on its own."""
+    reducer: str | BaseJudgeAggregator = DEFAULT_EPOCH_REDUCER
+    """How an entry's runs are reduced to one evaluation per evaluator: a reducer's name
+    (``mean``, ``median``, ``mode``, ``min``, ``max``) or a strategy
+    (``AtLeastKAggregationStrategy(k=2)``), as for :class:`~evaltrace.judges.Repeated`."""
+
+    def strategy(self) -> BaseJudgeAggregator:
+        """The reducer of an entry's runs."""
+        return build_aggregation_strategy(self.reducer)
+
+    @property
+    def reducer_name(self) -> str:
+        """How records name the reducer."""
+        reducer = self.reducer
+        return reducer if isinstance(reducer, str) else str(reducer.strategy)
 
     def __post_init__(self) -> None:
         check_count(self.concurrency, "concurrency")
+        check_count(self.epochs, "epochs")
+        build_aggregation_strategy(self.reducer)  # a name it does not know is refused here
         check_timeout(self.timeout)
         check_threshold(self.threshold)
         if self.from_trace is not None and not callable(self.from_trace):

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from evaltrace._safe_text import safe_repr, type_name
-from evaltrace.concurrency import is_stray_cancellation
-from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
+from evaltrace.concurrency import is_stray_cancellation, pending
+from evaltrace.constants import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_EPOCH_REDUCER,
+    DEFAULT_EPOCHS,
+    DEFAULT_THRESHOLD,
+)
 from evaltrace.engine.config import RunConfig
 from evaltrace.engine.entries import Entry, EntrySource, EvaluatorPlans, Evaluators, SourceInfo
 from evaltrace.engine.run import execute
@@ -24,6 +28,7 @@ from evaltrace.evals.evaluable import UNSET, Evaluable, json_value
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.evals.evaluator import EvaluatorFunction
 from evaltrace.evals.selectors import TraceSelector
+from evaltrace.judges.strategies import BaseJudgeAggregator
 from evaltrace.results.model import EntryResult, entry_status
 
 __all__ = ["InputResult", "Inputs", "evaluate_inputs", "run_and_evaluate"]
@@ -31,25 +36,33 @@ __all__ = ["InputResult", "Inputs", "evaluate_inputs", "run_and_evaluate"]
 logger = logging.getLogger("evaltrace")
 
 
-@dataclass(kw_only=True)
 class InputResult:
     """Everything about one input of :func:`assert_pass`: the run, what was scored, results."""
 
-    index: int
-    """Position of the input."""
-    eval_input: Any
-    """The input given to the runnable."""
-    evaluable: Evaluable | None
-    """What the evaluators scored (``None`` when it could not be built)."""
-    entry: EntryResult
-    """The input as saved data (see :meth:`to_entry`)."""
-    run: RunOutcome | None = None
-    """The run, or ``None`` when the evaluable already carried its output."""
+    __slots__ = ("_scored", "eval_input", "evaluable", "index", "run")
+
+    def __init__(self, scored: Scored) -> None:
+        entry = scored.entry
+        assert entry is not None
+        self._scored = scored
+        self.index: int = entry.index
+        """Position of the input."""
+        self.eval_input: Any = entry.input
+        """The input given to the runnable."""
+        self.evaluable: Evaluable | None = scored.evaluable
+        """What the evaluators scored (``None`` when it could not be built)."""
+        self.run: RunOutcome | None = scored.run
+        """The run, or ``None`` when the evaluable already carried its output."""
 
     @property
     def evaluations(self) -> list[Evaluation]:
         """One result per evaluator, in evaluator order."""
-        return self.entry.evaluations
+        return self._scored.evaluations
+
+    @property
+    def entry(self) -> EntryResult:
+        """The input as saved data (built on first use; see :meth:`to_entry`)."""
+        return self._scored.result
 
     def to_entry(self, *, name: str | None = None, threshold: float | None = None) -> EntryResult:
         """This input as saved data: no live capture, only what a report or a diff needs.
@@ -59,14 +72,16 @@ class InputResult:
             threshold: The score an evaluation must reach to pass, for the status; the
                 run's by default.
         """
+        entry = self.entry
         updates: dict[str, Any] = {}
         if name is not None:
             updates["name"] = name
         if threshold is not None:
-            updates["status"] = entry_status(
-                self.entry.evaluations, self.entry.error, threshold=threshold
-            )
-        return self.entry.model_copy(update=updates) if updates else self.entry
+            updates["status"] = entry_status(entry.evaluations, entry.error, threshold=threshold)
+        return entry.model_copy(update=updates) if updates else entry
+
+    def __repr__(self) -> str:
+        return f"InputResult(index={self.index}, evaluations={self.evaluations!r})"
 
 
 class Inputs(EntrySource):
@@ -118,6 +133,7 @@ class Inputs(EntrySource):
             )
 
 
+@pending("evaltrace.evaluate_inputs")
 async def evaluate_inputs(
     runnable: Callable[..., Any],
     eval_inputs: Sequence[Any],
@@ -133,6 +149,8 @@ async def evaluate_inputs(
     run_id: str | None = None,
     attributes: Mapping[str, Any] | None = None,
     threshold: float = DEFAULT_THRESHOLD,
+    epochs: int = DEFAULT_EPOCHS,
+    reducer: str | BaseJudgeAggregator = DEFAULT_EPOCH_REDUCER,
 ) -> list[InputResult]:
     """Run each input once and score it with every evaluator; never raises for failures.
 
@@ -160,6 +178,11 @@ async def evaluate_inputs(
             evaluators as :attr:`EvaluatorContext.attributes`.
         threshold: The score that passes, for the statuses and the ``pass``/``fail`` label of
             the evaluations emitted as telemetry (``init(export_evaluations=True)``).
+        epochs: Run the app this many times per input, each run captured and scored on its
+            own; each evaluator's evaluations of the runs are reduced to one by ``reducer``
+            (the runs are in ``to_entry().epochs``; ``run`` is the first).
+        reducer: ``"mean"``, ``"median"``, ``"mode"``, ``"min"``, ``"max"``, or a strategy
+            such as ``AtLeastKAggregationStrategy(k=2)``.
 
     Raises:
         TypeError: ``eval_inputs`` is a string or not a sequence, or ``runnable``, an
@@ -173,6 +196,8 @@ async def evaluate_inputs(
         from_trace=from_trace,
         run_id=run_id,
         attributes=attributes if attributes is not None else {},
+        epochs=epochs,
+        reducer=reducer,
     )
     items = _as_list(eval_inputs, "eval_inputs", "one argument per run, e.g. ['q1', 'q2']")
     cases = _cases(evaluables, len(items))
@@ -193,17 +218,10 @@ async def evaluate_inputs(
 
 
 def _row(scored: Scored) -> InputResult:
-    entry = scored.entry
-    assert entry is not None
-    return InputResult(
-        index=entry.index,
-        eval_input=entry.input,
-        evaluable=scored.evaluable,
-        entry=scored.result,
-        run=scored.run,
-    )
+    return InputResult(scored)
 
 
+@pending("evaltrace.run_and_evaluate")
 async def run_and_evaluate(
     evaluator: EvaluatorFunction,
     runnable: Callable[..., Any],

@@ -176,6 +176,8 @@ def _header(source: EntrySource, config: RunConfig, executor: Executor | None) -
         "threshold": config.threshold,
         "from_trace": None if config.from_trace is None else evaluator_name(config.from_trace),
         "executor": "local" if executor is None else type(executor).__name__,
+        "epochs": config.epochs,
+        "reducer": config.reducer_name,
         **info.settings,
     }
     return _run_result(
@@ -213,6 +215,8 @@ class _Running:
         self.source = source
         self.observers = observers
         self.release = release
+        self.completes = type(source).finish is not EntrySource.finish
+        """Whether the source completes each saved result (else it is built when used)."""
         self.folder: ResultsFolder | None = None
         self.prior = EntryLines(files=[], where=array("q"), count=0)
         self.tally = DatasetResultsTally(header.aggregators)
@@ -255,23 +259,29 @@ class _Running:
         self.header = recorded[0].model_copy(update={"settings": settings})
 
     async def finished(self, scored: Scored) -> None:
-        """Take one scored entry: complete, write, count, show, observe, keep, release."""
-        scored.result = entry = self.source.finish(scored)
+        """Take one scored entry: complete, write, count, show, observe, keep, release.
+
+        Its saved result is built only when something here uses it (the folder, the
+        display, the entries kept, a source that completes it, an observer that asks).
+        """
+        if self.completes:
+            scored.result = self.source.finish(scored)
         if self.folder is not None and self.write_error is None:
             try:
-                self.folder.add_entry(entry, scored.spans())
+                self.folder.add_entry(scored.result, scored.spans())
             except ResultsFolderError as exc:
                 self.write_error = exc
-        self.counts[entry.status] += 1
-        self.tally.add(entry.evaluations)
+        self.counts[scored.status] += 1
+        self.tally.add(scored.evaluations)
         self.done += 1
         if self.display is not None:
-            self.display.advance(entry)
+            self.display.advance(scored.result)
         for observer in self.observers:
             outcome = observer(scored, self.done, self.total)
             if inspect.isawaitable(outcome):
                 await outcome
-        self.kept.add(entry)
+        if self.kept.keep is not False:
+            self.kept.add(scored.result)
         if self.release:
             scored.release()
 

@@ -65,6 +65,8 @@ class Work:
             threshold=config.threshold,
             run_id=self.run_id,
             attributes=config.attributes,
+            epochs=config.epochs,
+            reducer=config.strategy(),
         )
 
 

@@ -23,6 +23,7 @@ import anyio
 
 from evaltrace.capture import conventions as conv
 from evaltrace.concurrency import StrayCancellationError, is_stray_cancellation
+from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.engine.entries import Entry
 from evaltrace.engine.runs import EntryPoint, RunOutcome, run_captured
 from evaltrace.evals.context import EvaluatorContext
@@ -31,7 +32,12 @@ from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.evals.evaluator import PreparedEvaluator, evaluate_prepared
 from evaltrace.evals.selectors import TraceSelector, root
 from evaltrace.evals.telemetry import export_evaluations
-from evaltrace.results.model import EntryResult, entry_status
+from evaltrace.judges.strategies import (
+    BaseJudgeAggregator,
+    NoValidJudgeResultsError,
+    build_aggregation_strategy,
+)
+from evaltrace.results.model import CompletionStatus, EntryResult, EpochResult, entry_status
 from evaltrace.trace import ObservationNode, SpanRecord, SpanView, TraceFileProblem, walk_trace
 
 __all__ = [
@@ -47,22 +53,92 @@ _PROBLEMS_QUOTED: Final = 3
 """How many problems of a stored trace its error quotes."""
 
 
-@dataclass(kw_only=True, slots=True)
 class Scored:
-    """One entry, scored: its saved result, and what its run left in memory."""
+    """One entry, scored: what it gave, and what its run left in memory.
 
-    entry: Entry | None
-    """The entry (``None`` for one scored in another process, handed back as data)."""
-    result: EntryResult
-    """Its saved result."""
-    evaluable: Evaluable | None = None
-    """What the evaluators scored (``None`` when nothing could be)."""
-    run: RunOutcome | None = None
-    """The run of the app, with its live capture (``None`` when nothing ran here)."""
-    roots: Sequence[ObservationNode] = ()
-    """The trace scored (the run's, or the stored one)."""
-    lines: Sequence[str] | None = None
-    """Its spans as lines of ``traces.jsonl``, when it was scored in another process."""
+    Its saved result (:attr:`result`) is built when first asked for: a run that keeps no
+    entry and writes no folder (``evaluate_inputs``) builds none it does not use
+    (bench_runner.py: the runner's overhead against pydantic-evals).
+    """
+
+    __slots__ = (
+        "_result",
+        "entry",
+        "error",
+        "evaluable",
+        "evaluations",
+        "lines",
+        "others",
+        "roots",
+        "run",
+        "threshold",
+    )
+
+    def __init__(
+        self,
+        *,
+        entry: Entry | None,
+        result: EntryResult | None = None,
+        evaluations: list[Evaluation] | None = None,
+        error: EvaluationError | None = None,
+        evaluable: Evaluable | None = None,
+        run: RunOutcome | None = None,
+        roots: Sequence[ObservationNode] = (),
+        lines: Sequence[str] | None = None,
+        threshold: float = DEFAULT_THRESHOLD,
+    ) -> None:
+        if result is not None:
+            evaluations, error = result.evaluations, result.error
+        elif entry is None or evaluations is None:
+            raise ValueError("a scored entry is given its result, or its entry and evaluations")
+        self.entry = entry
+        """The entry (``None`` for one scored in another process, handed back as data)."""
+        self._result = result
+        self.evaluations: list[Evaluation] = evaluations
+        """One evaluation per evaluator, in their order."""
+        self.error = error
+        """What failed before the evaluators ran, if anything."""
+        self.evaluable = evaluable
+        """What the evaluators scored (``None`` when nothing could be)."""
+        self.run = run
+        """The run of the app, with its live capture (``None`` when nothing ran here)."""
+        self.roots = roots
+        """The trace scored (the run's, or the stored one)."""
+        self.lines = lines
+        """Its spans as lines of ``traces.jsonl``, when it was scored in another process."""
+        self.threshold = threshold
+        """The score that passes, for the status."""
+        self.others: list[RunOutcome] = []
+        """The other runs of an entry run several times (their captures, to release)."""
+
+    @property
+    def result(self) -> EntryResult:
+        """Its saved result, built on first use."""
+        if self._result is None:
+            assert self.entry is not None
+            self._result = entry_result(
+                self.entry,
+                evaluations=self.evaluations,
+                error=self.error,
+                evaluable=self.evaluable,
+                run=self.run,
+                roots=self.roots,
+                threshold=self.threshold,
+            )
+        return self._result
+
+    @result.setter
+    def result(self, value: EntryResult) -> None:
+        self._result = value
+        self.evaluations = value.evaluations
+        self.error = value.error
+
+    @property
+    def status(self) -> CompletionStatus:
+        """How the entry ended (without building its saved result)."""
+        if self._result is not None:
+            return self._result.status
+        return entry_status(self.evaluations, self.error, threshold=self.threshold)
 
     def spans(self) -> Iterator[SpanRecord | str]:
         """Its spans, as records or as lines already encoded.
@@ -81,8 +157,9 @@ class Scored:
 
     def release(self) -> None:
         """Drop the run's capture (its spans), once they are written."""
-        if self.run is not None:
-            self.run.handler.clear()
+        for run in [self.run, *self.others]:
+            if run is not None:
+                run.handler.clear()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -101,11 +178,17 @@ class Scoring:
     """The run's id, given to evaluators."""
     attributes: Mapping[str, Any]
     """The run's attributes, given to evaluators."""
+    epochs: int = 1
+    """How many times each entry that runs is run."""
+    reducer: BaseJudgeAggregator | None = None
+    """How an entry's runs are reduced (with ``epochs`` above 1)."""
 
 
 async def score(entry: Entry, scoring: Scoring) -> Scored:
     """Run (or read) ``entry`` and score it; never raises but for a cancellation of the run."""
     try:
+        if scoring.epochs > 1 and entry.trace is None:
+            return await _score_epochs(entry, scoring)
         return await _score(entry, scoring)
     except Exception as exc:  # a failure outside any evaluator still errors only its entry
         error = EvaluationError.from_exception(exc, where="runner")
@@ -165,8 +248,8 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
         evaluations = await evaluate_all(prepared, ctx, scoring.timeout, label=entry.label)
     if roots:
         export_evaluations(evaluations, roots, threshold=scoring.threshold)
-    result = entry_result(
-        entry,
+    return Scored(
+        entry=entry,
         evaluations=evaluations,
         error=error,
         evaluable=evaluable,
@@ -174,7 +257,64 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
         roots=roots,
         threshold=scoring.threshold,
     )
-    return Scored(entry=entry, result=result, evaluable=evaluable, run=run, roots=roots)
+
+
+async def _score_epochs(entry: Entry, scoring: Scoring) -> Scored:
+    """Run ``entry`` ``scoring.epochs`` times, each run scored on its own, then reduce.
+
+    Each evaluator's evaluations of the runs are reduced to one by the run's reducer (the
+    strategies of repeated judging); the runs are kept in the saved entry's ``epochs``.
+    """
+    runs = [await _score(entry, scoring) for _ in range(scoring.epochs)]
+    reducer = scoring.reducer or build_aggregation_strategy("mean")
+    reduced = [
+        _reduce([run.evaluations[position] for run in runs], name, reducer)
+        for position, name in enumerate(entry.evaluators.names)
+    ]
+    first = runs[0].result
+    errors = [run.error for run in runs]
+    error = errors[0] if all(item is not None for item in errors) else None
+    epochs = [
+        EpochResult(
+            epoch=number,
+            output=run.result.output,
+            evaluations=run.evaluations,
+            error=run.error,
+            status=run.status,
+            duration_s=run.result.duration_s,
+            trace_ids=run.result.trace_ids,
+        )
+        for number, run in enumerate(runs)
+    ]
+    result = first.model_copy(
+        update={
+            "evaluations": reduced,
+            "error": error,
+            "status": entry_status(reduced, error, threshold=scoring.threshold),
+            "duration_s": sum(epoch.duration_s for epoch in epochs) / len(epochs),
+            "trace_ids": [trace_id for epoch in epochs for trace_id in epoch.trace_ids],
+            "epochs": epochs,
+        }
+    )
+    scored = Scored(
+        entry=entry,
+        result=result,
+        evaluable=runs[0].evaluable,
+        run=runs[0].run,
+        roots=[root for run in runs for root in run.roots],
+        threshold=scoring.threshold,
+    )
+    scored.others = [run.run for run in runs[1:] if run.run is not None]
+    return scored
+
+
+def _reduce(evaluations: list[Evaluation], name: str, reducer: BaseJudgeAggregator) -> Evaluation:
+    """One evaluator's evaluations of an entry's runs, reduced to one."""
+    try:
+        reduced = reducer.aggregate(evaluations, len(evaluations))
+    except NoValidJudgeResultsError:  # every run errored: the first one's error stands
+        return evaluations[0].model_copy(update={"evaluator": name})
+    return reduced.model_copy(update={"evaluator": name})
 
 
 def _duration(entry: Entry) -> float | None:

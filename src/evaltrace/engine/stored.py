@@ -25,6 +25,7 @@ from typing import Any, TypeAlias
 from pydantic import JsonValue
 
 from evaltrace._safe_text import safe_repr, type_name
+from evaltrace.concurrency import pending
 from evaltrace.constants import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
 from evaltrace.engine.config import RunConfig
 from evaltrace.engine.entries import Entry, EntrySource, EvaluatorPlans, Evaluators, SourceInfo
@@ -226,6 +227,7 @@ class StoredTraces(EntrySource):
         return [*(trace_file_error([problem]) for problem in found), *unmatched]
 
 
+@pending("evaltrace.evaluate_traces")
 async def evaluate_traces(
     traces: TraceSource,
     evaluators: Sequence[EvaluatorFunction],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -16,6 +17,7 @@ from pydantic import (
     ValidatorFunctionWrapHandler,
     field_validator,
     model_serializer,
+    model_validator,
 )
 from pydantic_core import core_schema
 
@@ -236,6 +238,8 @@ class TestCase(HasExpectation):
     """What a run is given and what it is expected to produce.
 
     An expectation or metadata that is not JSON data is encoded as :func:`json_value` does.
+    ``expected_output=``, pixie-qa's name for the expectation, is taken as ``expectation=``
+    with a ``DeprecationWarning``.
     """
 
     __test__ = False  # not a pytest test class
@@ -250,6 +254,26 @@ class TestCase(HasExpectation):
     description: str | None = None
     """A human-readable label for the case."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _expected_output_keyword(cls, data: Any) -> Any:
+        # Otherwise an unknown keyword, ignored: the expectation would be silently dropped.
+        if not isinstance(data, dict) or "expected_output" not in data:
+            return data
+        warnings.warn(
+            f"{cls.__name__}(expected_output=...) is deprecated; pass expectation=... instead",
+            DeprecationWarning,
+            stacklevel=3,  # the caller of the constructor (or of model_validate)
+        )
+        if "expectation" in data:
+            raise ValueError(
+                f"{cls.__name__} got both expectation= and expected_output=, which is the old "
+                "name of expectation=; pass only expectation=..."
+            )
+        given = dict(data)
+        given["expectation"] = given.pop("expected_output")
+        return given
+
     @field_validator("expectation", "eval_metadata", mode="wrap")
     @classmethod
     def _encode_values(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -257,7 +281,7 @@ class TestCase(HasExpectation):
 
     @property
     def expected_output(self) -> JsonValue | Unset:
-        """Read alias of :attr:`expectation`."""
+        """Read alias of :attr:`expectation` (as a keyword, deprecated: pass ``expectation=``)."""
         return self.expectation
 
     def input_value(self, name: str | None = None, default: Any = None) -> Any:

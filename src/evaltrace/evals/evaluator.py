@@ -31,6 +31,7 @@ from evaltrace.concurrency import (
     StrayCancellationError,
     is_async_callable,
     is_stray_cancellation,
+    pending,
     run_in_worker_thread,
 )
 from evaltrace.errors import EvaluatorTimeoutError, InvalidEvaluatorResultError
@@ -303,6 +304,7 @@ async def evaluate_prepared(
         return Evaluation.errored(stray, where="evaluator", evaluator=label)
 
 
+@pending("evaltrace.evaluate")
 async def evaluate(
     evaluator: EvaluatorFunction,
     evaluable: Evaluable | EvaluatorContext,

@@ -26,6 +26,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, Literal, TypeAlias
 
+from pydantic import JsonValue
+
 from evaltrace._safe_text import safe_repr
 from evaltrace.capture.codec import json_text, jsonable
 from evaltrace.errors import InvalidEvaluatorResultError, MissingExtraError
@@ -36,6 +38,7 @@ from evaltrace.evals.evaluable import (
     Evaluable,
     Unset,
     get_named,
+    json_value,
 )
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.judges.llm import UnparseableJudgeAnswerError
@@ -73,8 +76,10 @@ class AutoevalsAdapter:
 
     * ``output``: its outputs collapsed (one output gives its value, several a
       ``{name: value}`` dict), or the output named ``output_key``;
-    * ``expected``: the ``expected`` argument if given, else ``eval_metadata[expected_key]``
-      if ``expected_key`` is given, else the evaluable's expectation;
+    * ``expected``: the entry's own, ``eval_metadata[expected_key]`` if ``expected_key`` is
+      given, else the evaluable's expectation; when the entry has none, the fixed
+      ``expected`` argument if given (encoded as entry values are: a pydantic model or a
+      dataclass becomes its JSON data);
     * ``input``: its inputs collapsed, or the input named ``input_key``;
     * each name in ``extra_metadata_keys`` (or each ``argument: metadata key`` pair of a
       mapping): ``eval_metadata[key]``, when the entry has it;
@@ -95,7 +100,8 @@ class AutoevalsAdapter:
 
     Args:
         scorer: An autoevals scorer, or a class or callable that builds one.
-        expected: A fixed expected value for every evaluable (``UNSET``: read it).
+        expected: The expected value for every evaluable that has none of its own
+            (``UNSET``: none).
         expected_key: Read ``expected`` from ``eval_metadata[expected_key]`` instead of the
             expectation.
         input_key: Give the scorer the input with this name instead of all inputs.
@@ -166,8 +172,10 @@ class AutoevalsAdapter:
         """The evaluator's display name."""
         self.judge: JudgeKind | None = judge
         """The judge service the scorer calls, if any."""
-        self.expected = expected
-        """The fixed expected value, or ``UNSET`` to read it from each evaluable."""
+        self.expected: JsonValue | Unset = (
+            expected if isinstance(expected, Unset) else json_value(expected)
+        )
+        """The expected value of an evaluable without its own, as JSON data; or ``UNSET``."""
         self.expected_key = expected_key
         """The ``eval_metadata`` key holding the expected value, if not the expectation."""
         self.input_key = input_key
@@ -238,13 +246,14 @@ class AutoevalsAdapter:
             )
             if output is not _ABSENT:
                 found["output"] = output
-        if not isinstance(self.expected, Unset):
-            found["expected"] = self.expected
-        elif self.expected_key is not None:
+        # The entry's own expectation is the more specific one: it wins over a fixed one.
+        if self.expected_key is not None:
             if self.expected_key in metadata:
                 found["expected"] = metadata[self.expected_key]
         elif evaluable.has_expectation:
             found["expected"] = evaluable.expectation
+        if "expected" not in found and not isinstance(self.expected, Unset):
+            found["expected"] = self.expected
         if self.input_key is None:
             if evaluable.eval_input:
                 found["input"] = evaluable.input_value()

@@ -65,7 +65,8 @@ class AdapterOptions(TypedDict, total=False):
     """The keywords every factory accepts (see :class:`AutoevalsAdapter`)."""
 
     expected: Any
-    """A fixed expected value for every evaluable, instead of reading it."""
+    """The expected value for every evaluable without its own (its expectation, or
+    ``eval_metadata[expected_key]``); encoded as entry values are."""
     expected_key: str | None
     """Read ``expected`` from ``eval_metadata[expected_key]`` instead of the expectation."""
     input_key: str | None

@@ -724,6 +724,9 @@ _STRATEGIES: dict[str, AggregationStrategyFactory] = {
     AggregationMethod.MAX.value: MaxAggregationStrategy,
     AggregationMethod.AT_LEAST_K.value: AtLeastKAggregationStrategy,
     AggregationMethod.PASS_AT_K.value: PassAtKAggregationStrategy,
+    # The names an app's repeated runs (epochs) are reduced by, as eval harnesses call them.
+    "mean": AverageAggregationStrategy,
+    "mode": MajorityVoteAggregationStrategy,
 }
 
 

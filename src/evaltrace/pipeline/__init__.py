@@ -20,7 +20,13 @@ Example:
 
 from evaltrace.metrics.registry import Metric, MetricInputError, register_metric, registered_metric
 from evaltrace.pipeline.calculators import MetricCalculator
-from evaltrace.pipeline.metrics_result import InvalidMetricResultError, MetricsResult, OutputPair
+from evaltrace.pipeline.metrics_result import (
+    InvalidMetricResultError,
+    MetricResultTypeError,
+    MetricScoreCountError,
+    MetricsResult,
+    OutputPair,
+)
 from evaltrace.pipeline.result import EvaluationResult, ResultFileError
 from evaltrace.pipeline.run import (
     AmbiguousInputError,
@@ -39,6 +45,8 @@ __all__ = [
     "Metric",
     "MetricCalculator",
     "MetricInputError",
+    "MetricResultTypeError",
+    "MetricScoreCountError",
     "MetricsResult",
     "OutputPair",
     "ProgressCallback",

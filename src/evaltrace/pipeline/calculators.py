@@ -22,7 +22,7 @@ from evaltrace.metrics.registry import (
     as_documents,
     as_references,
 )
-from evaltrace.pipeline.metrics_result import InvalidMetricResultError, MetricsResult, OutputPair
+from evaltrace.pipeline.metrics_result import MetricScoreCountError, MetricsResult, OutputPair
 
 __all__ = ["MetricCalculator", "PairScoring"]
 
@@ -88,10 +88,10 @@ class PairScoring:
         """The :class:`MetricsResult` of the scores of :attr:`comparisons`, in their order.
 
         Raises:
-            InvalidMetricResultError: The metric gave another number of scores.
+            MetricScoreCountError: The metric gave another number of scores.
         """
         if len(scores) != len(self.comparisons):
-            raise InvalidMetricResultError(
+            raise MetricScoreCountError(
                 f"the metric {self.metric!r} gave {len(scores)} scores for "
                 f"{len(self.comparisons)} comparisons; it must score each one, in order "
                 f"(got {type_name(scores)})"

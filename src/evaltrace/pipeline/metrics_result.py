@@ -19,13 +19,34 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from evaltrace.errors import EvaltraceError
 
-__all__ = ["InvalidMetricResultError", "MetricsResult", "OutputPair"]
+__all__ = [
+    "InvalidMetricResultError",
+    "MetricResultTypeError",
+    "MetricScoreCountError",
+    "MetricsResult",
+    "OutputPair",
+]
 
 _SUFFIXES: Final = (".json", ".csv")
 
 
-class InvalidMetricResultError(EvaltraceError, TypeError):
-    """A metric returned something other than a :class:`MetricsResult` with a score per input."""
+class InvalidMetricResultError(EvaltraceError):
+    """A metric returned something other than a :class:`MetricsResult` with a score per input.
+
+    Raised as one of its two kinds: :class:`MetricResultTypeError` (not a result) or
+    :class:`MetricScoreCountError` (not one score per input).
+    """
+
+
+class MetricResultTypeError(InvalidMetricResultError, TypeError):
+    """A metric returned something that is not a :class:`MetricsResult`."""
+
+
+class MetricScoreCountError(InvalidMetricResultError, ValueError):
+    """A metric gave more or fewer scores than there are inputs (or comparisons) to score.
+
+    A ``ValueError``, as Haystack raises for a wrong number of scores.
+    """
 
 
 @dataclass(kw_only=True, frozen=True)

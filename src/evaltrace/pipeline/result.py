@@ -40,7 +40,12 @@ from evaltrace.concurrency.sync import run
 from evaltrace.errors import ResultFileError
 from evaltrace.metrics.registry import Metric, MetricInputError, PairMetric, registered_metric
 from evaltrace.pipeline.calculators import PairScoring
-from evaltrace.pipeline.metrics_result import InvalidMetricResultError, MetricsResult, OutputPair
+from evaltrace.pipeline.metrics_result import (
+    MetricResultTypeError,
+    MetricScoreCountError,
+    MetricsResult,
+    OutputPair,
+)
 from evaltrace.results.folder import load_result, save_result
 from evaltrace.results.model import ComponentRecord, EntryResult, RunResult
 
@@ -186,8 +191,10 @@ class EvaluationResult:
 
         Raises:
             MetricInputError: A compared value has the wrong shape.
-            InvalidMetricResultError: The metric returned something other than a
-                :class:`MetricsResult` with one entry of ``per_input`` per input.
+            MetricResultTypeError: The metric returned something other than a
+                :class:`MetricsResult` (a ``TypeError``).
+            MetricScoreCountError: Its ``per_input`` does not have one entry per input (a
+                ``ValueError``).
             RunningLoopError: The metric is async (``SAS``) and an event loop is running: use
                 ``await result.acalculate_metrics(...)`` there.
 
@@ -265,14 +272,14 @@ class EvaluationResult:
         """``outcome`` when it is a :class:`MetricsResult` with one score per input."""
         name = getattr(calculator, "__name__", type_name(calculator))
         if not isinstance(outcome, MetricsResult):
-            raise InvalidMetricResultError(
+            raise MetricResultTypeError(
                 f"the metric {name!r} returned {type_name(outcome)}; a metric must return a "
                 "MetricsResult (build one with MetricsResult.from_scores)"
             )
         given, wanted = len(outcome.per_input), len(self.entries)
         if given != wanted:
             scores = "score" if given == 1 else "scores"
-            raise InvalidMetricResultError(
+            raise MetricScoreCountError(
                 f"the metric {name!r} returned {given} {scores} for {wanted} inputs; "
                 "per_input needs one entry per input, in input order, with None for an input "
                 "it cannot score"

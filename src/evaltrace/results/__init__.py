@@ -13,7 +13,13 @@ make a self-contained HTML page of a run; :func:`run_result_to_csv` and
 from agents' logs (chat transcripts such as Mindcraft's, or stored traces).
 """
 
-from evaltrace.errors import ResultFileError, ResultsFolderError, ResumeError, RunFolderBusyError
+from evaltrace.errors import (
+    ResultFileError,
+    ResultFileNotFoundError,
+    ResultsFolderError,
+    ResumeError,
+    RunFolderBusyError,
+)
 from evaltrace.results.dataframe import (
     aggregate_results_to_dataframe,
     run_result_to_csv,
@@ -112,6 +118,7 @@ __all__ = [
     "FingerprintDifference",
     "MergeError",
     "ResultFileError",
+    "ResultFileNotFoundError",
     "ResultsFolder",
     "ResultsFolderError",
     "ResumeError",

@@ -64,6 +64,7 @@ __all__ = [
     "CompletionStatus",
     "EntryResult",
     "EntrySelection",
+    "EpochResult",
     "FingerprintDifference",
     "RunFingerprint",
     "RunResult",
@@ -205,6 +206,38 @@ class ComponentRecord(BaseModel):
     """How long the call took."""
 
 
+class EpochResult(BaseModel):
+    """One run of the app for an entry run several times (one epoch), scored on its own.
+
+    Example:
+        >>> evaluations = [Evaluation(score=1.0)]
+        >>> EpochResult(epoch=1, evaluations=evaluations, status=entry_status(evaluations)).status
+        <CompletionStatus.SUCCESS: 'SUCCESS'>
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    epoch: int = Field(ge=0)
+    """Which run of the entry (from 0)."""
+    output: JsonValue = None
+    """What the runnable returned this time."""
+    evaluations: list[Evaluation] = Field(default_factory=list)
+    """One evaluation per evaluator, of this run."""
+    error: EvaluationError | None = None
+    """What failed before the evaluators ran this time, if anything."""
+    status: CompletionStatus = CompletionStatus.NO_SCORE_LOGGED
+    """How this run ended."""
+    duration_s: float = 0.0
+    """Wall time of this run of the runnable."""
+    trace_ids: list[str] = Field(default_factory=list)
+    """This run's traces."""
+
+    @field_validator("output", mode="wrap")
+    @classmethod
+    def _encode_output(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return encode_unless_json(value, handler)
+
+
 class EntryResult(HasExpectation):
     """Everything kept about one entry (one input) of a run.
 
@@ -249,6 +282,10 @@ class EntryResult(HasExpectation):
     components: dict[str, list[ComponentRecord]] = Field(default_factory=dict)
     """Every span of the run by name, each name's calls in the order they started (kept by
     pipeline evaluation, for per-component metrics; empty otherwise)."""
+    epochs: list[EpochResult] = Field(default_factory=list)
+    """Each run of the app, scored on its own, when the entry ran several times (``epochs``);
+    then :attr:`evaluations` are their reductions, :attr:`output` the first run's. Empty for
+    an entry run once."""
 
     @field_validator("evaluations")
     @classmethod
@@ -446,6 +483,10 @@ class RunFingerprint(BaseModel):
     """The selector of what was scored, by name."""
     shard: str = "1/1"
     """The shard, ``"K/N"``."""
+    epochs: int = 1
+    """How many times each entry's app was run."""
+    reducer: str = "mean"
+    """How an entry's runs were reduced to one evaluation per evaluator."""
 
     def differences(
         self, other: RunFingerprint, *, ignore: Iterable[str] = ()
