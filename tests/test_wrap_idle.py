@@ -253,6 +253,21 @@ def test_idle_value_hook_returns_the_value_for_a_name_it_has_seen() -> None:
 
 
 @pytest.mark.usefixtures("unarmed")
+@pytest.mark.parametrize("purpose", ["input", "output", "state", "entry"])
+def test_idle_value_hook_answers_a_seen_name_of_every_purpose_without_the_checks(
+    purpose: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payload = {"q": [1, 2]}
+    assert wrap(payload, purpose=purpose, name="answer") is payload  # type: ignore[call-overload]
+
+    def checked(*args: object) -> object:
+        raise AssertionError(f"purpose={purpose!r}: a seen name went through the checks again")
+
+    monkeypatch.setattr(sys.modules["evaltrace.capture.wrap"], "_wrap", checked)
+    assert wrap(payload, purpose=purpose, name="answer") is payload  # type: ignore[call-overload]
+
+
+@pytest.mark.usefixtures("unarmed")
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [

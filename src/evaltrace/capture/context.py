@@ -74,7 +74,12 @@ def _count_capture(change: int) -> None:
         spans_unseen = _spans_stay and not _open_captures
 
 
-IDLE_NAMES: Final[dict[str, set[str]]] = {"input": set(), "output": set(), "state": set()}
+IDLE_NAMES: Final[dict[str, set[str]]] = {
+    "input": set(),
+    "output": set(),
+    "state": set(),
+    "entry": set(),
+}
 """By purpose, the names that ``wrap(value, purpose=..., name=...)`` checked before
 :data:`armed`. ``wrap`` finds its name under its purpose and returns at once, with no more
 checks to make: a hit says that the arguments are valid and that nobody can see the value.

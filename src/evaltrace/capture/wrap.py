@@ -187,7 +187,7 @@ def _wrap(data: Any, purpose: object, name: object, options: dict[str, Any]) -> 
     if callable(data) and not isinstance(data, type):
         return _wrap_callable(data, recorded, name, description, many, injectable)
     if not _context.armed:
-        remember_idle(name, recorded)
+        remember_idle(name, purpose)  # the purpose as given: what the idle hook looks up
         return data
     scope = current_scope()
     if scope is not None and injectable and scope.injected_inputs() is not None:
