@@ -12,8 +12,9 @@ interpreter, in alternation, best of ``--rounds`` (3), each round's ratio printe
 * with ``--before SRC`` (the ``src`` folder of another checkout, such as ``git worktree add
   /tmp/old main``), that checkout's ``evaluate_traces`` as a third side.
 
-Each interpreter prints its wall time and its peak resident memory (``ru_maxrss``); the peak
-of an interpreter that only imports evaltrace is printed too, to tell what the run adds.
+Each interpreter prints its wall time, its CPU time and its peak resident memory
+(``ru_maxrss``); the peak of an interpreter that only imports evaltrace is printed too, to tell
+what the run adds. On a loaded machine the CPU ratio moves less than the wall ratio.
 """
 
 from __future__ import annotations
@@ -44,33 +45,33 @@ from evaltrace import evaluate_traces
 def says_paris(evaluable):
     return 1.0 if "Paris" in str(evaluable.output_value("answer")) else 0.0
 
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 result = evaltrace.run(evaluate_traces(sys.argv[1], [says_paris]))
-elapsed = time.perf_counter() - started
+elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
 assert len(result.entries) == int(sys.argv[2]), len(result.entries)
 assert all(entry.evaluations[0].score == 1.0 for entry in result.entries)
-print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+print(elapsed, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
 
 BASELINE = """
 import json, resource, sys, time
 import evaltrace
 
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 count = 0
 with open(sys.argv[1], "rb") as file:
     for line in file:
         json.loads(line)
         count += 1
-elapsed = time.perf_counter() - started
+elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
 assert count == int(sys.argv[2]) * 10
-print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+print(elapsed, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
 
 IMPORT_ONLY = """
 import resource
 import evaltrace, evaltrace.evals
-print(0.0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+print(0.0, 0.0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
 
 
@@ -141,8 +142,10 @@ def write_file(path: Path, traces: int) -> None:
             file.writelines(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
 
 
-def measure(code: str, path: Path, traces: int, source: str | None = None) -> tuple[float, int]:
-    """Seconds and peak resident bytes of ``code`` in a fresh interpreter.
+def measure(
+    code: str, path: Path, traces: int, source: str | None = None
+) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds and peak resident bytes of ``code`` in a fresh interpreter.
 
     ``source``: a ``src`` folder of another checkout of evaltrace to run instead of this one.
     """
@@ -156,8 +159,8 @@ def measure(code: str, path: Path, traces: int, source: str | None = None) -> tu
         check=True,
         env=env,
     )
-    seconds, peak = result.stdout.split()
-    return float(seconds), int(peak)
+    seconds, cpu, peak = result.stdout.split()
+    return float(seconds), float(cpu), int(peak)
 
 
 def spread(ratios: list[float]) -> str:
@@ -175,18 +178,24 @@ def main(rounds: int, before: str | None) -> int:
         size = os.path.getsize(path)
         print(f"{traces * PER_TRACE:,} spans in {traces:,} traces, {size / 1e6:,.0f} MB")
         times: dict[str, list[float]] = {"ours": [], "before": [], "json": []}
+        cpus: dict[str, list[float]] = {"ours": [], "before": [], "json": []}
         peaks = {"ours": 0, "before": 0, "json": 0}
         for number in range(1, rounds + 1):  # in alternation, so that load hits every side
             sides = [("ours", OURS, None), ("json", BASELINE, None)]
             if before is not None:
                 sides.insert(1, ("before", OURS, before))
             for side, code, source in sides:
-                seconds, peak = measure(code, path, traces, source)
+                seconds, cpu, peak = measure(code, path, traces, source)
                 times[side].append(seconds)
+                cpus[side].append(cpu)
                 peaks[side] = max(peaks[side], peak)
-            shown = ", ".join(f"{side} {t[-1]:.2f} s" for side, t in times.items() if t)
+            shown = ", ".join(
+                f"{side} {t[-1]:.2f} s (CPU {cpus[side][-1]:.2f} s)"
+                for side, t in times.items()
+                if t
+            )
             print(f"round {number}: {shown}", flush=True)
-        _, imported = measure(IMPORT_ONLY, path, traces)
+        _, _, imported = measure(IMPORT_ONLY, path, traces)
     ours, baseline = min(times["ours"]), min(times["json"])
     ratio = ours / baseline
     print(
@@ -194,6 +203,11 @@ def main(rounds: int, before: str | None) -> int:
         f"of the lines {baseline:.2f} s: {ratio:.2f}x (goal <= {GOAL}x) "
         f"{'ok' if ratio <= GOAL else 'OVER GOAL'}; each round: "
         + spread([o / j for o, j in zip(times["ours"], times["json"], strict=True)])
+    )
+    print(
+        f"process CPU of the same runs, evaluate_traces vs json.loads, best of each: "
+        f"{min(cpus['ours']) / min(cpus['json']):.2f}x; each round: "
+        + spread([o / j for o, j in zip(cpus["ours"], cpus["json"], strict=True)])
     )
     if before is not None:
         print(
