@@ -3,7 +3,8 @@
 
 Both create (or refresh) the local virtual environment ``.venv`` first, so a fresh machine
 needs nothing but Python 3.11+. ``python3 dev.py bench`` runs the benchmarks in a separate
-environment, ``.venv-bench``, which also holds the baselines they compare against.
+environment, ``.venv-bench``, which also holds the baselines they compare against
+(``python3 dev.py bench --help`` tells how to run one of them).
 
 The demo is ``evaltrace test instrumentation_examples --exit-zero``: every example app's
 dataset, offline (each app's model and LLM judge are scripted servers on 127.0.0.1, so no API
@@ -114,11 +115,47 @@ def test(args: list[str]) -> int:
     return code
 
 
+BENCH_HELP = """\
+usage: python3 dev.py bench [SCRIPT [ARGS...]]
+
+Run the benchmarks of bench/ in .venv-bench (made, or refreshed, first: the project and
+bench/requirements.txt). Each prints its figures as ratios to a baseline measured in the same
+run; the exit code is 1 when a figure misses its goal (bench/README.md lists every figure, its
+goal, and the command that reproduces it).
+
+  python3 dev.py bench                every script, one after the other
+  python3 dev.py bench SCRIPT [ARGS]  one script (stored, or bench_stored.py), its arguments
+                                      passed on: python3 dev.py bench SCRIPT --help tells them
+  python3 dev.py bench --help         this help
+
+scripts: {scripts}
+"""
+
+
+def _bench_scripts() -> dict[str, Path]:
+    """Each benchmark script by its short name (``stored`` for ``bench_stored.py``)."""
+    return {p.stem.removeprefix("bench_"): p for p in sorted((ROOT / "bench").glob("bench_*.py"))}
+
+
 def bench(args: list[str]) -> int:
-    """Run every ``bench/bench_*.py`` in ``.venv-bench``; non-zero if any misses its goal."""
+    """Run ``bench/bench_*.py`` in ``.venv-bench``; non-zero if a figure misses its goal."""
+    scripts = _bench_scripts()
+    if args and args[0] in ("-h", "--help", "help"):
+        print(BENCH_HELP.format(scripts=", ".join(scripts)), end="")
+        return 0
+    chosen = list(scripts.values())
+    if args:
+        name = args[0].removesuffix(".py").removeprefix("bench/").removeprefix("bench_")
+        if name not in scripts:
+            print(
+                f"dev.py bench: no benchmark script {args[0]!r}; the scripts are "
+                f"{', '.join(scripts)} (python3 dev.py bench --help)",
+                file=sys.stderr,
+            )
+            return 2
+        chosen, args = [scripts[name]], args[1:]
     python = ensure_venv(BENCH_VENV, "bench/requirements.txt")
-    scripts = sorted((ROOT / "bench").glob("bench_*.py"))
-    failed = [s.name for s in scripts if _run(python, s, *args) != 0]
+    failed = [s.name for s in chosen if _run(python, s, *args) != 0]
     if failed:
         print(f"dev.py: over goal or failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

@@ -1,7 +1,8 @@
-"""Shared helpers of the benchmarks: timing with repeats, and printing a ratio line."""
+"""Shared helpers of the benchmarks: the command line, timing with repeats, a ratio line."""
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Callable
@@ -43,3 +44,28 @@ def report(label: str, ours: float, baseline: float, unit: str, goal: float) -> 
         flush=True,
     )
     return ratio <= goal
+
+
+def positive(text: str) -> int:
+    """A whole number of 1 or more, for ``argparse`` (which says what was wrong)."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
+    return value
+
+
+def parser(doc: str | None) -> argparse.ArgumentParser:
+    """The script's command line: ``--help`` prints its docstring, what it measures.
+
+    A bad argument is refused with a message naming it and the exit code 2 (argparse's),
+    never a traceback.
+    """
+    text = (doc or "").strip()
+    return argparse.ArgumentParser(
+        description=text.split("\n", 1)[0],
+        epilog=text.split("\n", 1)[1].strip() if "\n" in text else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )

@@ -7,6 +7,7 @@ measured in the same run, so a noisy machine shifts both sides alike.
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib.util
 import json
@@ -25,7 +26,7 @@ from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import best_per_call, interleaved_best, median, report
+from _common import best_per_call, interleaved_best, median, parser, report
 
 MB = 1_000_000
 
@@ -39,14 +40,21 @@ def bench_idle_wrap() -> bool:
 
     value = {"q": "hello"}
     assert not context.armed, "run first: nothing may have observed wrap values yet"
-    ours, base = interleaved_best(
-        lambda: wrap(value, purpose="output", name="answer"),
-        lambda: plain(value, purpose="output", name="answer"),
-        100_000,
-    )
-    return report(
-        "idle wrap(value, purpose, name) vs plain function", ours * 1e9, base * 1e9, "ns", 1.5
-    )
+    ok = True
+    for purpose in ("output", "entry"):
+        ours, base = interleaved_best(
+            lambda p=purpose: wrap(value, purpose=p, name="answer"),  # type: ignore[misc]
+            lambda p=purpose: plain(value, purpose=p, name="answer"),  # type: ignore[misc]
+            100_000,
+        )
+        ok &= report(
+            f"idle wrap(value, purpose={purpose!r}, name) vs plain function",
+            ours * 1e9,
+            base * 1e9,
+            "ns",
+            1.5,
+        )
+    return ok
 
 
 def _calls_per_round(fn: Callable[[], object], seconds: float = 0.05) -> int:
@@ -110,6 +118,70 @@ def bench_idle_decorated_call() -> bool:
         lambda: echo(value),
         lambda: under_noop_span(value),
         1.5,
+    )
+
+
+def _passthrough(fn: Callable[..., object]) -> Callable[..., object]:
+    """A minimal pure-Python pass-through decorator: the floor of any decorator."""
+
+    @functools.wraps(fn)
+    def inner(*args: Any, **kwargs: Any) -> object:
+        return fn(*args, **kwargs)
+
+    return inner
+
+
+def bench_idle_decorator_floor() -> bool:
+    echo = _echo()
+    floor = _passthrough(echo.__wrapped__)  # type: ignore[attr-defined]
+    value = "y" * 100
+    _assert_idle()
+    ours, base = interleaved_best(lambda: echo(value), lambda: floor(value), 100_000)
+    return report(
+        "idle @wrap vs a pass-through decorator (*args, **kwargs)",
+        ours * 1e9,
+        base * 1e9,
+        "ns",
+        1.3,
+    )
+
+
+def explain_idle_decorator() -> None:
+    """What bounds idle @wrap: the same function under each kind of wrapper."""
+    from evaltrace import wrap
+
+    def echo(value: object) -> object:
+        return value
+
+    @wrap
+    def echo_any(*values: object) -> object:  # *args: the generic wrapper
+        return values[0]
+
+    candidates: dict[str, Callable[[], object]] = {}
+    value = "y" * 100
+    candidates["the function itself"] = lambda: echo(value)
+    floor = _passthrough(echo)
+    candidates["pass-through decorator, (*args, **kwargs)"] = lambda: floor(value)
+    traced = wrap(echo)
+    candidates["@wrap: a wrapper of the function's own parameters"] = lambda: traced(value)
+    candidates["@wrap of a function taking *args: the generic wrapper"] = lambda: echo_any(value)
+    try:
+        import wrapt
+    except ImportError:
+        pass
+    else:
+        unseen = [True]
+
+        def relay(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> object:
+            if unseen[0]:
+                return wrapped(*args, **kwargs)
+            return None
+
+        wrapped = wrapt.FunctionWrapper(echo, relay)
+        candidates["wrapt.FunctionWrapper (C) calling a Python relay"] = lambda: wrapped(value)
+    _assert_idle()
+    _print_parts(
+        "what bounds idle @wrap (ns per call):", _best_of(candidates, 20_000, 20), "ns", 1e9
     )
 
 
@@ -632,6 +704,7 @@ def main() -> int:
     results = [bench_idle_wrap()]
     explain_idle_wrap()  # before anything opens a capture, which ends the idle value hook
     results += [
+        bench_idle_decorator_floor(),
         bench_idle_decorated_call(),
         bench_idle_large_string(),
         bench_idle_large_dict(),
@@ -643,9 +716,11 @@ def main() -> int:
         bench_memory_per_span(),
         bench_import_time(),
     ]
+    explain_idle_decorator()
     explain_decorated_call()
     return 0 if all(results) else 1
 
 
 if __name__ == "__main__":
+    parser(__doc__).parse_args()
     sys.exit(main())

@@ -28,6 +28,11 @@ import sys
 import textwrap
 import time
 import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import parser
 
 CALLS = 1_000
 EXIT_GOAL_S = 6.0
@@ -183,4 +188,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    parser(__doc__).parse_args()
     sys.exit(main())

@@ -26,18 +26,21 @@ than the per-class call (goal: ratio <= 1.0).
 
 from __future__ import annotations
 
-import argparse
 import platform
 import random
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sklearn
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import parser, positive
 from evaltrace.metrics import (
     ClassificationDetails,
     FScoreAggregatorSpec,
@@ -70,12 +73,12 @@ def check_close(what: str, ours: float, theirs: float, failures: list[str]) -> N
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=1_000_000, help="number of pairs")
-    parser.add_argument("--classes", type=int, default=20, help="number of classes")
-    parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
-    parser.add_argument("--seed", type=int, default=20240601)
-    args = parser.parse_args()
+    command = parser(__doc__)
+    command.add_argument("--n", type=positive, default=1_000_000, help="number of pairs")
+    command.add_argument("--classes", type=positive, default=20, help="number of classes")
+    command.add_argument("--repeats", type=positive, default=3, help="best of this many runs")
+    command.add_argument("--seed", type=int, default=20240601)
+    args = command.parse_args()
 
     expected, predicted = make_pairs(args.n, args.classes, accuracy=0.8, seed=args.seed)
     classes = sorted(set(expected) | set(predicted))

@@ -30,7 +30,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import report
+from _common import parser, positive, report
 from evaltrace import evaluate_inputs
 from evaltrace.datasets import (
     Dataset,
@@ -42,7 +42,7 @@ from evaltrace.datasets import (
 
 GOAL = 1.3
 ROUNDS = 5
-ENTRIES = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+ENTRIES = 10_000
 
 APP = """\
 from evaltrace import wrap
@@ -199,4 +199,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    command = parser(__doc__)
+    command.add_argument(
+        "entries", nargs="?", type=positive, default=ENTRIES, help="entries (10,000)"
+    )
+    ENTRIES = command.parse_args().entries
     sys.exit(main())

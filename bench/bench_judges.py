@@ -19,7 +19,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import report
+from _common import parser, report
 from evaltrace import Evaluable, NamedData, evaluate, evaluate_inputs
 from evaltrace.judges import Factuality, Repeated, configure_judge
 
@@ -163,4 +163,5 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
+    parser(__doc__).parse_args()
     sys.exit(anyio.run(main))

@@ -16,7 +16,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import report
+from _common import parser, report
 from evaltrace import Evaluable, Evaluator, EvaluatorContext, evaluate_inputs
 from evaltrace.evals import EvaluatorFunction
 
@@ -147,6 +147,56 @@ async def bare_asyncio_latency(concurrency: int) -> float:
     return time.perf_counter() - started
 
 
+SLEEP_S = 0.010
+"""What each evaluator of the concurrency figure waits, as for a model's answer."""
+
+
+async def ours_sleeping_evaluators(concurrency: int) -> float:
+    """evaluate_inputs: a no-I/O app, three evaluators each waiting 10 ms."""
+
+    async def waits(evaluable: Evaluable) -> float:
+        await anyio.sleep(SLEEP_S)
+        return 1.0
+
+    async def waits_2(evaluable: Evaluable) -> float:
+        await anyio.sleep(SLEEP_S)
+        return 1.0
+
+    async def waits_3(evaluable: Evaluable) -> float:
+        await anyio.sleep(SLEEP_S)
+        return 1.0
+
+    started = time.perf_counter()
+    results = await evaluate_inputs(
+        task, list(range(N)), [waits, waits_2, waits_3], concurrency=concurrency
+    )
+    elapsed = time.perf_counter() - started
+    assert all(e.score == 1.0 for item in results for e in item.evaluations)
+    return elapsed
+
+
+async def gather_sleeping_evaluators(concurrency: int) -> float:
+    """The same by hand: ``asyncio.gather`` of every input under an ``asyncio.Semaphore``."""
+    import asyncio
+
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def waits() -> float:
+        await asyncio.sleep(SLEEP_S)
+        return 1.0
+
+    async def one(x: int) -> list[float]:
+        async with semaphore:
+            await task(x)
+            return list(await asyncio.gather(waits(), waits(), waits()))
+
+    started = time.perf_counter()
+    results = await asyncio.gather(*(one(x) for x in range(N)))
+    elapsed = time.perf_counter() - started
+    assert all(score == 1.0 for row in results for score in row)
+    return elapsed
+
+
 async def main() -> int:
     ok = True
     rounds = 5
@@ -213,8 +263,32 @@ async def main() -> int:
         f"  (bare asyncio doing only the sleeps takes {floor * 1000:.0f} ms = "
         f"{floor / ideal:.2f}x ideal; evaltrace is {wall / floor:.2f}x that floor)"
     )
+    ours_s = base_s = ours_cpu = base_cpu = float("inf")
+    for _ in range(5):  # in alternation, best of each
+        gc.collect()
+        cpu = time.process_time()
+        ours_s = min(ours_s, await ours_sleeping_evaluators(50))
+        ours_cpu = min(ours_cpu, time.process_time() - cpu)
+        gc.collect()
+        cpu = time.process_time()
+        base_s = min(base_s, await gather_sleeping_evaluators(50))
+        base_cpu = min(base_cpu, time.process_time() - cpu)
+    ok &= report(
+        "3 evaluators waiting 10 ms, c=50: evaluate_inputs vs gather + Semaphore",
+        ours_s * 1000,
+        base_s * 1000,
+        "ms",
+        1.05,
+    )
+    print(
+        f"  (ideal ceil({N}/50) x 10 ms = {math.ceil(N / 50) * SLEEP_S * 1000:.0f} ms; process "
+        f"CPU, best round: evaluate_inputs {ours_cpu * 1000:.0f} ms, gather "
+        f"{base_cpu * 1000:.0f} ms: a run whose CPU nears the ideal is bound by it)",
+        flush=True,
+    )
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
+    parser(__doc__).parse_args()
     sys.exit(anyio.run(main))

@@ -32,7 +32,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import report
+from _common import parser, report
 from evaltrace import evaluate_inputs
 from evaltrace.datasets import load_dataset, run_dataset
 
@@ -239,9 +239,10 @@ def ray_speedup(folder: Path) -> None:
 
 
 def main() -> int:
-    if len(sys.argv) == 4 and sys.argv[1] == "--peak":
+    if len(sys.argv) == 4 and sys.argv[1] == "--peak":  # one side, in an interpreter of its own
         peak_of_run(Path(sys.argv[2]), Path(sys.argv[3]))
         return 0
+    parser(__doc__).parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         ok = memory_and_speed(folder)

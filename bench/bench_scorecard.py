@@ -22,7 +22,6 @@ within 2x of the plain table. Without Chromium or Playwright it prints why and e
 
 from __future__ import annotations
 
-import argparse
 import html
 import platform
 import sys
@@ -36,6 +35,10 @@ from evaltrace.evals import Evaluation
 from evaltrace.results import DatasetScorecard, generate_dataset_scorecard_html
 from evaltrace.results.model import EntryResult, RunResult
 from evaltrace.trace import SpanEventRecord, SpanRecord
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import parser, positive
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -199,10 +202,10 @@ def interaction_ms(browser: Any, path: Path) -> tuple[float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--entries", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    command = parser(__doc__)
+    command.add_argument("--entries", type=positive, default=10_000, help="entries (10,000)")
+    command.add_argument("--rounds", type=positive, default=5, help="rounds in alternation (5)")
+    args = command.parse_args()
     n = args.entries
     print(f"Python {platform.python_version()} on {platform.machine()}, {n:,} entries")
 

@@ -411,6 +411,20 @@ def test_every_benchmark_script_has_a_row_in_the_bench_results_table() -> None:
     assert sorted(scripts - in_table) == []
 
 
+def test_every_bench_figure_names_the_command_that_reproduces_it() -> None:
+    text = (ROOT / "bench" / "README.md").read_text(encoding="utf-8")
+    results = text.split("## Results", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(bench_\w+)\.py` \|.*\| `([^`|]*)` \|$", results, re.M)
+    all_rows = re.findall(r"^\| `bench_\w+\.py` \|", results, re.M)
+    assert len(rows) == len(all_rows), "a row of the results table ends without its command"
+    for script, command in rows:
+        words = shlex.split(command)
+        assert words[:4] == ["python3", "dev.py", "bench", script.removeprefix("bench_")], (
+            f"the figure of {script}.py names the command {command!r}; expected "
+            f"'python3 dev.py bench {script.removeprefix('bench_')} [ARGS]'"
+        )
+
+
 def test_every_fence_of_every_page_is_read_as_a_block() -> None:
     fences = sum(
         1

@@ -230,3 +230,49 @@ async def test_saved_entries_redact_secrets_as_spans_do() -> None:
     assert entry.input == {"question": "2+2?", "api_key": "[REDACTED]"}
     assert entry.output == {"answer": "4", "token": "[REDACTED]"}
     assert "sk-live" not in entry.model_dump_json() and "t-123" not in entry.model_dump_json()
+
+
+class Verdict(BaseModel):
+    """Details of an evaluation given as a model."""
+
+    label: str
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"index": 0, "name": "0", "evaluations": [scored(1.0)]},
+        {
+            "index": 3,
+            "name": "0af7651916cd43dd8448eb211c80319c",
+            "description": "answer",
+            "input": {"question": "q"},
+            "output": "Paris",
+            "eval_input": [NamedData(name="question", value="q")],
+            "eval_output": [NamedData(name="answer", value="Paris")],
+            "expectation": None,
+            "evaluations": [scored(0.0), Evaluation(score=1.0, details=Verdict(label="ok"))],
+            "status": CompletionStatus.FAILED_PARTIAL_SCORE,
+            "started_at": datetime(2026, 1, 1, tzinfo=UTC),
+            "duration_s": 0.5,
+            "trace_ids": ["0af7651916cd43dd8448eb211c80319c"],
+        },
+        {
+            "index": 1,
+            "name": "1",
+            "evaluations": [],
+            "error": EvaluationError(type="X", message="m"),
+        },
+    ],
+    ids=["defaults", "every field", "error"],
+)
+def test_an_entry_made_from_checked_values_is_the_entry_validation_makes(
+    fields: dict[str, object],
+) -> None:
+    checked = EntryResult.from_checked(**fields)
+    validated = EntryResult(**fields)  # type: ignore[arg-type]
+
+    assert checked == validated and repr(checked) == repr(validated)
+    assert checked.model_fields_set == validated.model_fields_set
+    assert checked.model_dump_json() == validated.model_dump_json()
+    assert EntryResult.model_validate_json(checked.model_dump_json()) == validated

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from evaltrace.trace import (
     trace_to_text,
     walk_trace,
 )
+from evaltrace.trace._span_json import read_own_line, record_from_json
 from span_factory import PARENT_CYCLES, Spans, span_line
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -255,3 +257,58 @@ def test_a_saved_run_given_as_traces_is_named_as_one(tmp_path: Path) -> None:
         f"{path}: no line of it is a span; this is a saved run: read it with "
         f"`evaltrace report {path}`"
     )
+
+
+# One pass per line: a line of evaltrace's own shape reads the same whichever way it is read
+
+OWN_LINE: dict[str, Any] = {
+    "trace_id": "0af7651916cd43dd8448eb211c80319c",
+    "span_id": "b7ad6b7169203331",
+    "parent_span_id": None,
+    "name": "answer",
+    "kind": "INTERNAL",
+    "start_time_ns": 1_733_400_000_000_000_000,
+    "end_time_ns": 1_733_400_000_000_900_000,
+    "status": {"code": "OK", "description": None},
+    "attributes": {"input.value": '{"q": 1}', "tags": ["a", ["b"]], "n": 3, "f": 0.5},
+    "events": [{"name": "evaltrace.wrap", "timestamp_ns": 5, "attributes": {"k": [1, 2]}}],
+    "resource": {"service.name": "bot", "sdk": {"v": [1]}},
+}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"parent_span_id": "00f067aa0ba902b7"},
+        {"status": {"code": "ERROR", "description": "boom"}},
+        {"trace_id": "0AF7651916CD43DD8448EB211C80319C"},
+        {"status": {"code": "ok", "description": None}},
+        {"end_time_ns": None},
+        {"kind": None, "events": None, "attributes": None, "resource": None},
+        {"named_values": [{"name": "a", "purpose": "output", "value": 1}]},
+        {"extra": "ignored"},
+        {"trace_id": "+af7651916cd43dd8448eb211c80319c"},
+        {"span_id": "AAAAAAAAAAE="},
+        {"start_time_ns": 1.5},
+        {"start_time_ns": True},
+        {"attributes": {"a": "\ud800"}},
+    ],
+    ids=lambda change: ",".join(change) or "as written",
+)
+def test_a_line_read_in_one_pass_reads_as_its_fields_read_one_by_one(
+    change: dict[str, Any],
+) -> None:
+    line = json.dumps({**OWN_LINE, **change}).encode()
+
+    try:
+        expected: object = record_from_json(json.loads(line))
+        expected = (expected[0], tuple(expected[1]))  # type: ignore[index]
+    except ValueError as exc:
+        expected = str(exc)
+    try:
+        read: object = read_own_line(line)
+    except ValueError as exc:
+        read = str(exc)
+
+    assert repr(read) == repr(expected)

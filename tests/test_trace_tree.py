@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 
@@ -10,9 +11,11 @@ from evaltrace.capture.values import WrapRecord
 from evaltrace.trace import (
     LLMSpan,
     ObservationNode,
+    SpanError,
     SpanRecord,
     build_trace,
     build_trace_and_cycles,
+    span_view,
     split_traces,
     trace_to_text,
     walk_trace,
@@ -361,3 +364,71 @@ def test_build_trace_accepts_records_and_sdk_spans_alike(spans: Spans) -> None:
     mixed = [SpanRecord.from_readable(finished[0]), finished[1]]
 
     assert build_trace(mixed) == build_trace(finished)
+
+
+# Views read their fields when first asked
+
+
+class CountingAttributes(dict[str, object]):
+    """Span attributes that count the reads of each key."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.reads: dict[str, int] = {}
+
+    def get(self, key: str, default: object = None) -> object:  # type: ignore[override]
+        self.reads[key] = self.reads.get(key, 0) + 1
+        return super().get(key, default)
+
+
+def test_a_view_decodes_its_input_and_output_only_when_asked_and_once() -> None:
+    attributes = CountingAttributes(
+        {"input.value": '{"q": 1}', "output.value": '"a"', "openinference.span.kind": "TOOL"}
+    )
+    record = SpanRecord(trace_id=1, span_id=2, name="n", start_time_ns=0, end_time_ns=1)
+    object.__setattr__(record, "attributes", attributes)
+
+    view = span_view(record)
+    assert attributes.reads.get("input.value", 0) == 0
+
+    assert (view.input, view.input, view.output) == ({"q": 1}, {"q": 1}, "a")
+    assert attributes.reads["input.value"] == 1 and attributes.reads["output.value"] == 1
+
+
+def test_a_view_read_on_demand_equals_one_with_every_field_given() -> None:
+    record = SpanRecord(
+        trace_id=1,
+        span_id=2,
+        parent_span_id=3,
+        name="call",
+        start_time_ns=1_000_000,
+        end_time_ns=3_000_000,
+        attributes={"llm.model_name": "m", "output.value": "hi", "openinference.span.kind": "LLM"},
+        status_code="ERROR",
+        status_description="boom",
+    )
+    view = span_view(record)
+    eager = LLMSpan(
+        **{f.name: getattr(span_view(record), f.name) for f in dataclasses.fields(view)}
+    )
+
+    assert isinstance(view, LLMSpan)
+    assert view == eager and repr(view) == repr(eager)
+    assert (view.model, view.error, view.duration_ms) == (
+        "m",
+        SpanError(type=None, message="boom"),
+        2.0,
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        view.name = "other"  # type: ignore[misc]
+
+
+def test_a_trace_whose_parent_starts_after_its_child_is_linked_as_any_other() -> None:
+    child = SpanRecord(
+        trace_id=1, span_id=2, parent_span_id=1, name="child", start_time_ns=5, end_time_ns=6
+    )
+    parent = SpanRecord(trace_id=1, span_id=1, name="parent", start_time_ns=7, end_time_ns=9)
+
+    roots, cycles = build_trace_and_cycles([child, parent])
+
+    assert names(roots) == ["parent"] and names(roots[0].children) == ["child"] and cycles == []

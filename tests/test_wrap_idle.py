@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import subprocess
 import sys
@@ -252,6 +253,21 @@ def test_idle_value_hook_returns_the_value_for_a_name_it_has_seen() -> None:
 
 
 @pytest.mark.usefixtures("unarmed")
+@pytest.mark.parametrize("purpose", ["input", "output", "state", "entry"])
+def test_idle_value_hook_answers_a_seen_name_of_every_purpose_without_the_checks(
+    purpose: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payload = {"q": [1, 2]}
+    assert wrap(payload, purpose=purpose, name="answer") is payload  # type: ignore[call-overload]
+
+    def checked(*args: object) -> object:
+        raise AssertionError(f"purpose={purpose!r}: a seen name went through the checks again")
+
+    monkeypatch.setattr(sys.modules["evaltrace.capture.wrap"], "_wrap", checked)
+    assert wrap(payload, purpose=purpose, name="answer") is payload  # type: ignore[call-overload]
+
+
+@pytest.mark.usefixtures("unarmed")
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
@@ -343,3 +359,130 @@ def test_a_task_whose_inner_capture_closed_still_records_into_the_open_outer_one
     fetch = wrap(lambda: {"id": 7}, purpose="input", name="order")
 
     assert _run_past_the_capture(fetch, outer_open=True) == [{"id": 7}]
+
+
+# The idle decorated call: a wrapper of the function's own parameters, one flag read
+
+
+def test_a_decorated_function_is_wrapped_by_a_function_of_its_own_parameters() -> None:
+    @wrap
+    def answer(question: str, k: int = 3, *, model: str = "m") -> str:
+        return f"{question}:{k}:{model}"
+
+    own = inspect.signature(answer, follow_wrapped=False).parameters.values()
+
+    assert [p.name for p in own if p.kind is not p.VAR_POSITIONAL] == ["question", "k", "model"]
+    assert all(p.kind is not p.VAR_KEYWORD for p in own)
+    assert inspect.signature(answer) == inspect.signature(answer.__wrapped__)  # type: ignore[attr-defined]
+    assert answer("q") == "q:3:m" and answer("q", 5, model="x") == "q:5:x"
+
+
+def test_a_function_taking_star_args_keeps_the_generic_wrapper() -> None:
+    @wrap
+    def joined(*parts: str, sep: str = "-") -> str:
+        return sep.join(parts)
+
+    assert list(inspect.signature(joined, follow_wrapped=False).parameters) == ["args", "kwargs"]
+    assert joined("a", "b") == "a-b"
+
+
+def test_a_call_that_does_not_fit_the_parameters_raises_as_the_function_would() -> None:
+    @wrap
+    def answer(question: str) -> str:
+        return question
+
+    with pytest.raises(TypeError, match=r"\.answer\(\) takes 1 positional argument but 2"):
+        answer("q", "extra")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"\.answer\(\) got an unexpected keyword argument 'k'"):
+        answer("q", k=2)  # type: ignore[call-arg]
+    with capture_traces() as handler, pytest.raises(TypeError, match="takes 1 positional"):
+        answer("q", "extra")  # type: ignore[call-arg]
+    (span,) = handler.spans
+    assert span.status == "error"
+
+
+def test_a_call_missing_an_argument_under_a_capture_ends_its_span_in_error() -> None:
+    @wrap
+    def answer(question: str, k: int = 3) -> str:
+        return question
+
+    with capture_traces() as handler, pytest.raises(TypeError, match="question"):
+        answer(k=2)  # type: ignore[call-arg]
+
+    (span,) = handler.spans
+    assert span.status == "error"
+
+
+def test_defaults_reach_the_function_whether_a_span_is_made_or_not() -> None:
+    marker: list[int] = []
+
+    @wrap
+    def answer(question: str, seen: list[int] = marker, /, *, k: int = 3) -> tuple[object, ...]:
+        return (question, seen, k)
+
+    idle = answer("q")
+    with capture_traces() as handler:
+        traced = answer("q")
+
+    assert idle == traced == ("q", marker, 3) and idle[1] is marker
+    (span,) = handler.spans
+    assert span.input == {"question": "q", "seen": [], "k": 3}
+
+
+SPANS_UNSEEN = """\
+import evaltrace
+from evaltrace.capture import context
+from evaltrace.trace import InstrumentationHandler, add_handler, remove_handler
+
+seen = [context.spans_unseen]
+evaltrace.init()
+seen.append(context.spans_unseen)
+with evaltrace.capture_traces():
+    seen.append(context.spans_unseen)
+    with evaltrace.capture_traces():
+        seen.append(context.spans_unseen)
+    seen.append(context.spans_unseen)
+seen.append(context.spans_unseen)
+handler = InstrumentationHandler()
+add_handler(handler)
+seen.append(context.spans_unseen)
+remove_handler(handler)
+seen.append(context.spans_unseen)
+evaltrace.shutdown()
+seen.append(context.spans_unseen)
+print(seen)
+"""
+
+
+def test_spans_count_as_unseen_only_while_no_capture_exporter_or_handler_could_see_one() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", SPANS_UNSEEN], capture_output=True, text=True, check=False
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(
+        [False, True, False, False, False, True, False, False, False]
+    )
+
+
+def test_an_exporter_makes_spans_seen() -> None:
+    code = (
+        "import evaltrace\n"
+        "from evaltrace.capture import context\n"
+        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import "
+        "InMemorySpanExporter\n"
+        "evaltrace.init()\n"
+        "before = context.spans_unseen\n"
+        "exporter = InMemorySpanExporter()\n"
+        "evaltrace.init(exporters=[exporter])\n"
+        "@evaltrace.wrap\n"
+        "def answer(question):\n"
+        "    return question\n"
+        "answer('q')\n"
+        "evaltrace.flush()\n"
+        "print(before, context.spans_unseen, [s.name for s in exporter.get_finished_spans()])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True False ['answer']"

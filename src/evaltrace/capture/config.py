@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace import TracerProvider as SDKTracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from evaltrace._safe_text import exception_text, safe_repr, type_name
-from evaltrace.capture.context import arm
+from evaltrace.capture.context import arm, note_spans_stay
 from evaltrace.capture.environment import (
     MIN_VALUE_BYTES,
     Environment,
@@ -120,6 +120,8 @@ class Runtime:
         """Record that exporters or handlers now see spans outside captures."""
         self.spans_leave_process = True
         arm()
+        if self is RUNTIME:
+            note_spans_stay(False)
 
 
 _LOCK = threading.RLock()
@@ -247,6 +249,7 @@ def init(
             RUNTIME.instrumented += enable_instrumentors(
                 instrumentors, RUNTIME.provider, os.environ
             )
+        note_spans_stay(not RUNTIME.spans_leave_process)
         return RUNTIME
 
 
@@ -580,6 +583,7 @@ def shutdown(timeout_millis: int | None = None) -> bool:
             return True
         if timeout_millis is None:
             timeout_millis = rt.settings.shutdown_timeout_millis
+        note_spans_stay(False)  # the next traced call sets evaltrace up again
         delivered = rt.processor.shutdown_within(timeout_millis)
         rt.processor.detached = True
         for instrumentor in rt.instrumented:

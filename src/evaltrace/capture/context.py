@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -42,7 +43,43 @@ created or spans start leaving the process (exporters, handlers, the app's own p
 Until then ``wrap(value, ...)`` returns at once, which keeps idle production code cheap."""
 
 
-IDLE_NAMES: Final[dict[str, set[str]]] = {"input": set(), "output": set(), "state": set()}
+spans_unseen = False
+"""Whether a span started now would reach nobody: evaltrace is set up, its spans stay in the
+process (no exporter, handler or app-owned provider) and no capture is open, anywhere. A
+decorated function then calls the function and does nothing else; reading this one flag is
+the whole of that check. Kept by :func:`note_spans_stay` (the runtime: set up, exporters and
+handlers added, shut down) and by capture blocks as they open and close."""
+
+_open_captures = 0
+_spans_stay = False
+_captures_lock = threading.Lock()
+
+
+def note_spans_stay(stay: bool) -> None:
+    """Note whether the spans of the runtime in effect stay in the process (:data:`spans_unseen`).
+
+    ``False`` when there is no runtime (before ``init``, after ``shutdown``), or when spans may
+    be seen outside captures (exporters, handlers, the app's own provider).
+    """
+    global spans_unseen, _spans_stay
+    with _captures_lock:
+        _spans_stay = stay
+        spans_unseen = stay and not _open_captures
+
+
+def _count_capture(change: int) -> None:
+    global spans_unseen, _open_captures
+    with _captures_lock:
+        _open_captures += change
+        spans_unseen = _spans_stay and not _open_captures
+
+
+IDLE_NAMES: Final[dict[str, set[str]]] = {
+    "input": set(),
+    "output": set(),
+    "state": set(),
+    "entry": set(),
+}
 """By purpose, the names that ``wrap(value, purpose=..., name=...)`` checked before
 :data:`armed`. ``wrap`` finds its name under its purpose and returns at once, with no more
 checks to make: a hit says that the arguments are valid and that nobody can see the value.
@@ -172,7 +209,9 @@ class ScopeToken:
 def open_capture_scope(sink: SpanSink) -> ScopeToken:
     """Make a new capture scope delivering to ``sink`` current, inside the current scope."""
     scope = RunScope(sink, _CURRENT.get())
-    return ScopeToken(scope, _CURRENT.set(scope))
+    token = ScopeToken(scope, _CURRENT.set(scope))
+    _count_capture(1)
+    return token
 
 
 OUT_OF_ORDER: Final = (
@@ -202,6 +241,8 @@ def close_capture_scope(opened: ScopeToken) -> str | None:
     try:
         return _restore(scope, opened.token)
     finally:
+        if not scope.closed:
+            _count_capture(-1)
         scope.close()
 
 

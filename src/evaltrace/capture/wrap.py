@@ -21,6 +21,7 @@ from evaltrace.capture import conventions as conv
 from evaltrace.capture.codec import Codec
 from evaltrace.capture.context import IDLE_NAMES, RunScope, current_scope, remember_idle
 from evaltrace.capture.listeners import LISTENERS
+from evaltrace.capture.passthrough import passthrough
 from evaltrace.capture.values import Purpose, WrapRecord
 
 __all__ = ["SPAN_KINDS", "wrap"]
@@ -186,7 +187,7 @@ def _wrap(data: Any, purpose: object, name: object, options: dict[str, Any]) -> 
     if callable(data) and not isinstance(data, type):
         return _wrap_callable(data, recorded, name, description, many, injectable)
     if not _context.armed:
-        remember_idle(name, recorded)
+        remember_idle(name, purpose)  # the purpose as given: what the idle hook looks up
         return data
     scope = current_scope()
     if scope is not None and injectable and scope.injected_inputs() is not None:
@@ -736,6 +737,8 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
 
         @functools.wraps(fn)
         def gen_wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+            if _context.spans_unseen:
+                return (yield from fn(*args, **kwargs))
             call = _SpanCall(span_name, span_kind, binder, args, kwargs)
             if not call.live:
                 return (yield from fn(*args, **kwargs))
@@ -769,6 +772,8 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _context.spans_unseen:
+                return await fn(*args, **kwargs)
             call = _SpanCall(span_name, span_kind, binder, args, kwargs)
             if not call.live:
                 return await fn(*args, **kwargs)
@@ -785,11 +790,13 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
             call.end()
             return result
 
-        return cast(F, async_wrapper)
+        return cast(F, passthrough(fn, async_wrapper))
 
     @functools.wraps(fn)
     def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
         # The most common case, written out in full: it runs on every call of the app.
+        if _context.spans_unseen:  # see passthrough, which calls this only when it is not
+            return fn(*args, **kwargs)
         rt = _config.RUNTIME or _config.runtime()
         audience = _audience(rt)
         if audience == _NOBODY:
@@ -829,4 +836,4 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         _finish(span, attributes)
         return result
 
-    return cast(F, sync_wrapper)
+    return cast(F, passthrough(fn, sync_wrapper))

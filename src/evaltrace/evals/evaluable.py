@@ -68,6 +68,14 @@ class Unset:
     def __reduce__(self) -> str:
         return "UNSET"
 
+    def __copy__(self) -> Unset:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Unset:
+        # The one instance, at once: pydantic deep-copies it as the default of every model
+        # made with ``model_construct`` (bench_stored.py, bench/README.md).
+        return self
+
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
         return core_schema.is_instance_schema(

@@ -62,9 +62,11 @@ _NAMES_LISTED = 20
 _TRACES_LISTED = 5
 
 
-# Selectors build evaluables with ``model_construct``: every value comes from the capture codec
+# Selectors build named data with ``model_construct``: every value comes from the capture codec
 # or from decoding span attributes, so it is JSON data already, and skipping validation keeps
-# the per-run cost of evaluation low.
+# the per-run cost of evaluation low. ``root`` builds its evaluable validated: for a model of
+# lists of named data, pydantic's validation costs half of ``model_construct``, which fills
+# each default in Python (bench_stored.py, bench/README.md).
 
 
 def root(trace: Sequence[ObservationNode]) -> Evaluable:
@@ -114,7 +116,7 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     inputs = collect_values((value for value in recorded if value.purpose == "input"), "input")
     outputs = collect_values((value for value in recorded if value.purpose != "input"), "output")
     first = traces[0][0].span
-    return Evaluable.model_construct(
+    return Evaluable(
         eval_input=(_named(inputs) if inputs else _arguments(_root_with(traces, "input").input)),
         eval_output=(
             _named(outputs)

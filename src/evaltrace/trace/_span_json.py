@@ -7,9 +7,14 @@ Shared by :func:`evaltrace.load_traces`, which reads a whole file, and
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, TypeAlias
 
+from pydantic_core import SchemaValidator, ValidationError
+from pydantic_core import core_schema as cs
+
+from evaltrace.capture.codec import read_json
 from evaltrace.capture.values import Purpose, WrapRecord
 from evaltrace.trace._fields import (
     Invalid,
@@ -33,6 +38,7 @@ __all__ = [
     "ReadSpan",
     "add_span",
     "cycle_message",
+    "read_own_line",
     "read_span_object",
     "record_from_json",
     "span_objects",
@@ -128,6 +134,122 @@ def add_span(spans: dict[tuple[int, int], tuple[ReadSpan, str]], span: ReadSpan,
             "of the two, or load files whose span ids collide one by one."
         )
     return ""
+
+
+def read_own_line(line: str | bytes) -> ReadSpan:
+    """Read one line of evaltrace's JSONL format: the span, and the values stored beside it.
+
+    A line of the shape :func:`~evaltrace.capture.jsonl.span_line` writes (without
+    ``named_values``) is read in one pass, from its bytes to its :class:`SpanRecord`; any
+    other line, valid or not, is read as :func:`record_from_json` reads a decoded line, which
+    raises what is wrong with it. Both give the same record for a line both read.
+
+    Raises:
+        json.JSONDecodeError: The line is not JSON.
+        UnicodeDecodeError: The line is not UTF-8.
+        Invalid: A field is missing or has the wrong type (the message names it).
+        RecursionError: The line is nested too deeply.
+        ValueError: The line holds a number too long to read.
+    """
+    try:
+        # One pass instead of decoding, checking and copying each field: the reader's 19%
+        # of evaluate_traces (bench_stored.py, bench/README.md).
+        return (_LINE or _line_reader()).validate_json(line), ()
+    except ValidationError:
+        pass
+    data = read_json(line)
+    if not isinstance(data, dict):
+        raise Invalid(
+            f"expected a JSON object describing a span, found {json_type(data)}. " + JSONL_HINT
+        )
+    record, named = record_from_json(data)
+    return record, tuple(named)
+
+
+_LINE: SchemaValidator | None = None
+
+
+def _line_reader() -> SchemaValidator:
+    """The validator of a line as ``span_line`` writes it, built on first use.
+
+    Strict: it accepts exactly the types :func:`record_from_json` reads without converting
+    (ids in hex of their length, times as JSON integers, every field present, no other), so
+    that whatever it accepts reads the same either way; the rest goes to
+    :func:`record_from_json`.
+    """
+    global _LINE
+    text = cs.str_schema(strict=True)
+    number = cs.int_schema(strict=True)
+    # int() itself, called from pydantic_core: half the cost of a function of ours.
+    hex_digits = functools.partial(int, base=16)
+    trace_id = cs.no_info_after_validator_function(
+        hex_digits, cs.str_schema(pattern="^[0-9a-fA-F]{32}$", strict=True)
+    )
+    span_id = cs.no_info_after_validator_function(
+        hex_digits, cs.str_schema(pattern="^[0-9a-fA-F]{16}$", strict=True)
+    )
+    # OpenTelemetry keeps sequences as tuples: a list value becomes one (nested ones stay).
+    # Strings, most values, are tried first.
+    value = cs.union_schema(
+        [text, cs.tuple_schema([cs.any_schema()], variadic_item_index=0), cs.any_schema()],
+        mode="left_to_right",
+    )
+    attributes = cs.dict_schema(text, value, strict=True)
+    event = cs.dataclass_schema(
+        SpanEventRecord,
+        cs.dataclass_args_schema(
+            "SpanEventRecord",
+            [
+                cs.dataclass_field("name", text, kw_only=True),
+                cs.dataclass_field("timestamp_ns", number, kw_only=True),
+                cs.dataclass_field("attributes", attributes, kw_only=True),
+            ],
+            extra_behavior="forbid",
+        ),
+        ["name", "timestamp_ns", "attributes"],
+        slots=True,
+        frozen=True,
+    )
+    fields = [
+        cs.dataclass_field("trace_id", trace_id, kw_only=True),
+        cs.dataclass_field("span_id", span_id, kw_only=True),
+        cs.dataclass_field("parent_span_id", cs.nullable_schema(span_id), kw_only=True),
+        cs.dataclass_field("name", text, kw_only=True),
+        cs.dataclass_field("kind", text, kw_only=True),
+        cs.dataclass_field("start_time_ns", number, kw_only=True),
+        cs.dataclass_field("end_time_ns", number, kw_only=True),
+        cs.dataclass_field(
+            "status_code",
+            cs.literal_schema(list(STATUS_CODES)),
+            validation_alias=[_path("status", "code")],
+            kw_only=True,
+        ),
+        cs.dataclass_field(
+            "status_description",
+            cs.nullable_schema(text),
+            validation_alias=[_path("status", "description")],
+            kw_only=True,
+        ),
+        cs.dataclass_field("attributes", attributes, kw_only=True),
+        cs.dataclass_field("events", cs.tuple_schema([event], variadic_item_index=0), kw_only=True),
+        cs.dataclass_field(
+            "resource_attributes", attributes, validation_alias="resource", kw_only=True
+        ),
+    ]
+    _LINE = SchemaValidator(
+        cs.dataclass_schema(
+            SpanRecord,
+            cs.dataclass_args_schema("SpanRecord", fields, extra_behavior="forbid"),
+            [field["name"] for field in fields],
+            slots=True,
+            frozen=True,
+        )
+    )
+    return _LINE
+
+
+def _path(*keys: str | int) -> list[str | int]:
+    return list(keys)
 
 
 def record_from_json(data: dict[str, Any]) -> tuple[SpanRecord, list[WrapRecord]]:

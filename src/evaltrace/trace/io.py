@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from evaltrace.capture.jsonl import span_line
 from evaltrace.capture.values import WrapRecord
@@ -34,6 +35,7 @@ from evaltrace.trace._span_json import (
     ReadSpan,
     add_span,
     cycle_message,
+    read_own_line,
     read_span_object,
     span_objects,
     unreadable,
@@ -180,6 +182,11 @@ def _read_spans(name: str, data: bytes, spans: dict[tuple[int, int], tuple[ReadS
             "UTF-8 JSON lines, OTLP-JSON or Phoenix span JSON."
         ) from None
     for where, document in _documents(name, text):
+        if isinstance(document, _OwnLine):
+            conflict = add_span(spans, _own_line(document, where), where)
+            if conflict:
+                raise TraceFormatError(conflict)
+            continue
         for place, item in span_objects(document, where):
             try:
                 read = read_span_object(item, place)
@@ -257,6 +264,9 @@ def _documents(name: str, text: str) -> Iterator[tuple[str, Any]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        if _OWN_LINE.match(line):  # read in one pass, as read_traces reads it
+            yield f"{name}, line {number}", _OwnLine(line)
+            continue
         try:
             yield f"{name}, line {number}", json.loads(line)
         except json.JSONDecodeError as exc:
@@ -266,6 +276,30 @@ def _documents(name: str, text: str) -> Iterator[tuple[str, Any]]:
             ) from None
         except (RecursionError, ValueError) as exc:
             raise TraceFormatError(f"{name}, line {number}: {unreadable(exc)}") from None
+
+
+# A line as save_traces and the JSONL exporter write it opens with its trace id.
+_OWN_LINE: Final = re.compile(r'\s*\{"trace_id":\s*"[0-9a-fA-F]{32}"')
+
+
+class _OwnLine(NamedTuple):
+    """A line of evaltrace's own JSONL shape, read by :func:`read_own_line`."""
+
+    text: str
+
+
+def _own_line(line: _OwnLine, place: str) -> ReadSpan:
+    """Read one of evaltrace's own lines; what is wrong with it raises, naming ``place``."""
+    try:
+        return read_own_line(line.text)
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(
+            f"{place}: not valid JSON ({exc.msg} at column {exc.colno}). " + JSONL_HINT
+        ) from None
+    except Invalid as exc:
+        raise TraceFormatError(f"{place}: {exc}") from None
+    except (RecursionError, ValueError) as exc:
+        raise TraceFormatError(f"{place}: {unreadable(exc)}") from None
 
 
 def _first_content_line(text: str) -> int:

@@ -47,8 +47,8 @@ from evaltrace.trace._span_json import (
     ReadSpan,
     add_span,
     cycle_message,
+    read_own_line,
     read_span_object,
-    record_from_json,
     span_objects,
     unreadable,
 )
@@ -335,8 +335,7 @@ class TraceFile:
         """Read one of evaltrace's own JSON lines; a problem is noted and gives ``None``."""
         message: str
         try:
-            data = read_json(text)
-            record, named = record_from_json(data)
+            return read_own_line(text)
         except json.JSONDecodeError as exc:
             message = f"not valid JSON ({exc.msg} at column {exc.colno}). " + JSONL_HINT
         except UnicodeDecodeError as exc:
@@ -347,8 +346,6 @@ class TraceFile:
             message = f"the span is {TOO_DEEP}."
         except ValueError as exc:
             message = unreadable(exc)
-        else:
-            return record, tuple(named)
         problems.append(
             TraceFileProblem(place=place, line=number, message=message, trace_id=trace_id)
         )

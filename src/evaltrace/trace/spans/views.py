@@ -4,15 +4,18 @@
 :class:`LLMSpan` when its attributes describe a model call in the OpenInference (``llm.*``) or
 OpenTelemetry GenAI (``gen_ai.*``) conventions, or its kind is ``llm`` (``@wrap(kind="llm")``,
 whose OpenAI-shaped input and output are read as the call), else as an :class:`ObserveSpan`.
+A view reads each of its fields from the record when it is first asked for, and keeps it: a
+span that nothing reads costs no decoding (a stored trace's spans, most of which no selector
+looks at). Views are frozen: they equal, print and copy as if every field had been given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from evaltrace.capture import conventions as conv
 from evaltrace.capture.values import WrapRecord
@@ -106,6 +109,17 @@ class SpanView:
         """The span duration in milliseconds."""
         return (self.record.end_time_ns - self.record.start_time_ns) / 1_000_000
 
+    if not TYPE_CHECKING:  # to mypy a view has its fields only
+
+        def __getattr__(self, name: str) -> Any:
+            # Called for a field not read yet (see span_view): read it, and keep it.
+            reader = _READERS.get(name)
+            if reader is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            value = reader(self)
+            _set(self, name, value)
+            return value
+
 
 @dataclass(kw_only=True, frozen=True, slots=True)
 class ObserveSpan(SpanView):
@@ -169,9 +183,22 @@ class LLMSpan(SpanView):
             return self.output
         return json_text(self.output)
 
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            if name not in _CALL_FIELDS:
+                return SpanView.__getattr__(self, name)
+            fields = _model_call(self)
+            for key, value in fields.items():
+                _set(self, key, value)
+            return fields[name]
+
 
 def span_view(record: SpanRecord, named_values: Iterable[WrapRecord] = ()) -> ObserveSpan | LLMSpan:
     """Read a record as an :class:`LLMSpan` (a model call) or an :class:`ObserveSpan`.
+
+    Only the kind of view is decided here; each field is read from the record when it is
+    first asked for (and kept), so a span nobody reads costs no decoding.
 
     Args:
         record: The finished span.
@@ -188,69 +215,112 @@ def span_view(record: SpanRecord, named_values: Iterable[WrapRecord] = ()) -> Ob
         >>> view.kind, view.duration_ms
         ('unknown', 2.0)
     """
-    values = tuple(named_values) or parse_named_values(record)
-    return _view(record, values)
+    kind: type[ObserveSpan | LLMSpan] = LLMSpan if is_llm(record.attributes) else ObserveSpan
+    view = kind.__new__(kind)
+    # Writes to a frozen view as it is made, and below as each field is first read: eager
+    # views cost ~7 us a span that nothing reads (bench_stored.py, bench/README.md).
+    _set(view, "record", record)
+    values = tuple(named_values)
+    if values or not record.events:  # none given, and no event to read them from
+        _set(view, "named_values", values)
+    return view
 
 
-def _view(record: SpanRecord, named_values: tuple[WrapRecord, ...]) -> ObserveSpan | LLMSpan:
+_set = object.__setattr__
+
+
+def _kind(view: SpanView) -> str:
+    return span_kind(view.record.attributes)
+
+
+def _status(view: SpanView) -> SpanStatus:
+    return _STATUSES.get(view.record.status_code, "unset")
+
+
+def _span_error(view: SpanView) -> SpanError | None:
+    return _error(view.record) if view.status == "error" else None
+
+
+def _input(view: SpanView) -> Any:
+    attributes = view.record.attributes
+    return decode_json(attributes.get(conv.INPUT_VALUE), attributes.get(conv.INPUT_MIME_TYPE))
+
+
+def _output(view: SpanView) -> Any:
+    attributes = view.record.attributes
+    return decode_json(attributes.get(conv.OUTPUT_VALUE), attributes.get(conv.OUTPUT_MIME_TYPE))
+
+
+_READERS: Mapping[str, Callable[[SpanView], Any]] = {
+    "span_id": lambda view: view.record.span_id,
+    "trace_id": lambda view: view.record.trace_id,
+    "parent_span_id": lambda view: view.record.parent_span_id,
+    "name": lambda view: view.record.name,
+    "kind": _kind,
+    "started_at": lambda view: _datetime(view.record.start_time_ns),
+    "ended_at": lambda view: _datetime(view.record.end_time_ns),
+    "status": _status,
+    "error": _span_error,
+    "attributes": lambda view: MappingProxyType(view.record.attributes),
+    "input": _input,
+    "output": _output,
+    "named_values": lambda view: parse_named_values(view.record),
+}
+"""How each field of a view is read from its record, when first asked for."""
+
+
+def _model_call(view: LLMSpan) -> dict[str, Any]:
+    """The fields of a model call, read together from the span (see :attr:`LLMSpan.source`)."""
+    record = view.record
     attributes = record.attributes
-    status = _STATUSES.get(record.status_code, "unset")
-    common: dict[str, Any] = {
-        "record": record,
-        "span_id": record.span_id,
-        "trace_id": record.trace_id,
-        "parent_span_id": record.parent_span_id,
-        "name": record.name,
-        "kind": span_kind(attributes),
-        "started_at": _datetime(record.start_time_ns),
-        "ended_at": _datetime(record.end_time_ns),
-        "status": status,
-        "error": _error(record) if status == "error" else None,
-        "attributes": MappingProxyType(attributes),
-        "input": decode_json(
-            attributes.get(conv.INPUT_VALUE), attributes.get(conv.INPUT_MIME_TYPE)
-        ),
-        "output": decode_json(
-            attributes.get(conv.OUTPUT_VALUE), attributes.get(conv.OUTPUT_MIME_TYPE)
-        ),
-        "named_values": named_values,
-    }
-    if not is_llm(attributes):
-        return ObserveSpan(**common)
     by_conventions = any(key.startswith(_MODEL_CALL_PREFIXES) for key in attributes)
     if not by_conventions:
         # A model call by its kind (``@wrap(kind="llm")``): its input and output may be the
         # request and response of the client call it wraps.
-        call = openai_call(common["input"], common["output"])
+        call = openai_call(view.input, view.output)
         if call is not None:
-            return LLMSpan(
-                **common,
-                model=call.model,
-                input_messages=call.input_messages,
-                output_messages=call.output_messages,
-                usage=call.usage,
-                finish_reasons=call.finish_reasons,
-                parameters=call.parameters,
-                tools=call.tools,
-                source="input_output",
-            )
+            return {
+                **_NO_CALL,
+                "model": call.model,
+                "input_messages": call.input_messages,
+                "output_messages": call.output_messages,
+                "usage": call.usage,
+                "finish_reasons": call.finish_reasons,
+                "parameters": call.parameters,
+                "tools": call.tools,
+                "source": "input_output",
+            }
         if not record.events:
-            return LLMSpan(**common, source="kind")
+            return {**_NO_CALL, "usage": TokenUsage(), "parameters": {}}
     inputs = input_messages(record)
     outputs, output_finish_reasons = output_messages(record)
-    return LLMSpan(
-        **common,
-        model=llm_model(attributes),
-        provider=llm_provider(attributes),
-        input_messages=inputs,
-        output_messages=outputs,
-        usage=token_usage(attributes),
-        finish_reasons=finish_reasons(attributes, output_finish_reasons, common["output"]),
-        parameters=request_parameters(attributes),
-        tools=tool_definitions(attributes),
+    return {
+        "model": llm_model(attributes),
+        "provider": llm_provider(attributes),
+        "input_messages": inputs,
+        "output_messages": outputs,
+        "usage": token_usage(attributes),
+        "finish_reasons": finish_reasons(attributes, output_finish_reasons, view.output),
+        "parameters": request_parameters(attributes),
+        "tools": tool_definitions(attributes),
         # Events alone (GenAI messages as span events) record a call only when they hold one.
-        source="conventions" if by_conventions or inputs or outputs else "kind",
-    )
+        "source": "conventions" if by_conventions or inputs or outputs else "kind",
+    }
+
+
+_NO_CALL: Mapping[str, Any] = {
+    "model": None,
+    "provider": None,
+    "input_messages": (),
+    "output_messages": (),
+    "finish_reasons": (),
+    "tools": (),
+    "source": "kind",
+}
+"""The fields of a model call that a span records nothing of (the defaults of LLMSpan)."""
+
+_CALL_FIELDS = frozenset({*_NO_CALL, "usage", "parameters"})
+"""The fields of :class:`LLMSpan` that :func:`_model_call` reads, all at once."""
 
 
 def _datetime(ns: int) -> datetime:
