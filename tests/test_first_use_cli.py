@@ -73,7 +73,13 @@ def table_rows(report: str) -> list[list[str]]:
 
 
 def table_lines(report: str) -> list[str]:
-    return [line for line in report.splitlines() if line.startswith(("|", "+"))]
+    """The lines of the report's first table (the entries'; other tables have other widths)."""
+    lines = report.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("+"))
+    end = start
+    while end < len(lines) and lines[end].startswith(("|", "+")):
+        end += 1
+    return lines[start:end]
 
 
 # -- 1. the report in a CI log ------------------------------------------------------------------
