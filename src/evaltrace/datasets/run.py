@@ -303,6 +303,7 @@ async def run_dataset(
     confidence: float = DEFAULT_CONFIDENCE,
     resamples: int = DEFAULT_RESAMPLES,
     statistics_seed: int = DEFAULT_STATISTICS_SEED,
+    observers: Sequence[Observer] = (),
 ) -> RunResult:
     """Run every entry of a dataset through its runnable, score it, and return the result.
 
@@ -362,6 +363,9 @@ async def run_dataset(
         resamples: How often the bootstrap resamples the entries for those intervals; 0
             computes no statistics.
         statistics_seed: The seed of those resamples.
+        observers: Called with each scored entry as it finishes, with its live trace (see
+            :data:`~evaltrace.engine.run.Observer`): ``evaltrace test`` writes its
+            scorecard so.
 
     Returns:
         The run's result: one :class:`~evaltrace.results.EntryResult` per selected entry
@@ -407,7 +411,7 @@ async def run_dataset(
         statistics_seed=statistics_seed,
     )
     source = select_entries(prepared, config, entry_filter=entry_filter, shard=shard)
-    observers: list[Observer] = []
+    observers = list(observers)
     if on_entry is not None:
         callback = on_entry
 

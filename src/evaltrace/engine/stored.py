@@ -336,6 +336,7 @@ async def run_traces(
     confidence: float = DEFAULT_CONFIDENCE,
     resamples: int = DEFAULT_RESAMPLES,
     statistics_seed: int = DEFAULT_STATISTICS_SEED,
+    observers: Sequence[Observer] = (),
 ) -> RunResult:
     """:func:`evaluate_traces`, writing a results folder as a dataset run does.
 
@@ -362,6 +363,9 @@ async def run_traces(
         confidence: The confidence level of the run's intervals.
         resamples: The bootstrap's resamples for them; 0 computes no statistics.
         statistics_seed: The seed of those resamples.
+        observers: Called with each scored entry as it finishes, with its live trace (see
+            :data:`~evaltrace.engine.run.Observer`): ``evaltrace test`` writes its
+            scorecard so.
 
     Raises:
         ResultsFolderError: ``output_dir`` cannot be written.
@@ -380,7 +384,7 @@ async def run_traces(
     )
     plan = EvaluatorPlans().of(_evaluators(evaluators))
     source = StoredTraces(traces, plan, expectations=expectations, name=name)
-    observers: list[Observer] = []
+    observers = list(observers)
     if on_entry is not None:
         callback = on_entry
 

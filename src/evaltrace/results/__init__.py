@@ -65,6 +65,7 @@ from evaltrace.results.folder import (
     scan_entries,
     write_atomically,
     write_result,
+    write_result_line,
 )
 from evaltrace.results.merge import MergeError, merge_results
 from evaltrace.results.model import (
@@ -98,10 +99,13 @@ from evaltrace.results.progress import RunProgress
 from evaltrace.results.report import print_report, render_report, wants_plain_report
 from evaltrace.results.run_statistics import StatisticsTally, run_statistics
 from evaltrace.results.scorecard import (
+    SCORECARD_FILE,
     DatasetEntryResult,
     DatasetScorecard,
+    ScorecardWriter,
     generate_dataset_scorecard_html,
     save_dataset_scorecard,
+    scorecard_row,
     write_scorecard,
 )
 from evaltrace.results.uncertainty import (
@@ -119,6 +123,7 @@ __all__ = [
     "RESULT_FILE",
     "RUN_FILE",
     "SCHEMA_VERSION",
+    "SCORECARD_FILE",
     "STATISTICS_COLUMNS",
     "TRACES_FILE",
     "AgentOutcome",
@@ -151,6 +156,7 @@ __all__ = [
     "RunProgress",
     "RunResult",
     "RunStatistics",
+    "ScorecardWriter",
     "StatisticsTally",
     "TaskDefinition",
     "TaskDefinitions",
@@ -186,10 +192,12 @@ __all__ = [
     "save_dataset_scorecard",
     "save_result",
     "scan_entries",
+    "scorecard_row",
     "task_outcome_records",
     "task_outcomes_to_csv",
     "wants_plain_report",
     "write_atomically",
     "write_result",
+    "write_result_line",
     "write_scorecard",
 ]
