@@ -375,7 +375,7 @@ def _test(
         sink = runs.sinks.get(result.run_id)
         page = None
         if not no_scorecard:
-            page = _scorecard(folder, old, sink.writer if sink is not None else None, result)
+            page = _scorecard(folder, old, sink.page_writer() if sink is not None else None, result)
         if output_format == "text":
             out(f"results: {folder} ({result.name})")
             if page is not None:
@@ -474,7 +474,7 @@ def _test_traces(
         raise CommandError(f"--traces: {printable(str(exc))}") from None
     folder = Path(output_dir) / result.run_id  # as the user named it, like a dataset run's
     _print_results([result], [folder], output_format=output_format, verbose=verbose)
-    page = None if no_scorecard else _scorecard(folder, None, sink.writer, result)
+    page = None if no_scorecard else _scorecard(folder, None, sink.page_writer(), result)
     sink.close()
     if output_format == "text":
         out(f"results: {folder} ({result.name})")
@@ -639,13 +639,22 @@ class _Sink:
             ScorecardWriter(threshold=threshold, baseline=baseline) if scorecard else None
         )
         self.entries: list[EntryResult] | None = [] if baseline is not None else None
+        self.traces_elsewhere = False
+        """Whether an entry was scored in another process (Ray): its trace came back as
+        lines of traces.jsonl, so the page is built from the folder."""
 
     def observe(self, scored: Scored, done: int, total: int) -> None:
         entry = scored.result
-        if self.writer is not None:
+        if scored.lines is not None and not scored.roots:
+            self.traces_elsewhere = True
+        if self.writer is not None and not self.traces_elsewhere:
             self.writer.add_entry(entry, trace=scored.roots)
         if self.entries is not None:
             self.entries.append(_compared_entry(entry))
+
+    def page_writer(self) -> ScorecardWriter | None:
+        """The writer holding the page's rows (``None``: build the page from the folder)."""
+        return None if self.traces_elsewhere else self.writer
 
     def compared(self, result: RunResult) -> RunResult:
         """``result`` holding every entry as the comparison reads it."""
