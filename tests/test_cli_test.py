@@ -579,7 +579,8 @@ def test_the_report_exit_code_and_scorecard_come_from_the_run_not_its_folder(
 
 
 def test_json_format_and_a_baseline_read_nothing_back_either(tmp_path: Path) -> None:
-    project(tmp_path, [entry("hello", "hello"), entry("bye", "bye", expectation="nope")])
+    passing = [entry(f"hello {i}", f"hello {i}") for i in range(24)]  # past the report's list
+    project(tmp_path, [*passing, entry("bye", "bye", expectation="nope")])
     first = evaltrace(tmp_path, "test", "--output-dir", "old")
     (baseline,) = (tmp_path / "old").iterdir()
 
@@ -592,6 +593,7 @@ def test_json_format_and_a_baseline_read_nothing_back_either(tmp_path: Path) -> 
     (line,) = done.stdout.splitlines()
     (run,) = saved_runs(tmp_path / "evaltrace_results")
     assert RunResult.model_validate_json(line) == run
-    assert "over the 2 entries in both runs" in done.stderr and "0 regressions" in done.stderr
+    assert "over the 25 entries in both runs" in done.stderr and "0 regressions" in done.stderr
     page = (tmp_path / "evaltrace_results" / run.run_id / "scorecard.html").read_text()
-    assert "2 entries matched by name, 0 only in the baseline" in page
+    assert "25 entries matched by name, 0 only in the baseline" in page
+    assert "25 entries in both runs, paired by name" in page

@@ -375,7 +375,8 @@ def _test(
         sink = runs.sinks.get(result.run_id)
         page = None
         if not no_scorecard:
-            page = _scorecard(folder, old, sink.page_writer() if sink is not None else None, result)
+            writer = sink.page_writer() if sink is not None else None
+            page = _scorecard(folder, old, writer, runs.compared(result))
         if output_format == "text":
             out(f"results: {folder} ({result.name})")
             if page is not None:
