@@ -520,3 +520,80 @@ def test_exit_zero_keeps_exit_2_for_an_invalid_dataset(tmp_path: Path) -> None:
     done = evaltrace(tmp_path, "test", "--exit-zero")
 
     assert done.returncode == 2
+
+
+NOTHING_READ_BACK = """
+import sys
+
+from evaltrace.results import scorecard
+from evaltrace.results.model import RunResult
+
+
+def refuse(*args, **kwargs):
+    raise AssertionError("evaltrace test read its own run back")
+
+
+# Every way back to a saved run: its result (load_result parses it so), its traces, a
+# scorecard built from its folder. A baseline is read before the run starts.
+baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
+old = RunResult.model_validate_json(open(f"{baseline}/result.json").read()) if baseline else None
+if old is not None:
+    import evaltrace.results as results
+
+    results.load_result = lambda path: old
+RunResult.model_validate_json = classmethod(refuse)
+scorecard.load_traces = refuse
+scorecard.DatasetScorecard.from_folder = classmethod(refuse)
+
+from evaltrace.cli.main import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def evaltrace_reading_nothing_back(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``evaltrace`` in a process where reading a saved run (but the baseline) fails."""
+    return subprocess.run(
+        [sys.executable, "-c", NOTHING_READ_BACK, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CI": "1"},
+    )
+
+
+def test_the_report_exit_code_and_scorecard_come_from_the_run_not_its_folder(
+    tmp_path: Path,
+) -> None:
+    project(tmp_path, [entry("hello", "hello"), entry("bye", "bye", expectation="nope")])
+
+    done = evaltrace_reading_nothing_back(tmp_path, "test")
+
+    assert done.returncode == 1, done.stderr
+    assert "read its own run back" not in done.stderr + done.stdout
+    (run,) = saved_runs(tmp_path / "evaltrace_results")
+    page = (tmp_path / "evaltrace_results" / run.run_id / "scorecard.html").read_text()
+    assert '"hello"' in page and '"bye"' in page
+    assert "scorecard: " in done.stdout and "bye" in done.stdout
+
+
+def test_json_format_and_a_baseline_read_nothing_back_either(tmp_path: Path) -> None:
+    passing = [entry(f"hello {i}", f"hello {i}") for i in range(24)]  # past the report's list
+    project(tmp_path, [*passing, entry("bye", "bye", expectation="nope")])
+    first = evaltrace(tmp_path, "test", "--output-dir", "old")
+    (baseline,) = (tmp_path / "old").iterdir()
+
+    done = evaltrace_reading_nothing_back(
+        tmp_path, "test", "--format", "json", "--baseline", str(baseline)
+    )
+
+    assert first.returncode == 1 and done.returncode == 1, done.stderr
+    assert "read its own run back" not in done.stderr
+    (line,) = done.stdout.splitlines()
+    (run,) = saved_runs(tmp_path / "evaltrace_results")
+    assert RunResult.model_validate_json(line) == run
+    assert "over the 25 entries in both runs" in done.stderr and "0 regressions" in done.stderr
+    page = (tmp_path / "evaltrace_results" / run.run_id / "scorecard.html").read_text()
+    assert "25 entries matched by name, 0 only in the baseline" in page
+    assert "25 entries in both runs, paired by name" in page

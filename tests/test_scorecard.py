@@ -32,6 +32,7 @@ from evaltrace.metrics import compute_dataset_evaluator_results
 from evaltrace.results import (
     DatasetScorecard,
     ResultFileError,
+    ScorecardWriter,
     charts,
     generate_dataset_scorecard_html,
     save_dataset_scorecard,
@@ -524,3 +525,98 @@ def test_jinja2_and_pandas_load_only_when_used() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[] True False"
+
+
+# --- the page written as the run goes -------------------------------------------------------
+
+
+def written_as_the_run_goes(
+    run: RunResult, tmp_path: Path, **chunks: int
+) -> tuple[str, dict[str, Any]]:
+    """The page a writer makes of ``run``'s entries added one by one (in reverse order)."""
+    with ScorecardWriter(threshold=run.threshold, **chunks) as writer:
+        for entry in reversed(run.entries):
+            writer.add_entry(entry)
+        path = writer.write(tmp_path / "scorecard.html", run.model_copy(update={"entries": []}))
+    page = path.read_text(encoding="utf-8")
+    return page, json.loads(data_element(page))
+
+
+def test_a_page_written_as_the_run_goes_shows_what_one_built_from_the_run_shows(
+    tmp_path: Path, run_folder: Path
+) -> None:
+    run = RunResult.model_validate_json((run_folder / "result.json").read_text())
+    page, data = written_as_the_run_goes(run, tmp_path)
+    built = json.loads(data_element(generate_dataset_scorecard_html(run)))
+    by_index = sorted(data["card"]["entries"], key=lambda entry: entry.get("index", 0))
+    assert by_index == built["card"]["entries"]
+    assert {key: value for key, value in data["card"].items() if key != "entries"} == {
+        key: value for key, value in built["card"].items() if key != "entries"
+    }
+    assert re.search(r'id="total-entries">4<', page) and re.search(r'id="passed-entries">1<', page)
+    assert "score distribution of judge x3" in page and "Dataset-level results" in page
+
+
+def test_a_large_run_keeps_each_entry_whole_in_chunks_and_the_grid_columns_inline(
+    tmp_path: Path, run_folder: Path
+) -> None:
+    run = RunResult.model_validate_json((run_folder / "result.json").read_text())
+    page, data = written_as_the_run_goes(run, tmp_path, inline_entries=2, chunk_entries=3)
+    assert data["chunk"] == 3
+    grid = data["card"]["entries"]
+    assert [entry["name"] for entry in grid] == ["river", "xss", "boom", "capital"]
+    assert all("output" not in entry and "trace_ids" not in entry for entry in grid)
+    chunks = re.findall(
+        r'<script type="application/json" id="scorecard-chunk-(\d)">(.*?)</script>', page, re.S
+    )
+    assert [number for number, _ in chunks] == ["0", "1"]
+    assert not set(chunks[0][1]) & {"<", ">", "&", "\u2028", "\u2029"}
+    whole = [entry for _, text in chunks for entry in json.loads(text)]
+    assert [entry["name"] for entry in whole] == ["river", "xss", "boom", "capital"]
+    assert whole[1]["output"] == f"Paris {HOSTILE}"
+    assert HOSTILE not in page
+
+
+def test_up_to_the_inline_size_the_page_has_no_chunk(tmp_path: Path, run_folder: Path) -> None:
+    run = RunResult.model_validate_json((run_folder / "result.json").read_text())
+    page, data = written_as_the_run_goes(run, tmp_path, inline_entries=4)
+    assert data["chunk"] == 0 and 'id="scorecard-chunk-' not in page
+    assert data["card"]["entries"][1]["output"] == f"Paris {HOSTILE}"
+
+
+def test_a_writer_matches_each_entry_with_its_baseline_entry_as_it_is_added(
+    tmp_path: Path, run_folder: Path
+) -> None:
+    run = RunResult.model_validate_json((run_folder / "result.json").read_text())
+    old = run.model_copy(update={"entries": run.entries[:2], "name": "before"})
+    with ScorecardWriter(threshold=run.threshold, baseline=old) as writer:
+        for entry in run.entries:
+            writer.add_entry(entry)
+        page = writer.write(tmp_path / "page.html", run).read_text(encoding="utf-8")
+    data = json.loads(data_element(page))
+    assert [entry.get("in_baseline", False) for entry in data["card"]["entries"]] == [
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert data["card"]["baseline"]["matched"] == 2
+    assert "2 entries matched by name, 0 only in the baseline" in page
+
+
+def test_a_writer_refuses_chunks_of_no_entry() -> None:
+    with pytest.raises(ValueError, match="chunk_entries must be a whole number >= 1, got 0"):
+        ScorecardWriter(chunk_entries=0)
+
+
+def test_a_folder_written_by_release_0_1_0_gets_its_scorecard(tmp_path: Path) -> None:
+    fixture = Path(__file__).parent / "fixtures" / "release_0_1_0"
+    folders = [path.parent for path in fixture.rglob("result.json")] or [fixture]
+    for folder in folders:
+        copy = tmp_path / folder.name
+        copy.mkdir()
+        for file in folder.iterdir():
+            if file.is_file():
+                (copy / file.name).write_bytes(file.read_bytes())
+        page = write_scorecard(copy).read_text(encoding="utf-8")
+        assert json.loads(data_element(page))["card"]["entries"]

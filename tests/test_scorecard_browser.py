@@ -20,11 +20,18 @@ from typing import Any
 
 import pytest
 
+from evaltrace.constants import SCORECARD_TRACE_SPANS
 from evaltrace.evals import Evaluation
 from evaltrace.llm.calls import ModelUsage
 from evaltrace.llm.prices import ModelPrice, PriceTable
-from evaltrace.results import DatasetScorecard, save_dataset_scorecard
-from evaltrace.results.model import EntryResult, RunResult
+from evaltrace.results import (
+    DatasetEntryResult,
+    DatasetScorecard,
+    ScorecardWriter,
+    save_dataset_scorecard,
+)
+from evaltrace.results.model import EntryResult, RunResult, entry_status
+from evaltrace.results.trace_tree import TraceSpan
 from evaltrace.results.usage import latency_summary
 from test_scorecard import HOSTILE, build_run
 
@@ -74,6 +81,11 @@ class Watched:
     def rows(self) -> list[str]:
         names: list[str] = self.page.locator("#grid tbody tr td.name").all_inner_texts()
         return names
+
+    def in_entry_order(self) -> Watched:
+        """Sort the grid by entry number (it opens with failures first)."""
+        self.page.click('#grid thead button[data-key="index"]')
+        return self
 
 
 @pytest.fixture
@@ -150,7 +162,7 @@ def scorecard_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_grid_shows_every_entry_and_the_summary_its_counts(
     open_page: Callable[[Path], Watched], scorecard_file: Path, screenshots: Path
 ) -> None:
-    watched = open_page(scorecard_file)
+    watched = open_page(scorecard_file).in_entry_order()
     page = watched.page
     assert watched.rows() == ["capital", "boom", "xss", "river"]
     assert page.inner_text("#count") == f"1{DASH}4 of 4 entries"
@@ -170,7 +182,7 @@ def test_the_grid_shows_every_entry_and_the_summary_its_counts(
 def test_cells_are_coloured_by_score_and_show_the_baseline_delta(
     open_page: Callable[[Path], Watched], scorecard_file: Path
 ) -> None:
-    page = open_page(scorecard_file).page
+    page = open_page(scorecard_file).in_entry_order().page
     first = page.locator("#grid tbody tr").first.locator("td")
     assert first.nth(4).inner_text() == "1.000+0.50"
     colour = first.nth(4).evaluate("cell => getComputedStyle(cell).backgroundColor")
@@ -183,7 +195,7 @@ def test_cells_are_coloured_by_score_and_show_the_baseline_delta(
 def test_clicking_an_entry_shows_its_detail_and_trace(
     open_page: Callable[[Path], Watched], scorecard_file: Path, screenshots: Path
 ) -> None:
-    page = open_page(scorecard_file).page
+    page = open_page(scorecard_file).in_entry_order().page
     page.locator("#grid tbody tr").first.click()
     page.wait_for_selector("#detail[open]")
     assert page.inner_text("#detail-title") == "#0 capital"
@@ -216,7 +228,7 @@ def test_clicking_an_entry_shows_its_detail_and_trace(
 def test_the_keyboard_opens_and_closes_an_entry(
     open_page: Callable[[Path], Watched], scorecard_file: Path
 ) -> None:
-    page = open_page(scorecard_file).page
+    page = open_page(scorecard_file).in_entry_order().page
     page.locator("#grid tbody tr").first.focus()
     page.keyboard.press("ArrowDown")
     assert page.evaluate("document.activeElement.dataset.index") == "1"
@@ -267,7 +279,7 @@ def test_clicking_a_column_sorts_by_it(
 def test_hostile_output_shows_as_text_and_runs_nothing(
     open_page: Callable[[Path], Watched], scorecard_file: Path
 ) -> None:
-    watched = open_page(scorecard_file)
+    watched = open_page(scorecard_file).in_entry_order()
     page = watched.page
     page.locator("#grid tbody tr").nth(2).click()
     page.wait_for_selector("#detail[open]")
@@ -289,7 +301,7 @@ def test_a_large_run_is_paged(open_page: Callable[[Path], Watched], tmp_path: Pa
         for i in range(250)
     ]
     path = save_dataset_scorecard(RunResult(name="big", entries=entries), tmp_path / "big.html")
-    watched = open_page(path)
+    watched = open_page(path).in_entry_order()
     page = watched.page
     assert page.locator("#grid tbody tr").count() == 100
     assert page.inner_text("#count") == f"1{DASH}100 of 250 entries"
@@ -393,6 +405,108 @@ def test_a_run_without_model_calls_has_no_cost_column(
 
     assert "Cost" not in page.locator("#grid thead th").all_inner_texts()
     assert page.locator("#cost").count() == 0
+
+
+def test_failed_and_errored_entries_come_first_and_the_sort_says_so(
+    open_page: Callable[[Path], Watched], scorecard_file: Path
+) -> None:
+    watched = open_page(scorecard_file)
+    page = watched.page
+    assert watched.rows() == ["boom", "xss", "river", "capital"]  # ERROR, 2 failed, SUCCESS
+    assert page.get_attribute("#grid thead th:nth-child(3)", "aria-sort") == "ascending"
+    assert page.inner_text("#sort-label") == "status, failures first"
+    assert page.is_hidden("#sort-reset")
+    watched.in_entry_order()
+    assert watched.rows() == ["capital", "boom", "xss", "river"]
+    assert page.inner_text("#sort-label") == "entry number, ascending"
+    page.click("#sort-reset")
+    assert watched.rows() == ["boom", "xss", "river", "capital"]
+    assert page.is_hidden("#sort-reset")
+
+
+def many_entries(count: int, failing: dict[int, str]) -> list[EntryResult]:
+    """``count`` passing entries, but those in ``failing``: ``"error"`` or ``"fail"``."""
+    entries = []
+    for i in range(count):
+        how = failing.get(i)
+        if how == "error":
+            evaluation = Evaluation(error={"type": "ValueError", "message": "judge down"})
+        else:
+            evaluation = Evaluation(score=0.0 if how == "fail" else 1.0, reasoning="checked")
+        evaluation = evaluation.with_evaluator("accuracy")
+        entries.append(
+            EntryResult(
+                index=i,
+                name=f"entry {i:03d}",
+                output=f"answer number {i}",
+                evaluations=[evaluation],
+                status=entry_status([evaluation]),
+            )
+        )
+    return entries
+
+
+def test_a_run_with_failures_shows_them_in_view_at_1400_by_900(
+    open_page: Callable[[Path], Watched], tmp_path: Path, screenshots: Path
+) -> None:
+    failing = {147: "fail", 261: "error", 298: "fail"}
+    run = RunResult(name="many", entries=many_entries(300, failing))
+    watched = open_page(save_dataset_scorecard(run, tmp_path / "many.html"))
+    page = watched.page
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.evaluate("document.getElementById('entries').scrollIntoView()")
+    shot = screenshots / "scorecard-failures-first.png"
+    page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 0
+    assert watched.rows()[:3] == ["entry 261", "entry 147", "entry 298"]
+    for row in page.locator("#grid tbody tr").all()[:3]:
+        box = row.bounding_box()
+        assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= 900
+        assert row.is_visible()
+
+
+def test_a_large_run_reads_each_entry_from_its_chunk_when_needed(
+    open_page: Callable[[Path], Watched], tmp_path: Path
+) -> None:
+    entries = many_entries(12, {9: "fail"})
+    run = RunResult(name="chunked", entries=entries)
+    with ScorecardWriter(inline_entries=5, chunk_entries=4) as writer:
+        for entry in entries:
+            writer.add_entry(entry)
+        path = writer.write(tmp_path / "chunked.html", run)
+    watched = open_page(path)
+    page = watched.page
+    assert page.locator("script[id^=scorecard-chunk-]").count() == 3
+    assert watched.rows()[0] == "entry 009"
+    page.locator("#grid tbody tr").first.click()
+    page.wait_for_selector("#detail[open]")
+    assert page.inner_text("#detail-body pre.d-output") == "answer number 9"
+    page.keyboard.press("Escape")
+    page.fill("#filter", "answer number 11")
+    assert watched.rows() == ["entry 011"]
+
+
+def test_a_trace_past_the_size_cap_is_drawn_when_asked_for(
+    open_page: Callable[[Path], Watched], tmp_path: Path
+) -> None:
+    leaves = [
+        TraceSpan(name=f"step {i}", kind="tool", status="ok", start_ms=i, duration_ms=1)
+        for i in range(SCORECARD_TRACE_SPANS)
+    ]
+    root = TraceSpan(
+        name="agent", kind="agent", status="ok", start_ms=0, duration_ms=300, children=leaves
+    )
+    row = DatasetEntryResult(index=0, name="deep", status="SUCCESS", trace=[root])
+    with ScorecardWriter() as writer:
+        writer.add(row)
+        path = writer.write(tmp_path / "deep.html", RunResult(name="deep"))
+    page = open_page(path).page
+    page.locator("#grid tbody tr").first.click()
+    page.wait_for_selector("#detail[open]")
+    trace = page.locator("#detail-trace")
+    assert trace.locator("details").count() == 0
+    trace.get_by_role("button", name=f"Show the trace ({SCORECARD_TRACE_SPANS + 1} spans)").click()
+    assert trace.locator("details").count() == SCORECARD_TRACE_SPANS + 1
 
 
 def test_a_run_without_entries_renders(

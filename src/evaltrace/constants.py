@@ -39,6 +39,9 @@ __all__ = [
     "SERVE_QUIET_PERIOD",
     "SERVE_REQUEST_TIMEOUT",
     "SERVE_TRACE_TIMEOUT",
+    "SCORECARD_CHUNK_ENTRIES",
+    "SCORECARD_INLINE_ENTRIES",
+    "SCORECARD_TRACE_SPANS",
 ]
 
 DEFAULT_THRESHOLD: Final = 0.5
@@ -108,6 +111,19 @@ INPUTS_BETWEEN_CHECKPOINTS: Final = 16
 
 RESULTS_DIR: Final = "evaltrace_results"
 """The folder, in the current folder, that holds one folder per run unless told otherwise."""
+
+SCORECARD_INLINE_ENTRIES: Final = 2_000
+"""Up to this many entries, a scorecard page holds every entry whole in its one data element;
+a larger run's page holds the grid's columns of each entry there, and each entry whole in
+chunks of :data:`SCORECARD_CHUNK_ENTRIES` that the page parses when it needs them (still one
+self-contained file)."""
+
+SCORECARD_CHUNK_ENTRIES: Final = 500
+"""Entries per chunk of a large run's scorecard page (see :data:`SCORECARD_INLINE_ENTRIES`)."""
+
+SCORECARD_TRACE_SPANS: Final = 200
+"""An entry's trace of more spans than this is drawn on the scorecard page when asked for
+(a button), not as its detail view opens."""
 
 MAX_DATASET_BYTES: Final = 50 * 1024 * 1024
 """The largest dataset file :func:`evaltrace.datasets.load_dataset` reads (50 MiB); larger ones

@@ -36,8 +36,9 @@ from evaltrace.errors import EvaltraceError
 if TYPE_CHECKING:
     from evaltrace.datasets import PreparedDataset, Shard
     from evaltrace.engine import Executor, Listing
+    from evaltrace.engine.scoring import Scored
     from evaltrace.llm.prices import PriceTable
-    from evaltrace.results import RunResult
+    from evaltrace.results import EntryResult, RunResult, ScorecardWriter
 
 __all__ = ["test"]
 
@@ -360,7 +361,7 @@ def _test(
     except ResultsFolderError as exc:
         raise CommandError(f"--output-dir: {exc}") from None
 
-    runs = _Runs(chosen, parent)
+    runs = _Runs(chosen, parent, baseline=old, scorecard=not no_scorecard, threshold=threshold)
     interrupted = runs.run(
         entry_filter=entry_filter,
         concurrency=concurrency,
@@ -369,24 +370,29 @@ def _test(
         epochs=epochs,
         reducer=_reducer(reducer),
         scale=options,
-        # The JSON output and the comparison with a baseline read every entry; the report
-        # reads only those it lists, so a run of any size is not held for it.
-        hold_entries=output_format == "json" or old is not None,
         verbose=verbose,
         statistics=statistics,
         prices=prices,
     )
-    _print_results(runs.results, output_format=output_format, verbose=verbose)
-    for result in runs.results:
-        folder = Path(resume) if resume is not None else Path(output_dir) / result.run_id
-        page = None if no_scorecard else _scorecard(folder, old if old is not None else None)
+    folders = [
+        Path(resume) if resume is not None else Path(output_dir) / result.run_id
+        for result in runs.results
+    ]
+    _print_results(runs.results, folders, output_format=output_format, verbose=verbose)
+    for result, folder in zip(runs.results, folders, strict=True):
+        sink = runs.sinks.get(result.run_id)
+        page = None
+        if not no_scorecard:
+            writer = sink.page_writer() if sink is not None else None
+            page = _scorecard(folder, old, writer, runs.compared(result))
         if output_format == "text":
             out(f"results: {folder} ({result.name})")
             if page is not None:
                 out(f"scorecard: {page}")
+    runs.close()
     regressions = _compare(
         old,
-        runs.results,
+        [runs.compared(result) for result in runs.results],
         output_format=output_format,
         verbose=verbose,
         statistics=statistics,
@@ -449,6 +455,7 @@ def _test_traces(
     except ResultsFolderError as exc:
         raise CommandError(f"--output-dir: {exc}") from None
     run_id = new_run_id()
+    sink = _Sink(threshold=threshold, baseline=None, scorecard=not no_scorecard, prices=prices)
     try:
         result = anyio.run(
             lambda: run_traces(
@@ -461,21 +468,25 @@ def _test_traces(
                 output_dir=parent,
                 progress=True,
                 run_id=run_id,
-                keep_entries=True if output_format == "json" else _listing(verbose),
+                keep_entries=_listing(verbose),
                 confidence=statistics.confidence,
                 resamples=statistics.resamples,
                 statistics_seed=statistics.seed,
                 prices=prices,
+                observers=[sink.observe],
             )
         )
     except KeyboardInterrupt:
+        sink.close()
         err(f"evaltrace test: interrupted; what finished is in {parent / run_id}")
         return INTERRUPTED
     except (OSError, EvaltraceError) as exc:
+        sink.close()
         raise CommandError(f"--traces: {printable(str(exc))}") from None
-    _print_results([result], output_format=output_format, verbose=verbose)
     folder = Path(output_dir) / result.run_id  # as the user named it, like a dataset run's
-    page = None if no_scorecard else _scorecard(folder, None)
+    _print_results([result], [folder], output_format=output_format, verbose=verbose)
+    page = None if no_scorecard else _scorecard(folder, None, sink.page_writer(), result)
+    sink.close()
     if output_format == "text":
         out(f"results: {folder} ({result.name})")
         if page is not None:
@@ -509,12 +520,35 @@ def _listing(verbose: bool) -> Listing:
 class _Runs:
     """The runs of one invocation, one dataset after the other in one event loop."""
 
-    def __init__(self, datasets: list[PreparedDataset], parent: Path) -> None:
+    def __init__(
+        self,
+        datasets: list[PreparedDataset],
+        parent: Path,
+        *,
+        baseline: RunResult | None,
+        scorecard: bool,
+        threshold: float,
+    ) -> None:
         self.datasets = datasets
         self.parent = parent
         self.results: list[RunResult] = []
         self.last_folder: Path | None = None
         self.write_error: Exception | None = None
+        self.baseline = baseline
+        self.scorecard = scorecard
+        self.threshold = threshold
+        self.sinks: dict[str, _Sink] = {}
+        """Each run's scorecard and compared entries, by run id (none for a resumed run)."""
+
+    def compared(self, result: RunResult) -> RunResult:
+        """``result`` with the entries the comparison with the baseline reads."""
+        sink = self.sinks.get(result.run_id)
+        return result if sink is None else sink.compared(result)
+
+    def close(self) -> None:
+        """Remove the runs' temporary scorecard rows."""
+        for sink in self.sinks.values():
+            sink.close()
 
     def run(
         self,
@@ -526,15 +560,15 @@ class _Runs:
         epochs: int | None,
         reducer: str | None,
         scale: _ScaleOptions,
-        hold_entries: bool,
         verbose: bool,
         statistics: _Statistics,
         prices: PriceTable | None,
     ) -> bool:
         """Run every dataset; whether Ctrl-C interrupted the runs.
 
-        Without ``hold_entries``, each run keeps only the entries its report lists (they all
-        stream to its folder); its result counts the statuses of every entry.
+        Each run keeps only the entries its report lists (they all stream to its folder),
+        its scorecard's rows and, with a baseline, what the comparison reads of each entry;
+        its result counts the statuses of every entry.
         """
         import anyio
 
@@ -552,6 +586,15 @@ class _Runs:
             for item in self.datasets:
                 run_id = new_run_id()
                 self.last_folder = scale.resume or self.parent / run_id
+                observers = []
+                if scale.resume is None:  # a resumed run's earlier entries are in its folder
+                    sink = self.sinks[run_id] = _Sink(
+                        threshold=self.threshold,
+                        baseline=self.baseline,
+                        scorecard=self.scorecard,
+                        prices=prices,
+                    )
+                    observers.append(sink.observe)
                 try:
                     result = await run_dataset(
                         item,
@@ -567,12 +610,13 @@ class _Runs:
                         shard=scale.shard,
                         resume=scale.resume,
                         executor=scale.executor,
-                        keep_entries=True if hold_entries else _listing(verbose),
+                        keep_entries=_listing(verbose),
                         force=scale.force,
                         confidence=statistics.confidence,
                         resamples=statistics.resamples,
                         statistics_seed=statistics.seed,
                         prices=prices,
+                        observers=observers,
                     )
                 except ResultsFolderError as exc:  # written in part: report what was
                     self.write_error = exc
@@ -594,6 +638,78 @@ class _Runs:
                     pass  # interrupted before its folder was made: nothing of it finished
             return True
         return False
+
+
+class _Sink:
+    """What ``evaltrace test`` gathers of one run as each entry finishes, never read back.
+
+    The scorecard's rows (written at once to its :class:`~evaltrace.results.ScorecardWriter`)
+    and, with a baseline, each entry without its inputs, outputs, trace and details: what the
+    comparison reads.
+    """
+
+    def __init__(
+        self,
+        *,
+        threshold: float,
+        baseline: RunResult | None,
+        scorecard: bool,
+        prices: PriceTable | None,
+    ) -> None:
+        from evaltrace.llm.prices import resolve_prices
+        from evaltrace.results import ScorecardWriter
+
+        self.writer: ScorecardWriter | None = (
+            ScorecardWriter(threshold=threshold, baseline=baseline, prices=resolve_prices(prices))
+            if scorecard
+            else None
+        )
+        self.entries: list[EntryResult] | None = [] if baseline is not None else None
+        self.traces_elsewhere = False
+        """Whether an entry was scored in another process (Ray): its trace came back as
+        lines of traces.jsonl, so the page is built from the folder."""
+
+    def observe(self, scored: Scored, done: int, total: int) -> None:
+        entry = scored.result
+        if scored.lines is not None and not scored.roots:
+            self.traces_elsewhere = True
+        if self.writer is not None and not self.traces_elsewhere:
+            self.writer.add_entry(entry, trace=scored.roots)
+        if self.entries is not None:
+            self.entries.append(_compared_entry(entry))
+
+    def page_writer(self) -> ScorecardWriter | None:
+        """The writer holding the page's rows (``None``: build the page from the folder)."""
+        return None if self.traces_elsewhere else self.writer
+
+    def compared(self, result: RunResult) -> RunResult:
+        """``result`` holding every entry as the comparison reads it."""
+        if self.entries is None:
+            return result
+        entries = sorted(self.entries, key=lambda entry: entry.index)
+        return result.model_copy(update={"entries": entries})
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def _compared_entry(entry: EntryResult) -> EntryResult:
+    """What the comparison with a baseline reads of an entry: names, statuses, scores."""
+    return entry.model_copy(
+        update={
+            "input": None,
+            "eval_input": [],
+            "output": None,
+            "eval_output": None,
+            "eval_metadata": None,
+            "trace_ids": [],
+            "components": {},
+            "evaluations": [
+                evaluation.model_copy(update={"details": {}}) for evaluation in entry.evaluations
+            ],
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -692,23 +808,35 @@ def _scale_options(
     )
 
 
-def _scorecard(folder: Path, baseline: RunResult | None) -> Path | None:
-    """Write the run's scorecard.html; a failure to write it is reported, never fatal."""
-    from evaltrace.results import write_scorecard
+def _scorecard(
+    folder: Path, baseline: RunResult | None, writer: ScorecardWriter | None, result: RunResult
+) -> Path | None:
+    """Write the run's scorecard.html; a failure to write it is reported, never fatal.
+
+    From the rows its writer gathered as the run went; a resumed run's (whose earlier
+    entries are in its folder only) from the folder.
+    """
+    from evaltrace.results import SCORECARD_FILE, write_scorecard
 
     try:
+        if writer is not None:
+            return writer.write(folder / SCORECARD_FILE, result)
         return write_scorecard(folder, baseline=baseline)
     except (OSError, EvaltraceError) as exc:
         err(f"evaltrace test: the scorecard of {folder} was not written: {printable(str(exc))}")
         return None
 
 
-def _print_results(results: list[RunResult], *, output_format: str, verbose: bool) -> None:
-    from evaltrace.results import print_report
+def _print_results(
+    results: list[RunResult], folders: list[Path], *, output_format: str, verbose: bool
+) -> None:
+    from evaltrace.results import ENTRIES_FILE, print_report, scan_entries, write_result_line
 
     if output_format == "json":
-        for result in results:
-            sys.stdout.write(printable(result.model_dump_json()) + "\n")
+        # Each entry's line is copied from the folder's entries.jsonl, as result.json's are:
+        # no entry is parsed again or held.
+        for result, folder in zip(results, folders, strict=True):
+            write_result_line(sys.stdout, result, scan_entries([folder / ENTRIES_FILE]))
         return
     print_report(results, verbose=verbose)
 

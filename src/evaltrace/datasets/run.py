@@ -407,6 +407,7 @@ async def run_dataset(
     resamples: int = DEFAULT_RESAMPLES,
     statistics_seed: int = DEFAULT_STATISTICS_SEED,
     prices: PriceTable | str | os.PathLike[str] | None = None,
+    observers: Sequence[Observer] = (),
 ) -> RunResult:
     """Run every entry of a dataset through its runnable, score it, and return the result.
 
@@ -470,6 +471,9 @@ async def run_dataset(
             :class:`~evaltrace.llm.prices.PriceTable` or a price file's path); ``None``: the
             file ``EVALTRACE_PRICES`` names, else none (tokens are counted, the cost is
             unknown).
+        observers: Called with each scored entry as it finishes, with its live trace (see
+            :data:`~evaltrace.engine.run.Observer`): ``evaltrace test`` writes its
+            scorecard so.
 
     Returns:
         The run's result: one :class:`~evaltrace.results.EntryResult` per selected entry
@@ -516,7 +520,7 @@ async def run_dataset(
         prices=prices,
     )
     source = select_entries(prepared, config, entry_filter=entry_filter, shard=shard)
-    observers: list[Observer] = []
+    observers = list(observers)
     if on_entry is not None:
         callback = on_entry
 

@@ -343,6 +343,7 @@ async def run_traces(
     resamples: int = DEFAULT_RESAMPLES,
     statistics_seed: int = DEFAULT_STATISTICS_SEED,
     prices: PriceTable | str | os.PathLike[str] | None = None,
+    observers: Sequence[Observer] = (),
 ) -> RunResult:
     """:func:`evaluate_traces`, writing a results folder as a dataset run does.
 
@@ -373,6 +374,9 @@ async def run_traces(
             :class:`~evaltrace.llm.prices.PriceTable` or a price file's path); ``None``: the
             file ``EVALTRACE_PRICES`` names, else none (tokens are counted, the cost is
             unknown).
+        observers: Called with each scored entry as it finishes, with its live trace (see
+            :data:`~evaltrace.engine.run.Observer`): ``evaltrace test`` writes its
+            scorecard so.
 
     Raises:
         ResultsFolderError: ``output_dir`` cannot be written.
@@ -392,7 +396,7 @@ async def run_traces(
     )
     plan = EvaluatorPlans().of(_evaluators(evaluators))
     source = StoredTraces(traces, plan, expectations=expectations, name=name)
-    observers: list[Observer] = []
+    observers = list(observers)
     if on_entry is not None:
         callback = on_entry
 

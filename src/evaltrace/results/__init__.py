@@ -71,6 +71,7 @@ from evaltrace.results.folder import (
     scan_entries,
     write_atomically,
     write_result,
+    write_result_line,
 )
 from evaltrace.results.history import (
     DatasetHistory,
@@ -114,10 +115,13 @@ from evaltrace.results.progress import RunProgress
 from evaltrace.results.report import print_report, render_report, wants_plain_report
 from evaltrace.results.run_statistics import StatisticsTally, run_statistics
 from evaltrace.results.scorecard import (
+    SCORECARD_FILE,
     DatasetEntryResult,
     DatasetScorecard,
+    ScorecardWriter,
     generate_dataset_scorecard_html,
     save_dataset_scorecard,
+    scorecard_row,
     write_scorecard,
 )
 from evaltrace.results.stream import ResultsStream, is_results_stream, read_stream, read_windows
@@ -140,6 +144,7 @@ __all__ = [
     "RESULT_FILE",
     "RUN_FILE",
     "SCHEMA_VERSION",
+    "SCORECARD_FILE",
     "STATISTICS_COLUMNS",
     "TRACES_FILE",
     "AgentOutcome",
@@ -181,6 +186,7 @@ __all__ = [
     "RunResult",
     "RunStatistics",
     "SpendComparison",
+    "ScorecardWriter",
     "StatisticsTally",
     "TaskDefinition",
     "TaskDefinitions",
@@ -223,10 +229,12 @@ __all__ = [
     "save_history_page",
     "save_result",
     "scan_entries",
+    "scorecard_row",
     "task_outcome_records",
     "task_outcomes_to_csv",
     "wants_plain_report",
     "write_atomically",
     "write_result",
+    "write_result_line",
     "write_scorecard",
 ]

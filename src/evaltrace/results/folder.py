@@ -54,11 +54,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import IO, TYPE_CHECKING, Any, Final, Self
 
 from pydantic import ValidationError
 
-from evaltrace._safe_text import exception_message
+from evaltrace._safe_text import exception_message, printable
 from evaltrace.constants import RESULTS_DIR
 from evaltrace.errors import (
     EvaltraceError,
@@ -97,7 +97,9 @@ __all__ = [
     "save_result",
     "scan_entries",
     "write_atomically",
+    "write_atomically_with",
     "write_result",
+    "write_result_line",
 ]
 
 RESULT_FILE: Final = "result.json"
@@ -117,6 +119,7 @@ when it is done."""
 _INDEX_PREFIX: Final = re.compile(rb'\{"index":(\d+),')
 """The start of an entry's line (``index`` is the first field an EntryResult writes)."""
 _ENTRIES_KEY: Final = '\n  "entries": []'
+_ENTRIES_KEY_COMPACT: Final = '"entries":[]'
 """The entries of a RunResult written with ``indent=2`` and none: the one top-level key at
 that indentation (nested keys are indented further; text in strings has no raw newline)."""
 
@@ -678,7 +681,28 @@ def write_result(path: Path, result: RunResult, entries: EntryLines) -> None:
         stream.write(after.encode("utf-8"))
         stream.write(b"\n")
 
-    _write_atomically_with(path, write)
+    write_atomically_with(path, write)
+
+
+def write_result_line(stream: IO[str], result: RunResult, entries: EntryLines) -> None:
+    """Write ``result`` as one line of JSON with the entries of ``entries``, in index order.
+
+    What ``evaltrace test --format json`` prints per run: the content of its ``result.json``
+    on one line, each entry's line copied from ``entries.jsonl`` as it was written (no entry
+    is parsed or held), each through :func:`~evaltrace._safe_text.printable`.
+    """
+    text = result.model_copy(update={"entries": []}).model_dump_json()
+    before, after = text.split(_ENTRIES_KEY_COMPACT, 1)
+    stream.write(printable(before))
+    stream.write('"entries":[')
+    separator = ""
+    for line in entries.lines():
+        stream.write(separator)
+        stream.write(printable(line.decode("utf-8")))
+        separator = ","
+    stream.write("]")
+    stream.write(printable(after))
+    stream.write("\n")
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -690,10 +714,17 @@ def write_atomically(path: Path, text: str) -> None:
     Raises:
         ResultsFolderError: The file cannot be written; the temporary file is removed.
     """
-    _write_atomically_with(path, lambda stream: stream.write(text.encode("utf-8")))
+    write_atomically_with(path, lambda stream: stream.write(text.encode("utf-8")))
 
 
-def _write_atomically_with(path: Path, write: Callable[[io.BufferedWriter], object]) -> None:
+def write_atomically_with(path: Path, write: Callable[[io.BufferedWriter], object]) -> None:
+    """Write a file by streaming: ``write`` fills a temporary file, then it replaces ``path``.
+
+    Readers see the old file or the new one, never a part of it.
+
+    Raises:
+        ResultsFolderError: The file cannot be written; the temporary file is removed.
+    """
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     written = False
     try:

@@ -22,21 +22,30 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import io
 import json
 import math
 import os
+import tempfile
+from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final, Self
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from evaltrace._safe_text import exception_message
-from evaltrace.constants import DEFAULT_THRESHOLD
+from evaltrace.checks import check_count
+from evaltrace.constants import (
+    DEFAULT_THRESHOLD,
+    SCORECARD_CHUNK_ENTRIES,
+    SCORECARD_INLINE_ENTRIES,
+    SCORECARD_TRACE_SPANS,
+)
 from evaltrace.errors import TraceFormatError
 from evaltrace.evals.evaluable import NamedData, Unset
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
@@ -46,7 +55,7 @@ from evaltrace.llm.prices import PriceTable
 from evaltrace.metrics.classification import ClassificationDetails
 from evaltrace.results import charts
 from evaltrace.results.comparison import RunComparison, compare_runs
-from evaltrace.results.folder import RESULT_FILE, TRACES_FILE, load_result, write_atomically
+from evaltrace.results.folder import RESULT_FILE, TRACES_FILE, load_result, write_atomically_with
 from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
 from evaltrace.results.report import SMALL_SAMPLE, confidence_label
 from evaltrace.results.trace_tree import TraceMessage, TraceSpan, compact_trace, roots_by_trace_id
@@ -64,8 +73,10 @@ __all__ = [
     "DatasetEntryResult",
     "DatasetScorecard",
     "EvaluatorSummary",
+    "ScorecardWriter",
     "generate_dataset_scorecard_html",
     "save_dataset_scorecard",
+    "scorecard_row",
     "write_scorecard",
 ]
 
@@ -73,6 +84,19 @@ SCORECARD_FILE: Final = "scorecard.html"
 """The scorecard written into a results folder."""
 
 _TEMPLATES: Final = "templates"
+_DATA_MARK: Final = "<evaltrace-scorecard-data>"
+_NOT_IN_DATA: Final[set[str]] = {
+    "entries",
+    "dataset_results",
+    "settings",
+    "baseline_evaluator_means",
+    "statistics",
+    "comparison",
+    "usage",
+    "latency",
+    "cost",
+}
+"""What the page's data leaves out of the card: the template shows it, or it comes apart."""
 _HEAT_LEVELS: Final = 10
 _SCRIPT_JSON_ESCAPES: Final = str.maketrans(
     {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -143,39 +167,68 @@ class DatasetEntryResult(BaseModel):
         prices: PriceTable | None = None,
     ) -> DatasetEntryResult:
         """The scorecard's view of a saved entry, its trace roots and its baseline entry."""
-        return cls(
-            **_entry_spend(entry, prices),
-            index=entry.index,
-            name=entry.name,
-            description=entry.description,
-            status=entry.status,
-            input=entry.input,
-            eval_input=entry.eval_input,
-            output=entry.output,
-            eval_output=entry.eval_output,
-            has_expectation=entry.has_expectation,
-            expectation=None if isinstance(entry.expectation, Unset) else entry.expectation,
-            metadata=entry.eval_metadata,
-            evaluations=[
-                evaluation.with_evaluator(_position_name(position))
-                for position, evaluation in enumerate(entry.evaluations)
-            ],
-            error=entry.error,
-            duration_s=entry.duration_s,
-            trace_ids=entry.trace_ids,
-            trace=compact_trace(trace),
-            trace_problem=trace_problem,
-            in_baseline=baseline is not None,
-            baseline_status=None if baseline is None else baseline.status,
-            baseline_scores=(
-                {}
-                if baseline is None
-                else {
-                    evaluation.evaluator or _position_name(position): evaluation.score
-                    for position, evaluation in enumerate(baseline.evaluations)
-                }
-            ),
+        return scorecard_row(
+            entry, trace=trace, trace_problem=trace_problem, baseline=baseline, prices=prices
         )
+
+
+def scorecard_row(
+    entry: EntryResult,
+    *,
+    trace: Sequence[ObservationNode] = (),
+    trace_problem: str | None = None,
+    baseline: EntryResult | None = None,
+    prices: PriceTable | None = None,
+) -> DatasetEntryResult:
+    """One entry's row of the scorecard: the one place a row is built.
+
+    A run that writes its scorecard as it goes (:class:`ScorecardWriter`) and a page built
+    from a saved run (:meth:`DatasetScorecard.from_run`) both build their rows here.
+
+    Args:
+        entry: The saved entry.
+        trace: Its trace's roots (drawn as a compact tree).
+        trace_problem: Why its trace is not shown, when it is missing.
+        baseline: The baseline run's entry of the same name, if any.
+        prices: The run's price table, for the entry's cost (unknown without one).
+
+    Example:
+        >>> scorecard_row(EntryResult(index=0, name="a")).name
+        'a'
+    """
+    return DatasetEntryResult(
+        **_entry_spend(entry, prices),
+        index=entry.index,
+        name=entry.name,
+        description=entry.description,
+        status=entry.status,
+        input=entry.input,
+        eval_input=entry.eval_input,
+        output=entry.output,
+        eval_output=entry.eval_output,
+        has_expectation=entry.has_expectation,
+        expectation=None if isinstance(entry.expectation, Unset) else entry.expectation,
+        metadata=entry.eval_metadata,
+        evaluations=[
+            evaluation.with_evaluator(_position_name(position))
+            for position, evaluation in enumerate(entry.evaluations)
+        ],
+        error=entry.error,
+        duration_s=entry.duration_s,
+        trace_ids=entry.trace_ids,
+        trace=compact_trace(trace),
+        trace_problem=trace_problem,
+        in_baseline=baseline is not None,
+        baseline_status=None if baseline is None else baseline.status,
+        baseline_scores=(
+            {}
+            if baseline is None
+            else {
+                evaluation.evaluator or _position_name(position): evaluation.score
+                for position, evaluation in enumerate(baseline.evaluations)
+            }
+        ),
+    )
 
 
 class EvaluatorSummary(BaseModel):
@@ -398,47 +451,323 @@ class DatasetScorecard(BaseModel):
     @property
     def passed(self) -> int:
         """Entries that succeeded."""
-        return sum(entry.status.passed for entry in self.entries)
+        return self._tally().passed
 
     @property
     def pass_rate(self) -> float:
         """The share of entries that succeeded (0.0 for an empty run)."""
-        return self.passed / len(self.entries) if self.entries else 0.0
+        return self._tally().pass_rate
 
     @property
     def status_counts(self) -> dict[CompletionStatus, int]:
         """Entries per status, in the order of :class:`CompletionStatus`, zeros left out."""
-        counts = {status: 0 for status in CompletionStatus}
-        for entry in self.entries:
-            counts[entry.status] += 1
-        return {status: count for status, count in counts.items() if count}
+        return self._tally().status_counts()
 
     def evaluator_summaries(self) -> list[EvaluatorSummary]:
         """How each evaluator did, in :attr:`evaluators` order."""
+        return self._tally().summaries(self.evaluators, self.baseline_evaluator_means)
+
+    def _tally(self) -> _Tally:
+        tally = _Tally(self.threshold)
+        for entry in self.entries:
+            tally.add(entry)
+        return tally
+
+
+class _EvaluatorTally:
+    """One evaluator's counts over the rows seen so far."""
+
+    __slots__ = ("applied", "errored", "labels", "passed", "scores", "skipped")
+
+    def __init__(self) -> None:
+        self.applied = 0
+        self.passed = 0
+        self.errored = 0
+        self.skipped = 0
+        self.labels: Counter[str] = Counter()
+        self.scores = array("d")  # 8 bytes a score: what the histogram and the mean need
+
+
+class _Tally:
+    """What the page's summary and charts need of the rows, kept as the rows are added."""
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+        self.total = 0
+        self.passed = 0
+        self.counts: Counter[CompletionStatus] = Counter()
+        self.evaluators: dict[str, _EvaluatorTally] = {}
+        # Per repeated evaluator, per entry: its runs' scores and its score (a few floats).
+        self.repeated: dict[str, dict[str, tuple[list[float], float | None]]] = {}
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+    def add(self, row: DatasetEntryResult) -> None:
+        self.total += 1
+        self.passed += row.status.passed
+        self.counts[row.status] += 1
+        for evaluation in row.evaluations:
+            name = evaluation.evaluator or ""
+            tally = self.evaluators.get(name)
+            if tally is None:
+                tally = self.evaluators[name] = _EvaluatorTally()
+            tally.applied += 1
+            tally.passed += evaluation.passed(self.threshold)
+            tally.errored += evaluation.error is not None
+            tally.skipped += evaluation.skipped
+            if evaluation.score is not None:
+                tally.scores.append(evaluation.score)
+            if evaluation.label is not None:
+                tally.labels[evaluation.label] += 1
+            details = _repeated_details(evaluation)
+            if details is not None and evaluation.evaluator is not None:
+                scores = [run.score for run in details.runs if run.score is not None]
+                label = f"{row.name} (#{row.index})"
+                self.repeated.setdefault(evaluation.evaluator, {})[label] = (
+                    scores,
+                    evaluation.score,
+                )
+
+    def status_counts(self) -> dict[CompletionStatus, int]:
+        return {status: self.counts[status] for status in CompletionStatus if self.counts[status]}
+
+    def summaries(
+        self, names: Sequence[str], baseline_means: dict[str, float | None]
+    ) -> list[EvaluatorSummary]:
         summaries = []
-        for name in self.evaluators:
-            found = [
-                evaluation
-                for entry in self.entries
-                for evaluation in entry.evaluations
-                if evaluation.evaluator == name
-            ]
-            scores = [e.score for e in found if e.score is not None]
-            labels = Counter(e.label for e in found if e.label is not None)
+        for name in names:
+            tally = self.evaluators.get(name) or _EvaluatorTally()
+            scores = tally.scores
             summaries.append(
                 EvaluatorSummary(
                     name=name,
-                    applied=len(found),
+                    applied=tally.applied,
                     scored=len(scores),
-                    passed=sum(e.passed(self.threshold) for e in found),
-                    errored=sum(e.error is not None for e in found),
-                    skipped=sum(e.skipped for e in found),
-                    mean=_mean(scores),
-                    labels=dict(labels.most_common()),
-                    baseline_mean=self.baseline_evaluator_means.get(name),
+                    passed=tally.passed,
+                    errored=tally.errored,
+                    skipped=tally.skipped,
+                    mean=sum(scores) / len(scores) if scores else None,
+                    labels=dict(tally.labels.most_common()),
+                    baseline_mean=baseline_means.get(name),
                 )
             )
         return summaries
+
+
+class ScorecardWriter:
+    """A run's scorecard page, built as its entries finish, in memory that does not grow.
+
+    Each row (:func:`scorecard_row`) is written at once to a temporary file as JSON lines
+    (whole, and as the grid shows it); what the summary and charts need is tallied
+    (:class:`_Tally`: counts, and 8 bytes a score). :meth:`write` then writes the page,
+    streaming the rows into it. Up to
+    :data:`~evaltrace.constants.SCORECARD_INLINE_ENTRIES` entries, the page's data holds every
+    entry whole; a larger run's holds the grid's columns of each entry, and each entry whole
+    in chunks of :data:`~evaltrace.constants.SCORECARD_CHUNK_ENTRIES` that the page parses
+    when it needs them (its detail view, the text filter). Either way the page is one
+    self-contained file.
+
+    Example:
+        >>> with ScorecardWriter(threshold=0.5) as writer:  # doctest: +SKIP
+        ...     for entry in entries:
+        ...         writer.add_entry(entry, trace=roots_of(entry))
+        ...     writer.write("scorecard.html", run)
+    """
+
+    def __init__(
+        self,
+        *,
+        threshold: float = DEFAULT_THRESHOLD,
+        baseline: RunResult | None = None,
+        prices: PriceTable | None = None,
+        inline_entries: int = SCORECARD_INLINE_ENTRIES,
+        chunk_entries: int = SCORECARD_CHUNK_ENTRIES,
+    ) -> None:
+        """Start an empty page.
+
+        Args:
+            threshold: The score an evaluation must reach to pass.
+            baseline: A run to compare with: each entry added is matched with the first
+                baseline entry of its name not matched yet.
+            prices: The run's price table, for each entry's cost (unknown without one).
+            inline_entries: Up to this many entries, the page holds every entry whole in its
+                one data element.
+            chunk_entries: Entries per chunk of a larger run's page.
+
+        Raises:
+            ValueError: ``chunk_entries`` is not a whole number >= 1.
+        """
+        if isinstance(inline_entries, bool) or not isinstance(inline_entries, int):
+            raise TypeError(f"inline_entries must be a whole number, got {inline_entries!r}")
+        self._inline = max(inline_entries, 0)
+        self._chunk = check_count(chunk_entries, "chunk_entries")
+        self._tally = _Tally(threshold)
+        self._baseline = baseline
+        self._prices = prices
+        self._unmatched: dict[str, list[EntryResult]] = {}
+        for entry in baseline.entries if baseline is not None else ():
+            self._unmatched.setdefault(entry.name, []).append(entry)
+        self._matched = 0
+        self._whole: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8")
+        self._grid: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8")
+
+    @property
+    def entries(self) -> int:
+        """The rows added so far."""
+        return self._tally.total
+
+    def add_entry(
+        self,
+        entry: EntryResult,
+        *,
+        trace: Sequence[ObservationNode] = (),
+        trace_problem: str | None = None,
+    ) -> None:
+        """Add a finished entry's row (with its trace and its baseline entry, if any)."""
+        candidates = self._unmatched.get(entry.name)
+        baseline = candidates.pop(0) if candidates else None
+        self._matched += baseline is not None
+        self.add(
+            scorecard_row(
+                entry,
+                trace=trace,
+                trace_problem=trace_problem,
+                baseline=baseline,
+                prices=self._prices,
+            )
+        )
+
+    def add(self, row: DatasetEntryResult) -> None:
+        """Add a row: tallied, and written to the page's data at once."""
+        self._tally.add(row)
+        self._whole.write(row.model_dump_json(exclude_defaults=True))
+        self._whole.write("\n")
+        self._grid.write(row.model_dump_json(include=_GRID_FIELDS, exclude_defaults=True))
+        self._grid.write("\n")
+
+    def write(
+        self,
+        path: str | os.PathLike[str],
+        run: RunResult,
+        *,
+        problems: Sequence[str] = (),
+    ) -> Path:
+        """Write the page of ``run`` with the rows added, replacing ``path`` whole.
+
+        Args:
+            path: Where the page goes.
+            run: The run (its name, settings, counts, statistics, dataset-level results);
+                its entries, when it holds them, are used only for the comparison with the
+                baseline (paired by name).
+            problems: What could not be shown and why.
+
+        Returns:
+            The path written.
+
+        Raises:
+            ResultsFolderError: The page cannot be written (none is left half-written).
+        """
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        header = self._header(run, problems)
+
+        def write(stream: io.BufferedWriter) -> None:
+            text = io.TextIOWrapper(stream, encoding="utf-8", write_through=False)
+            self.render(text, header)
+            text.flush()
+            text.detach()
+
+        write_atomically_with(target, write)  # with the permissions of the run's other files
+        return target
+
+    def render(self, out: IO[str], header: DatasetScorecard) -> None:
+        """Write the page to ``out``: ``header``'s run (its entries are not read) and the rows."""
+        _render(out, header, self._tally, self._data)
+
+    def close(self) -> None:
+        """Remove the temporary files of the rows."""
+        self._whole.close()
+        self._grid.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _header(self, run: RunResult, problems: Sequence[str]) -> DatasetScorecard:
+        base = self._baseline
+        names = dict.fromkeys(run.evaluators)
+        for name in self._tally.evaluators:
+            names.setdefault(name)
+        baseline_summary = None
+        baseline_means: dict[str, float | None] = {}
+        if base is not None:
+            baseline_summary = BaselineSummary(
+                name=base.name,
+                run_id=base.run_id,
+                total=len(base.entries),
+                passed=sum(entry.status.passed for entry in base.entries),
+                matched=self._matched,
+                only_in_baseline=len(base.entries) - self._matched,
+            )
+            baseline_means = {
+                name: _mean(scores) for name, scores in _scores_by_evaluator(base.entries).items()
+            }
+        return DatasetScorecard(
+            name=run.name,
+            run_id=run.run_id,
+            source=run.source,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            duration_s=run.duration_s,
+            threshold=run.threshold,
+            settings=run.settings,
+            evaluators=list(names),
+            dataset_results=run.dataset_results,
+            baseline=baseline_summary,
+            baseline_evaluator_means=baseline_means,
+            problems=list(problems),
+            statistics=run.statistics,
+            comparison=None if base is None else _compare(base, run),
+        )
+
+    def _data(self, out: IO[str], header: DatasetScorecard) -> None:
+        """The page's data elements, each row streamed from its temporary file."""
+        chunked = self._tally.total > self._inline
+        rows = self._grid if chunked else self._whole
+        body = header.model_dump_json(exclude=_NOT_IN_DATA, exclude_defaults=True)
+        out.write('<script type="application/json" id="scorecard-data">')
+        out.write(
+            f'{{"defaults":{_defaults_json()},"chunk":{self._chunk if chunked else 0},'
+            f'"trace_spans":{SCORECARD_TRACE_SPANS},"card":'.translate(_SCRIPT_JSON_ESCAPES)
+        )
+        out.write(body[:-1].translate(_SCRIPT_JSON_ESCAPES))
+        out.write(',"entries":[' if body != "{}" else '"entries":[')
+        rows.flush()
+        rows.seek(0)
+        for number, line in enumerate(rows):
+            if number:
+                out.write(",")
+            out.write(line.rstrip("\n").translate(_SCRIPT_JSON_ESCAPES))
+        out.write("]}}</script>\n")
+        if not chunked:
+            return
+        whole = self._whole
+        whole.flush()
+        whole.seek(0)
+        for number, line in enumerate(whole):
+            if number % self._chunk == 0:
+                if number:
+                    out.write("]</script>\n")
+                chunk = number // self._chunk
+                out.write(f'<script type="application/json" id="scorecard-chunk-{chunk}">[')
+            else:
+                out.write(",")
+            out.write(line.rstrip("\n").translate(_SCRIPT_JSON_ESCAPES))
+        out.write("]</script>\n")
 
 
 def generate_dataset_scorecard_html(scorecard: DatasetScorecard | RunResult) -> str:
@@ -460,38 +789,10 @@ def generate_dataset_scorecard_html(scorecard: DatasetScorecard | RunResult) -> 
         if isinstance(scorecard, DatasetScorecard)
         else DatasetScorecard.from_run(scorecard)
     )
-    import markupsafe
-
-    style = _asset("scorecard.css")
-    script = _asset("scorecard.js")
-    data = _page_data(card)
-    evaluators = card.evaluator_summaries()
-    policy = (
-        "default-src 'none'; "
-        f"style-src '{_sha256(style)}'; script-src '{_sha256(script)}'; "
-        "img-src data:; base-uri 'none'; form-action 'none'"
-    )
-    return (
-        _environment()
-        .get_template("scorecard.html.j2")
-        .render(
-            card=card,
-            summary=_summary(card),
-            evaluators=evaluators,
-            labelled=any(summary.labels for summary in evaluators),
-            histograms=_histograms(card),
-            repeated=_repeated_charts(card),
-            dataset_results=[
-                _dataset_result(key, value) for key, value in card.dataset_results.items()
-            ],
-            statistics=_statistics_view(card),
-            spend=_spend_tiles(card),
-            csp=policy,
-            style=markupsafe.Markup(style),
-            script=markupsafe.Markup(script),
-            data=markupsafe.Markup(data.translate(_SCRIPT_JSON_ESCAPES)),
-        )
-    )
+    page = io.StringIO()
+    with _writer_of(card) as writer:
+        writer.render(page, card)
+    return page.getvalue()
 
 
 def save_dataset_scorecard(
@@ -506,10 +807,22 @@ def save_dataset_scorecard(
         >>> save_dataset_scorecard(card, "scorecard.html")  # doctest: +SKIP
         PosixPath('scorecard.html')
     """
-    html = generate_dataset_scorecard_html(scorecard)
+    card = (
+        scorecard
+        if isinstance(scorecard, DatasetScorecard)
+        else DatasetScorecard.from_run(scorecard)
+    )
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(target, html)  # with the permissions of the run's other files
+    with _writer_of(card) as writer:
+
+        def write(stream: io.BufferedWriter) -> None:
+            text = io.TextIOWrapper(stream, encoding="utf-8", write_through=False)
+            writer.render(text, card)
+            text.flush()
+            text.detach()
+
+        write_atomically_with(target, write)  # with the permissions of the run's other files
     return target
 
 
@@ -520,6 +833,9 @@ def write_scorecard(
 ) -> Path:
     """Write ``scorecard.html`` into a results folder, from its ``result.json`` and traces.
 
+    ``evaltrace test`` writes the page as the run goes (:class:`ScorecardWriter`); this
+    builds it again from a saved folder (``evaltrace scorecard DIR``), with the same rows.
+
     Returns:
         The path of the page.
 
@@ -529,6 +845,60 @@ def write_scorecard(
     """
     card = DatasetScorecard.from_folder(folder, baseline=baseline)
     return save_dataset_scorecard(card, Path(folder) / SCORECARD_FILE)
+
+
+def _writer_of(card: DatasetScorecard) -> ScorecardWriter:
+    """A writer holding ``card``'s rows."""
+    writer = ScorecardWriter(threshold=card.threshold)
+    for row in card.entries:
+        writer.add(row)
+    return writer
+
+
+def _render(
+    out: IO[str],
+    card: DatasetScorecard,
+    tally: _Tally,
+    data: Callable[[IO[str], DatasetScorecard], None],
+) -> None:
+    """Write the page: the template around the data elements, which ``data`` writes."""
+    import markupsafe
+
+    style = _asset("scorecard.css")
+    script = _asset("scorecard.js")
+    evaluators = tally.summaries(card.evaluators, card.baseline_evaluator_means)
+    policy = (
+        "default-src 'none'; "
+        f"style-src '{_sha256(style)}'; script-src '{_sha256(script)}'; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+    page = (
+        _environment()
+        .get_template("scorecard.html.j2")
+        .render(
+            card=card,
+            summary=_summary(card, tally),
+            evaluators=evaluators,
+            labelled=any(summary.labels for summary in evaluators),
+            histograms=_histograms(evaluators, tally),
+            repeated=_repeated_charts(tally),
+            dataset_results=[
+                _dataset_result(key, value) for key, value in card.dataset_results.items()
+            ],
+            statistics=_statistics_view(card),
+            spend=_spend_tiles(card),
+            csp=policy,
+            style=markupsafe.Markup(style),
+            script=markupsafe.Markup(script),
+            data=markupsafe.Markup(_DATA_MARK),
+        )
+    )
+    # The mark holds "<", which autoescaping turns into "&lt;" in any value of the run: the
+    # one place it is found is where the template put it.
+    before, after = page.split(_DATA_MARK, 1)
+    out.write(before)
+    data(out, card)
+    out.write(after)
 
 
 # --- rendering context ----------------------------------------------------------------------
@@ -562,13 +932,13 @@ class _DatasetResult:
     matrix: list[tuple[str, list[_Cell]]] | None = None
 
 
-def _summary(card: DatasetScorecard) -> dict[str, Any]:
-    counts = {status.value: count for status, count in card.status_counts.items()}
+def _summary(card: DatasetScorecard, tally: _Tally) -> dict[str, Any]:
+    counts = {status.value: count for status, count in tally.status_counts().items()}
     base = card.baseline
     return {
-        "total": len(card.entries),
-        "passed": card.passed,
-        "pass_rate": _percent(card.pass_rate),
+        "total": tally.total,
+        "passed": tally.passed,
+        "pass_rate": _percent(tally.pass_rate),
         "counts": counts,
         "status_bar": charts.stacked_bar(counts),
         "duration": _duration(card.duration_s),
@@ -579,17 +949,12 @@ def _summary(card: DatasetScorecard) -> dict[str, Any]:
     }
 
 
-def _histograms(card: DatasetScorecard) -> list[charts.Histogram]:
+def _histograms(evaluators: Sequence[EvaluatorSummary], tally: _Tally) -> list[charts.Histogram]:
     found = []
-    for summary in card.evaluator_summaries():
+    for summary in evaluators:
         if not summary.scored and summary.labels:
             continue  # it gives labels, not scores: its frequencies are in the summary table
-        scores = [
-            evaluation.score
-            for entry in card.entries
-            for evaluation in entry.evaluations
-            if evaluation.evaluator == summary.name and evaluation.score is not None
-        ]
+        scores = tally.evaluators[summary.name].scores if summary.name in tally.evaluators else []
         left_out = [
             f"{count:,} {what}"
             for count, what in ((summary.errored, "errored"), (summary.skipped, "skipped"))
@@ -600,19 +965,10 @@ def _histograms(card: DatasetScorecard) -> list[charts.Histogram]:
     return found
 
 
-def _repeated_charts(card: DatasetScorecard) -> list[charts.RangeChart]:
-    runs: dict[str, dict[str, tuple[list[float], float | None]]] = {}
-    for entry in card.entries:
-        for evaluation in entry.evaluations:
-            details = _repeated_details(evaluation)
-            if details is None or evaluation.evaluator is None:
-                continue
-            scores = [run.score for run in details.runs if run.score is not None]
-            label = f"{entry.name} (#{entry.index})"
-            runs.setdefault(evaluation.evaluator, {})[label] = (scores, evaluation.score)
+def _repeated_charts(tally: _Tally) -> list[charts.RangeChart]:
     return [
         charts.range_chart(f"{name}: spread of the repeated runs", by_entry)
-        for name, by_entry in runs.items()
+        for name, by_entry in tally.repeated.items()
     ]
 
 
@@ -947,25 +1303,30 @@ def _spend_tiles(card: DatasetScorecard) -> list[_Tile]:
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _page_data(card: DatasetScorecard) -> str:
-    """The JSON the page's script reads: the scorecard without its default values, and them.
+_GRID_FIELDS: Final[dict[str, Any]] = {
+    "index": True,
+    "name": True,
+    "description": True,
+    "status": True,
+    "duration_s": True,
+    "in_baseline": True,
+    "baseline_status": True,
+    "baseline_scores": True,
+    "model_calls": True,
+    "tokens": True,
+    "cost": True,
+    "evaluations": {"__all__": {"score", "reasoning", "error", "skipped", "evaluator", "label"}},
+}
+"""What the grid of a large run's page shows of each entry (the rest is in its chunk)."""
+
+
+@functools.cache
+def _defaults_json() -> str:
+    """The fields the page's data leaves out at their default value, and those values.
 
     Leaving out defaults (``null``, ``[]``, ``false``) makes a large page about a third
     smaller; the script puts them back from ``defaults`` before it reads anything.
     """
-    body = card.model_dump_json(
-        exclude={
-            "dataset_results",
-            "settings",
-            "baseline_evaluator_means",
-            "statistics",
-            "comparison",
-            "usage",
-            "latency",
-            "cost",
-        },
-        exclude_defaults=True,
-    )
     defaults = {
         "card": _defaults(DatasetScorecard),
         "entry": _defaults(DatasetEntryResult),
@@ -973,7 +1334,7 @@ def _page_data(card: DatasetScorecard) -> str:
         "span": _defaults(TraceSpan),
         "message": _defaults(TraceMessage),
     }
-    return f'{{"defaults":{json.dumps(defaults, separators=(",", ":"))},"card":{body}}}'
+    return json.dumps(defaults, separators=(",", ":"))
 
 
 def _defaults(model: type[BaseModel]) -> dict[str, Any]:

@@ -5,6 +5,10 @@
 
   var RAW = JSON.parse(document.getElementById("scorecard-data").textContent);
   var DEFAULTS = RAW.defaults;
+  // A large run's data holds the grid's columns of each entry; each entry whole is in the
+  // chunk of its position (RAW.chunk entries each), parsed when the page first needs it.
+  var CHUNK = RAW.chunk;
+  var TRACE_SPANS = RAW.trace_spans;
 
   // The data leaves out every field at its default value; put them back first.
   function fill(object, defaults) {
@@ -23,12 +27,27 @@
     span.children.forEach(fillSpan);
   }
 
-  var DATA = fill(RAW.card, DEFAULTS.card);
-  DATA.entries.forEach(function (entry) {
+  function fillEntry(entry) {
     fill(entry, DEFAULTS.entry);
     entry.evaluations.forEach(function (evaluation) { fill(evaluation, DEFAULTS.evaluation); });
     entry.trace.forEach(fillSpan);
-  });
+    return entry;
+  }
+
+  var DATA = fill(RAW.card, DEFAULTS.card);
+  DATA.entries.forEach(fillEntry);
+  var chunks = Object.create(null);
+
+  // An entry whole (its input, output, evaluations' details and trace), by position.
+  function full(position) {
+    if (!CHUNK) return DATA.entries[position];
+    var number = Math.floor(position / CHUNK);
+    if (!chunks[number]) {
+      var element = document.getElementById("scorecard-chunk-" + number);
+      chunks[number] = JSON.parse(element.textContent).map(fillEntry);
+    }
+    return chunks[number][position % CHUNK];
+  }
 
   var entries = DATA.entries;
   var evaluators = DATA.evaluators;
@@ -50,11 +69,20 @@
   var detailTitle = document.getElementById("detail-title");
   var detailBody = document.getElementById("detail-body");
 
+  // Failed and errored entries first: what a reviewer opens the page for.
+  var DEFAULT_SORT = { key: "status", dir: 1 };
+  var STATUS_RANK = {
+    ERROR: 0, TIMED_OUT: 1, LOG_FILE_ERROR: 2, FAILED_SCORE_ZERO: 3,
+    FAILED_PARTIAL_SCORE: 4, NO_SCORE_LOGGED: 5, SUCCESS: 9
+  };
+  var sortLabel = document.getElementById("sort-label");
+  var sortReset = document.getElementById("sort-reset");
+
   var state = {
     filter: "",
     status: "",
-    sortKey: "index",
-    sortDir: 1,
+    sortKey: DEFAULT_SORT.key,
+    sortDir: DEFAULT_SORT.dir,
     page: 0,
     pageSize: Number(pageSizeSelect.value),
     rows: [],
@@ -103,7 +131,7 @@
 
   function searchable(index) {
     if (searchText[index] === undefined) {
-      var entry = entries[index];
+      var entry = full(index);
       searchText[index] = [
         entry.name, entry.description || "", entry.status, asText(entry.input),
         asText(entry.output), asText(entry.eval_output)
@@ -130,7 +158,10 @@
     var entry = entries[index];
     if (key === "index") return entry.index;
     if (key === "name") return entry.name.toLowerCase();
-    if (key === "status") return entry.status;
+    if (key === "status") {
+      var rank = own(STATUS_RANK, entry.status) ? STATUS_RANK[entry.status] : 8;
+      return rank * 1e9 + entry.index;  // failures first, each status in entry order
+    }
     if (key === "duration") return entry.duration_s;
     if (key === "cost") return entry.cost;
     var evaluation = byEvaluator[index][key.slice(3)];
@@ -151,7 +182,21 @@
     return a - b;
   }
 
+  function describeSort() {
+    var column = columns.filter(function (c) { return c.key === state.sortKey; })[0];
+    var name = column.key === "index" ? "entry number" : column.label;
+    var text;
+    if (column.key === "status") {
+      text = "status, " + (state.sortDir > 0 ? "failures first" : "successes first");
+    } else {
+      text = name + ", " + (state.sortDir > 0 ? "ascending" : "descending");
+    }
+    sortLabel.textContent = text;
+    sortReset.hidden = state.sortKey === DEFAULT_SORT.key && state.sortDir === DEFAULT_SORT.dir;
+  }
+
   function renderHead() {
+    describeSort();
     var row = el("tr");
     columns.forEach(function (column) {
       var th = el("th");
@@ -469,12 +514,29 @@
     return node;
   }
 
+  function countSpans(spans) {
+    return spans.reduce(function (total, span) { return total + 1 + countSpans(span.children); }, 0);
+  }
+
   function traceView(entry) {
     var wrap = el("div", "trace");
     wrap.id = "detail-trace";
     if (entry.trace_problem) wrap.appendChild(el("p", "error-text", entry.trace_problem));
     if (!entry.trace.length) {
       if (!entry.trace_problem) wrap.appendChild(el("p", "muted", "No trace was stored for this entry."));
+      return wrap;
+    }
+    var spans = countSpans(entry.trace);
+    if (spans > TRACE_SPANS) {
+      // A trace this large is drawn when asked for: opening the entry stays quick.
+      var show = el("button", "show-trace", "Show the trace (" + spans.toLocaleString("en") + " spans)");
+      show.type = "button";
+      show.addEventListener("click", function () {
+        var drawn = document.createDocumentFragment();
+        entry.trace.forEach(function (span) { drawn.appendChild(spanNode(span, 0)); });
+        show.replaceWith(drawn);
+      });
+      wrap.appendChild(show);
       return wrap;
     }
     entry.trace.forEach(function (span) {
@@ -484,7 +546,7 @@
   }
 
   function openDetail(index) {
-    var entry = entries[index];
+    var entry = full(index);
     state.opened = index;
     detailTitle.textContent = "#" + entry.index + " " + entry.name;
     var body = document.createDocumentFragment();
@@ -561,6 +623,13 @@
   pageSizeSelect.addEventListener("change", function () {
     state.pageSize = Number(pageSizeSelect.value);
     state.page = 0;
+    apply();
+  });
+  sortReset.addEventListener("click", function () {
+    state.sortKey = DEFAULT_SORT.key;
+    state.sortDir = DEFAULT_SORT.dir;
+    state.page = 0;
+    renderHead();
     apply();
   });
   prevButton.addEventListener("click", function () {
