@@ -8,8 +8,10 @@ parser's own exception: a syntax error with its line and column, a value JSON ca
 (``NaN``, a number too long to convert) at its location in the document, data nested deeper
 than Python can follow, invalid UTF-8 with the line and column of the first bad byte.
 
-The format follows the suffix: ``.json`` is JSON, ``.yaml`` and ``.yml`` are YAML; any other
-file is JSON when it starts with ``{`` and YAML otherwise.
+The format follows the suffix: ``.json`` is JSON, ``.yaml`` and ``.yml`` are YAML, ``.jsonl``
+is a JSONL dataset (a header line, then one entry per line: :mod:`evaltrace.datasets.jsonl`,
+read line by line and not bounded by the size limit); any other file is JSON when it starts
+with ``{`` and YAML otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import codecs
 import functools
 import json
 import json.scanner
-import math
 import os
 import stat
 from collections.abc import Sequence
@@ -30,8 +31,15 @@ from pydantic import ValidationError
 from evaltrace._safe_text import exception_message
 from evaltrace.checks import check_count
 from evaltrace.constants import MAX_DATASET_BYTES
-from evaltrace.datasets._validation_problems import Locator, Unreadable, problems_from_errors
+from evaltrace.datasets._validation_problems import (
+    Locator,
+    parse_constant,
+    parse_float,
+    parse_int,
+    problems_from_errors,
+)
 from evaltrace.datasets._yaml import YamlProblem, parse_yaml, yaml_position
+from evaltrace.datasets.jsonl import is_jsonl, load_jsonl_dataset
 from evaltrace.datasets.model import (
     Dataset,
     DatasetEntry,
@@ -44,7 +52,7 @@ from evaltrace.datasets.problems import DatasetError, DatasetProblem, describe_v
 __all__ = ["MAX_DATASET_BYTES", "dataset_from_data", "json_position", "load_dataset"]
 
 
-_NAME_SUFFIXES: Final = (".json", ".yaml", ".yml", ".evaltrace")
+_NAME_SUFFIXES: Final = (".jsonl", ".json", ".yaml", ".yml", ".evaltrace")
 
 
 def load_dataset(path: str | os.PathLike[str], *, max_bytes: int = MAX_DATASET_BYTES) -> Dataset:
@@ -54,7 +62,7 @@ def load_dataset(path: str | os.PathLike[str], *, max_bytes: int = MAX_DATASET_B
     (the runnable, custom evaluators) are not imported here: :func:`resolve_dataset` does it.
 
     Args:
-        path: A ``.json``, ``.yaml`` or ``.yml`` dataset file.
+        path: A ``.json``, ``.yaml``, ``.yml`` or ``.jsonl`` dataset file.
         max_bytes: The largest file accepted, in bytes.
 
     Returns:
@@ -75,6 +83,8 @@ def load_dataset(path: str | os.PathLike[str], *, max_bytes: int = MAX_DATASET_B
     max_bytes = check_count(max_bytes, "max_bytes")
     location = Path(path)
     file = os.fspath(path)
+    if is_jsonl(location):
+        return _load_jsonl(location, file)
     data = _read(location, file, max_bytes)
     text = _decode(data, file)
     if _format_of(location, text) == "json":
@@ -132,8 +142,14 @@ def dataset_from_data(
     if scope.problems:
         raise DatasetError(scope.problems)
     if dataset.name is None and path is not None:
-        dataset.name = _name_from(path)
+        _name_after_file(dataset, path)
     return dataset
+
+
+def _name_after_file(dataset: Dataset, path: Path) -> None:
+    """Name an unnamed dataset after its file, a default that is not written back."""
+    dataset.name = _name_from(path)
+    dataset.model_fields_set.discard("name")
 
 
 def _cross_field_problems_of_valid_parts(data: dict[str, Any], file: str) -> list[DatasetProblem]:
@@ -158,6 +174,20 @@ def _cross_field_problems_of_valid_parts(data: dict[str, Any], file: str) -> lis
             except (ValidationError, RecursionError):
                 continue  # its own problems are already reported
     return dataset_problems(file, evaluators, entries, names)
+
+
+def _load_jsonl(location: Path, file: str) -> Dataset:
+    """A JSONL dataset: read line by line, so ``max_bytes`` does not bound it."""
+    try:
+        info = location.stat()
+    except OSError:
+        info = None  # the reader says what is wrong
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        _check_kind_and_size(file, info, info.st_size)
+    dataset = load_jsonl_dataset(location, file=file)
+    if dataset.name is None:
+        _name_after_file(dataset, location)
+    return dataset
 
 
 def _name_from(path: Path) -> str:
@@ -280,28 +310,6 @@ def _too_deep(file: str) -> DatasetProblem:
 # -- JSON -------------------------------------------------------------------------------------
 
 
-def _parse_int(text: str) -> int | Unreadable:
-    try:
-        return int(text)
-    except ValueError:  # longer than sys.get_int_max_str_digits()
-        return Unreadable(
-            f"{text[:12]}... ({len(text)} digits)",
-            reason="the number is too long",
-            hint="write very long numbers as strings",
-        )
-
-
-def _parse_float(text: str) -> float | Unreadable:
-    value = float(text)
-    if math.isfinite(value):
-        return value
-    return Unreadable(text, reason="the number is out of range", hint="write it as a string")
-
-
-def _parse_constant(name: str) -> Unreadable:
-    return Unreadable(name, reason=f"{name} is not a JSON number", hint="write null or a string")
-
-
 def _parse_json(text: str, file: str) -> Any:
     duplicated: list[str] = []
 
@@ -315,9 +323,9 @@ def _parse_json(text: str, file: str) -> Any:
         data = json.loads(
             text,
             object_pairs_hook=pairs,
-            parse_int=_parse_int,
-            parse_float=_parse_float,
-            parse_constant=_parse_constant,
+            parse_int=parse_int,
+            parse_float=parse_float,
+            parse_constant=parse_constant,
         )
     except json.JSONDecodeError as exc:
         raise DatasetError(

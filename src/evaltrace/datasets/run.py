@@ -37,6 +37,7 @@ from evaltrace.constants import (
 )
 from evaltrace.datasets.entries import DatasetEntries, PreparedDataset
 from evaltrace.datasets.fingerprint import run_fingerprint
+from evaltrace.datasets.jsonl import with_entry_lines
 from evaltrace.datasets.loading import load_dataset
 from evaltrace.datasets.model import Dataset, DatasetEntry
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, format_location
@@ -223,7 +224,7 @@ def _prepared_from_files(resolved: ResolvedDataset) -> PreparedDataset:
             sources[item.name] = item.evaluator
     problems += _aggregator_problems(dataset.source, aggregators)
     if problems:
-        raise DatasetError(problems)
+        raise DatasetError(with_entry_lines(dataset, problems))
     return PreparedDataset(
         resolved=resolved,
         entry_evaluators=entry_evaluators,
