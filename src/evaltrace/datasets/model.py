@@ -104,15 +104,19 @@ class ValidationScope:
     Args:
         file: How problems name the file.
         path: The file's path, recorded on the dataset (references resolve against it).
+        owned: Whether the entries validated are new objects nobody else holds (a document
+            the loader just parsed), filled in place rather than copied.
     """
 
-    def __init__(self, file: str, path: Path | None = None) -> None:
+    def __init__(self, file: str, path: Path | None = None, *, owned: bool = False) -> None:
         self.file = file
         """How problems name the file."""
         self.path = path
         """The file's path, if it is a file."""
         self.problems: list[DatasetProblem] = []
         """The cross-field problems found."""
+        self.owned = owned
+        """Whether the entries are the loader's own new objects."""
 
     def context(self) -> dict[str, Any]:
         """The validation context carrying this scope."""
@@ -455,7 +459,11 @@ class Dataset(BaseModel):
         scope = (info.context or {}).get(_SCOPE_KEY)
         file = scope.file if isinstance(scope, ValidationScope) else "<dataset>"
         problems = dataset_problems(file, self.evaluators, list(enumerate(self.entries)))
-        self.entries = _with_default_names(self.entries)
+        owned = isinstance(scope, ValidationScope) and scope.owned
+        self.entries = [
+            with_default_name(entry, index, copy=not owned)
+            for index, entry in enumerate(self.entries)
+        ]
         if isinstance(scope, ValidationScope):
             scope.problems.extend(problems)
             self._path = scope.path.absolute() if scope.path is not None else None
@@ -463,11 +471,6 @@ class Dataset(BaseModel):
         elif problems:
             raise ValueError("\n".join(str(problem) for problem in problems))
         return self
-
-
-def _with_default_names(entries: Sequence[DatasetEntry]) -> list[DatasetEntry]:
-    """Fill in each omitted name (the position) and description (the name)."""
-    return [with_default_name(entry, index) for index, entry in enumerate(entries)]
 
 
 def with_default_name(entry: DatasetEntry, index: int, *, copy: bool = True) -> DatasetEntry:
@@ -485,8 +488,8 @@ def with_default_name(entry: DatasetEntry, index: int, *, copy: bool = True) -> 
     if entry.name is not None and entry.description is not None:
         return entry
     name = entry.name if entry.name is not None else str(index)
-    # Filled in place, past the frozen model's guard: a tenth of the cost of model_construct
-    # (bench_scale.py, loading a 10**5-entry dataset).
+    # Filled in place, past the frozen model's guard: model_construct would add 1.5x the
+    # whole validation's time (bench_dataset_memory.py, filling 10**5 names).
     filled = entry.__copy__() if copy else entry
     filled.__dict__.update(name=name, description=entry.description or name)
     return filled
