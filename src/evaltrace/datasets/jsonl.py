@@ -221,7 +221,8 @@ class _Reader:
         self.evaluators: list[EvaluatorSpec] | None = []
         self.offsets = array("q")
         self.lines: array[int] | None = None
-        self.names: dict[str, int] = {}
+        self.names = _SeenNames()
+        self.suspects: set[str] = set()  # names perhaps seen twice, confirmed by a second pass
         self.stored: bool | None = None
 
     def read(self, stream: IO[bytes]) -> None:
@@ -248,6 +249,9 @@ class _Reader:
                 continue
             self._read_entry(data, number, start)
         self.offsets.append(offset)
+        if self.suspects:
+            self._report_duplicates(stream)
+            self.problems.sort(key=lambda problem: problem.line or 0)
 
     def dataset(self, path: Path) -> Dataset:
         if self.header is None and not self.header_line:
@@ -433,17 +437,75 @@ class _Reader:
 
     def _check_name(self, index: int, given: str | None, number: int) -> None:
         name = str(index) if given is None else given
-        other = self.names.setdefault(name, index)
-        if other != index:
-            self.problems.append(
-                DatasetProblem(
-                    file=self.file,
-                    location=f"entries[{index}].name",
-                    line=number,
-                    message=f"duplicate entry name {name!r}, also the name of entries[{other}]",
-                    hint="give each entry a unique name",
+        if self.names.add(name):
+            self.suspects.add(name)
+
+    def _report_duplicates(self, stream: IO[bytes]) -> None:
+        """Read the entries' names again, to name each duplicate and its first entry."""
+        first: dict[str, int] = {}
+        for index in range(len(self.offsets) - 1):
+            stream.seek(self.offsets[index])
+            try:
+                data = json.loads(stream.read(self.offsets[index + 1] - self.offsets[index]))
+            except (ValueError, RecursionError):
+                continue  # reported already
+            given = data.get("name") if isinstance(data, dict) else 0
+            if given is not None and not isinstance(given, str):
+                continue
+            name = str(index) if given is None else given
+            if name not in self.suspects:
+                continue
+            other = first.setdefault(name, index)
+            if other != index:
+                self.problems.append(
+                    DatasetProblem(
+                        file=self.file,
+                        location=f"entries[{index}].name",
+                        line=self.lines[index] if self.lines is not None else index + 2,
+                        message=f"duplicate entry name {name!r}, also the name of entries[{other}]",
+                        hint="give each entry a unique name",
+                    )
                 )
-            )
+
+
+class _SeenNames:
+    """The entry names seen, as 64-bit hashes in an open-addressed table.
+
+    At most 32 bytes a name, where a set of the names takes about 100: a 10**6-entry JSONL
+    dataset is checked in flat memory (bench_dataset_memory.py). Two names with one hash
+    are only suspects, confirmed by reading the names again.
+    """
+
+    def __init__(self) -> None:
+        self._table = array("q", bytes(8 * 1024))
+        self._count = 0
+
+    def add(self, name: str) -> bool:
+        """Add ``name``; whether a name with its hash was added before."""
+        key = hash(name) or 1  # 0 marks an empty slot
+        table = self._table
+        mask = len(table) - 1
+        slot = key & mask
+        while table[slot]:
+            if table[slot] == key:
+                return True
+            slot = (slot + 1) & mask
+        table[slot] = key
+        self._count += 1
+        if self._count * 2 > len(table):
+            self._grow()
+        return False
+
+    def _grow(self) -> None:
+        old = self._table
+        table = self._table = array("q", bytes(16 * len(old)))
+        mask = len(table) - 1
+        for key in old:
+            if key:
+                slot = key & mask
+                while table[slot]:
+                    slot = (slot + 1) & mask
+                table[slot] = key
 
 
 _UNREAD: Final = object()  # a line whose problem is already reported
