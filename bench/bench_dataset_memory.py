@@ -77,23 +77,47 @@ def write_datasets(folder: Path, small: int, large: int) -> dict[str, Path]:
     return paths
 
 
+# A forked child starts with its parent's peak RSS (Linux keeps the high-water mark across
+# fork and exec): this small launcher forks the command, so the floor is its own few MiB,
+# not this process's, and prints the command's ru_maxrss (KiB) on its last line.
+LAUNCHER = """\
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, file=sys.stderr)
+"""
+
+
 def peak_rss(folder: Path, dataset: Path) -> tuple[float, float]:
     """Peak resident MiB and wall seconds of one ``evaltrace test --no-scorecard`` process."""
     started = time.perf_counter()
-    child = subprocess.Popen(
-        [EVALTRACE, "test", "--no-scorecard", "--output-dir", str(folder / "runs"), str(dataset)],
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            LAUNCHER,
+            EVALTRACE,
+            "test",
+            "--no-scorecard",
+            "--output-dir",
+            str(folder / "runs"),
+            str(dataset),
+        ],
         cwd=folder,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "CI": "1"},
+        check=False,
     )
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - started
-    error = child.stderr.read().decode() if child.stderr else ""
-    if child.returncode != 0:
-        raise SystemExit(f"evaltrace test {dataset.name} exited {child.returncode}: {error}")
-    return usage.ru_maxrss / 1024, wall  # ru_maxrss is in KiB on Linux
+    *error, last = done.stderr.rstrip("\n").split("\n")
+    code, peak = (int(word) for word in last.split())
+    if code != 0:
+        raise SystemExit(f"evaltrace test {dataset.name} exited {code}: {chr(10).join(error)}")
+    return peak / 1024, wall  # ru_maxrss is in KiB on Linux
 
 
 def spread(values: list[float]) -> str:
