@@ -459,3 +459,36 @@ def test_dataset_save_writes_jsonl_when_the_name_ends_so(tmp_path: Path) -> None
     assert json.loads(header)["runnable"] == "app.py:answer"
     assert json.loads(line)["entry_kwargs"] == {"question": "hi"}
     assert len(load_dataset(tmp_path / "new.evaltrace.jsonl").entries) == 1
+
+
+def test_evaltrace_test_resumes_an_interrupted_run_of_a_jsonl_dataset(tmp_path: Path) -> None:
+    jsonl(tmp_path, [HEADER, *(entry(f"e{i}", f"q{i}") for i in range(6))])
+    first = evaltrace(tmp_path, "test", "--no-scorecard", "faq.evaltrace.jsonl")
+    assert first.returncode == 0, first.stderr
+    (folder,) = (tmp_path / "evaltrace_results").iterdir()
+    (folder / "result.json").unlink()
+    lines = (folder / "entries.jsonl").read_text().splitlines(keepends=True)
+    (folder / "entries.jsonl").write_text("".join(lines[:2]))
+
+    done = evaltrace(tmp_path, "test", "--resume", str(folder), "--no-scorecard")
+
+    assert done.returncode == 0, done.stderr + done.stdout
+    saved = json.loads((folder / "result.json").read_text())
+    assert sorted(item["name"] for item in saved["entries"]) == [f"e{i}" for i in range(6)]
+
+
+def test_evaltrace_merge_puts_the_shards_of_a_jsonl_dataset_together(tmp_path: Path) -> None:
+    jsonl(tmp_path, [HEADER, *(entry(f"e{i}", f"q{i}") for i in range(8))])
+    for shard in ("1/2", "2/2"):
+        done = evaltrace(
+            tmp_path, "test", "--shard", shard, "--no-scorecard", "--output-dir", "shards"
+        )
+        assert done.returncode == 0, done.stderr
+    folders = sorted(str(path) for path in (tmp_path / "shards").iterdir())
+
+    merged = evaltrace(tmp_path, "merge", *folders, "--no-scorecard", "--output-dir", "merged")
+
+    assert merged.returncode == 0, merged.stderr
+    (folder,) = (tmp_path / "merged").iterdir()
+    saved = json.loads((folder / "result.json").read_text())
+    assert [item["name"] for item in saved["entries"]] == [f"e{i}" for i in range(8)]
