@@ -161,6 +161,52 @@ def test_a_header_without_entries_is_a_problem(tmp_path: Path) -> None:
     assert "at least one entry" in problem
 
 
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (b'{"name": "b", "entry_kwargs": {"question": "\xff"}}', "not valid UTF-8"),
+        (b'{"name": "b", "name": "c", "entry_kwargs": {}}', "the key 'name' appears twice"),
+        (b'"just a string"', "an entry is an object"),
+        (b'{"name": "b", "entry_kwargs": {"question": NaN}}', "NaN is not a JSON number"),
+        (b'{"name": "b", "entry_kwargs": {}, "trace_id": "abc"}', "entries[1].trace_id"),
+        (
+            b'{"name": "b", "entry_kwargs": {"q": 1}, "eval_input": [{"name": "q", "value": 2}]}',
+            "differs from entry_kwargs",
+        ),
+    ],
+)
+def test_each_kind_of_bad_entry_line_is_named_by_its_line(
+    tmp_path: Path, line: bytes, message: str
+) -> None:
+    path = jsonl(tmp_path, [HEADER, entry("a", "hi")])
+    path.write_bytes(path.read_bytes() + b"\n" + line + b"\n")
+
+    (problem,) = problems_of(path)
+
+    assert problem.startswith(f"{path}:4"), problem
+    assert message in problem
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ("[1, 2]", "the first line is the header"),
+        (json.dumps({**HEADER, "entries": []}), "the header holds no entries"),
+        (json.dumps({**HEADER, "evaluators": ["...", "checks.py:matches"]}), "'...'"),
+        (json.dumps({**HEADER, "runnble": "app.py:answer"}), "did you mean 'runnable'"),
+    ],
+)
+def test_each_kind_of_bad_header_is_named_by_line_1(
+    tmp_path: Path, header: str, message: str
+) -> None:
+    path = jsonl(tmp_path, [header, entry("a", "hi")])
+
+    problems = problems_of(path)
+
+    assert problems[0].startswith(f"{path}:1"), problems
+    assert message in problems[0]
+
+
 def test_an_invalid_entry_is_named_by_its_line_and_its_place(tmp_path: Path) -> None:
     lines: list[Any] = [HEADER, *(entry(f"e{i}", "q") for i in range(11))]
     lines[11] = {"name": "e10", "entry_kwarg": {"question": "q"}}

@@ -273,7 +273,10 @@ class _Reader:
         dataset = Dataset.model_validate(
             {**(self.header or {}), "entries": [_PLACEHOLDER]}, context=scope.context()
         )
-        dataset.entries = JsonlEntries(path, file=self.file, offsets=self.offsets, lines=self.lines)
+        # Absolute: the entries may be read from another folder (a Ray worker's).
+        dataset.entries = JsonlEntries(
+            path.absolute(), file=self.file, offsets=self.offsets, lines=self.lines
+        )
         return dataset
 
     # -- one line ---------------------------------------------------------------------------

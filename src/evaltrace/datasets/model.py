@@ -50,6 +50,7 @@ from pydantic import (
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
+    GetPydanticSchema,
     JsonValue,
     PrivateAttr,
     SerializerFunctionWrapHandler,
@@ -411,9 +412,14 @@ class Dataset(BaseModel):
     reducer: str | None = Field(default=None, min_length=1)
     """How an entry's runs are reduced to one evaluation per evaluator: ``mean`` (when
     omitted), ``median``, ``mode``, ``min`` or ``max``."""
-    entries: Sequence[DatasetEntry] = Field(min_length=1)
-    """The test cases (at least one). A list, except for a JSONL dataset, whose entries are
-    read from its file as they are asked for (:class:`~evaltrace.datasets.jsonl.JsonlEntries`)."""
+    entries: Annotated[
+        Sequence[DatasetEntry],
+        # Validated (and described) as a list; a JSONL dataset's reader puts its own in.
+        GetPydanticSchema(lambda _, handler: handler(list[DatasetEntry])),
+        Field(min_length=1),
+    ]
+    """The test cases (at least one). In a ``.evaltrace.jsonl`` file, one a line after the
+    header line, each read from its line when it is asked for."""
 
     _path: Path | None = PrivateAttr(default=None)
     _source: str = PrivateAttr(default="<dataset>")
