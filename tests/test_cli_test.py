@@ -253,8 +253,8 @@ def test_a_folder_search_says_which_skipped_files_are_datasets_named_otherwise(
     assert done.returncode == 0, done.stderr
     assert "1 entry in 1 dataset" in done.stdout
     assert (
-        "datasets/second.json is a dataset file not named *.evaltrace.json|yaml|yml, so the "
-        "folder search skipped it: rename it (second.evaltrace.json) or give its path"
+        "datasets/second.json is a dataset file not named *.evaltrace.json|yaml|yml|jsonl, so "
+        "the folder search skipped it: rename it (second.evaltrace.json) or give its path"
     ) in done.stderr
     assert "package.json" not in done.stderr
     assert "results.json" not in done.stderr

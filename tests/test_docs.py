@@ -57,7 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BIN = Path(sys.executable).parent
 TIMEOUT_S = 180
-DATASET_SUFFIXES = (".evaltrace.json", ".evaltrace.yaml", ".evaltrace.yml")
+DATASET_SUFFIXES = (".evaltrace.json", ".evaltrace.yaml", ".evaltrace.yml", ".evaltrace.jsonl")
 
 NOT_RUN_HERE: dict[tuple[str, str], str] = {
     ("README.md", "python3 dev.py demo"): (

@@ -1,4 +1,4 @@
-"""Finding dataset files: the paths given, and the ``*.evaltrace.{json,yaml,yml}`` in folders."""
+"""Finding dataset files: the paths given, and the ``*.evaltrace.<form>`` files in folders."""
 
 from __future__ import annotations
 
@@ -15,11 +15,16 @@ from evaltrace.constants import MAX_DATASET_BYTES, RESULTS_DIR
 
 __all__ = ["DATASET_SUFFIXES", "dataset_files", "is_dataset_file"]
 
-DATASET_SUFFIXES: Final = (".evaltrace.json", ".evaltrace.yaml", ".evaltrace.yml")
+DATASET_SUFFIXES: Final = (
+    ".evaltrace.json",
+    ".evaltrace.yaml",
+    ".evaltrace.yml",
+    ".evaltrace.jsonl",
+)
 """How a dataset file's name ends, for it to be found in a folder."""
 
 _SKIPPED_FOLDERS: Final = frozenset({"__pycache__", "node_modules", RESULTS_DIR})
-_OTHER_DATA: Final = (".json", ".yaml", ".yml")
+_OTHER_DATA: Final = (".json", ".yaml", ".yml", ".jsonl")
 
 
 def is_dataset_file(path: Path) -> bool:
@@ -81,6 +86,8 @@ def _is_dataset_document(path: Path) -> bool:
     limit, unreadable or not JSON/YAML are not datasets here: the search only points at what
     it skipped, and a file given by its path is read, and its problems reported, in full.
     """
+    if path.suffix.lower() == ".jsonl":
+        return _is_jsonl_dataset(path)
     try:
         if path.stat().st_size > MAX_DATASET_BYTES:
             return False
@@ -95,10 +102,29 @@ def _is_dataset_document(path: Path) -> bool:
     )
 
 
+def _is_jsonl_dataset(path: Path) -> bool:
+    """Whether a JSONL file's first line is a dataset header and its second an entry.
+
+    Trace files (``traces.jsonl``) and run folders' ``entries.jsonl`` hold spans and results.
+    """
+    try:
+        with path.open(encoding="utf-8-sig") as stream:
+            lines = [stream.readline(MAX_DATASET_BYTES) for _ in range(2)]
+        header, first = (json.loads(line) for line in lines)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return (
+        isinstance(header, dict)
+        and isinstance(first, dict)
+        and not header.keys() & {"entry_kwargs", "trace_id", "span_id", "run_id", "status"}
+        and bool(first.keys() & {"entry_kwargs", "trace"})
+    )
+
+
 def _named_otherwise(path: Path) -> str:
     renamed = f"{path.stem}.evaltrace{path.suffix}"
     return (
-        f"{path} is a dataset file not named *.evaltrace.json|yaml|yml, so the folder search "
+        f"{path} is a dataset file not named *.evaltrace.json|yaml|yml|jsonl, so the folder search "
         f"skipped it: rename it ({renamed}) or give its path"
     )
 

@@ -203,7 +203,9 @@ def test(
     no_judge_cache: bool,
     output_format: str,
 ) -> int:
-    """Run the dataset files in PATHS (files, or folders searched for *.evaltrace.json|yaml|yml).
+    """Run the dataset files in PATHS (files, or folders searched for dataset files).
+
+    A folder's dataset files are named *.evaltrace.json, .yaml, .yml or .jsonl.
 
     Every dataset is checked before anything runs: a file that is invalid, or whose
     references or arguments do not fit, is reported with every problem and exit code 2. Then

@@ -1,13 +1,14 @@
 """Datasets: the file format, loading and checking it, references to user code, runnables.
 
-A dataset file (JSON or YAML) names the app's entry point, the evaluators and the entries.
-:func:`load_dataset` reads and validates it, reporting every problem at once as a
-:class:`DatasetError`; :func:`resolve_dataset` then imports the runnable and builds the
-evaluators (built-in names through the registry that :func:`register_evaluator` extends,
-``"file.py:name"`` and ``"module:name"`` references to user code), and checks every entry's
-arguments against the runnable, again reporting every problem at once. :func:`run_dataset`
-runs a dataset into a :class:`~evaltrace.results.RunResult` (and its results folder), as
-``evaltrace test`` does; :func:`assert_dataset_pass` is that run with an assertion.
+A dataset file (JSON, YAML, or JSONL: a header line, then one entry per line) names the app's
+entry point, the evaluators and the entries. :func:`load_dataset` reads and validates it,
+reporting every problem at once as a :class:`DatasetError`; :func:`resolve_dataset` then
+imports the runnable and builds the evaluators (built-in names through the registry that
+:func:`register_evaluator` extends, ``"file.py:name"`` and ``"module:name"`` references to
+user code), and checks every entry's arguments against the runnable, again reporting every
+problem at once. :func:`run_dataset` runs a dataset into a
+:class:`~evaltrace.results.RunResult` (and its results folder), as ``evaltrace test`` does;
+:func:`assert_dataset_pass` is that run with an assertion.
 
 Example:
     >>> dataset = dataset_from_data({
@@ -22,7 +23,14 @@ Example:
 
 from evaltrace.constants import DEFAULT_DATASET_TIMEOUT
 from evaltrace.datasets.assertions import DatasetPassResult, assert_dataset_pass
+from evaltrace.datasets.convert import (
+    DatasetExistsError,
+    DatasetFormatError,
+    convert_dataset,
+    write_dataset,
+)
 from evaltrace.datasets.entries import DatasetEntries, PreparedDataset
+from evaltrace.datasets.jsonl import JsonlEntries, load_jsonl_dataset
 from evaltrace.datasets.loading import (
     MAX_DATASET_BYTES,
     dataset_from_data,
@@ -93,7 +101,9 @@ __all__ = [
     "DatasetEntry",
     "DatasetAttributeError",
     "DatasetError",
+    "DatasetExistsError",
     "DatasetFileNotFoundError",
+    "DatasetFormatError",
     "DatasetProblem",
     "EvaluatorBuildError",
     "EntryFilter",
@@ -101,6 +111,7 @@ __all__ = [
     "Executor",
     "LocalExecutor",
     "EvaluatorSpec",
+    "JsonlEntries",
     "NamedInput",
     "NoEntriesSelectedError",
     "NotRunnableError",
@@ -120,9 +131,11 @@ __all__ = [
     "SharedRateLimiter",
     "UnknownEvaluatorError",
     "build_evaluator",
+    "convert_dataset",
     "dataset_from_data",
     "dataset_json_schema",
     "load_dataset",
+    "load_jsonl_dataset",
     "lookup_evaluator",
     "matches_filter",
     "parse_reference",
@@ -138,4 +151,5 @@ __all__ = [
     "selection_digest",
     "shard_positions",
     "select_entries",
+    "write_dataset",
 ]

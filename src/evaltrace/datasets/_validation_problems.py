@@ -14,6 +14,7 @@ them (:data:`Locator`).
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +26,14 @@ from pydantic_core import ErrorDetails
 from evaltrace.datasets.model import CheckSpec, Dataset, EvaluatorSpec
 from evaltrace.datasets.problems import DatasetProblem, closest, describe_value, format_location
 
-__all__ = ["Locator", "Unreadable", "problems_from_errors"]
+__all__ = [
+    "Locator",
+    "Unreadable",
+    "parse_constant",
+    "parse_float",
+    "parse_int",
+    "problems_from_errors",
+]
 
 Locator: TypeAlias = Callable[[Sequence[str | int]], tuple[int, int] | None]
 """Finds where a value is in the file's text: its path (``["evaluators", 1, "value"]``) to its
@@ -57,6 +65,31 @@ class Unreadable:
 
     def __repr__(self) -> str:
         return self.text
+
+
+def parse_int(text: str) -> int | Unreadable:
+    """A JSON integer; an :class:`Unreadable` when it is too long to convert."""
+    try:
+        return int(text)
+    except ValueError:  # longer than sys.get_int_max_str_digits()
+        return Unreadable(
+            f"{text[:12]}... ({len(text)} digits)",
+            reason="the number is too long",
+            hint="write very long numbers as strings",
+        )
+
+
+def parse_float(text: str) -> float | Unreadable:
+    """A JSON number; an :class:`Unreadable` when it is out of range."""
+    value = float(text)
+    if math.isfinite(value):
+        return value
+    return Unreadable(text, reason="the number is out of range", hint="write it as a string")
+
+
+def parse_constant(name: str) -> Unreadable:
+    """``NaN`` and ``Infinity``, which JSON cannot hold, as :class:`Unreadable`."""
+    return Unreadable(name, reason=f"{name} is not a JSON number", hint="write null or a string")
 
 
 _EXPECTED_BY_TYPE: Final[Mapping[str, str]] = {

@@ -50,6 +50,7 @@ from pydantic import (
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
+    GetPydanticSchema,
     JsonValue,
     PrivateAttr,
     SerializerFunctionWrapHandler,
@@ -83,6 +84,9 @@ __all__ = [
     "EvaluatorSpec",
     "NamedInput",
     "ValidationScope",
+    "dataset_problems",
+    "entry_problems",
+    "with_default_name",
 ]
 
 INHERIT: Final = "..."
@@ -101,15 +105,19 @@ class ValidationScope:
     Args:
         file: How problems name the file.
         path: The file's path, recorded on the dataset (references resolve against it).
+        owned: Whether the entries validated are new objects nobody else holds (a document
+            the loader just parsed), filled in place rather than copied.
     """
 
-    def __init__(self, file: str, path: Path | None = None) -> None:
+    def __init__(self, file: str, path: Path | None = None, *, owned: bool = False) -> None:
         self.file = file
         """How problems name the file."""
         self.path = path
         """The file's path, if it is a file."""
         self.problems: list[DatasetProblem] = []
         """The cross-field problems found."""
+        self.owned = owned
+        """Whether the entries are the loader's own new objects."""
 
     def context(self) -> dict[str, Any]:
         """The validation context carrying this scope."""
@@ -375,6 +383,10 @@ class Dataset(BaseModel):
     ``runnable`` may be omitted when the runnable is given in code (``assert_dataset_pass``);
     ``evaltrace test`` needs it. :func:`~evaltrace.datasets.load_dataset` names an unnamed
     dataset after its file.
+
+    A ``.evaltrace.jsonl`` file holds the same data in lines: its first line, the header, is
+    one object with every key here but ``entries``; each further line is one entry (a
+    ``DatasetEntry``); blank lines are skipped.
     """
 
     model_config = ConfigDict(
@@ -400,8 +412,14 @@ class Dataset(BaseModel):
     reducer: str | None = Field(default=None, min_length=1)
     """How an entry's runs are reduced to one evaluation per evaluator: ``mean`` (when
     omitted), ``median``, ``mode``, ``min`` or ``max``."""
-    entries: list[DatasetEntry] = Field(min_length=1)
-    """The test cases (at least one)."""
+    entries: Annotated[
+        Sequence[DatasetEntry],
+        # Validated (and described) as a list; a JSONL dataset's reader puts its own in.
+        GetPydanticSchema(lambda _, handler: handler(list[DatasetEntry])),
+        Field(min_length=1),
+    ]
+    """The test cases (at least one). In a ``.evaltrace.jsonl`` file, one a line after the
+    header line, each read from its line when it is asked for."""
 
     _path: Path | None = PrivateAttr(default=None)
     _source: str = PrivateAttr(default="<dataset>")
@@ -447,7 +465,11 @@ class Dataset(BaseModel):
         scope = (info.context or {}).get(_SCOPE_KEY)
         file = scope.file if isinstance(scope, ValidationScope) else "<dataset>"
         problems = dataset_problems(file, self.evaluators, list(enumerate(self.entries)))
-        self.entries = _with_default_names(self.entries)
+        owned = isinstance(scope, ValidationScope) and scope.owned
+        self.entries = [
+            with_default_name(entry, index, copy=not owned)
+            for index, entry in enumerate(self.entries)
+        ]
         if isinstance(scope, ValidationScope):
             scope.problems.extend(problems)
             self._path = scope.path.absolute() if scope.path is not None else None
@@ -457,23 +479,26 @@ class Dataset(BaseModel):
         return self
 
 
-def _with_default_names(entries: list[DatasetEntry]) -> list[DatasetEntry]:
-    """Fill in each omitted name (the position) and description (the name).
+def with_default_name(entry: DatasetEntry, index: int, *, copy: bool = True) -> DatasetEntry:
+    """``entry`` with its omitted name (``index``) and description (the name) filled in.
 
     The filled fields stay out of ``model_fields_set``, so ``model_dump(exclude_unset=True)``
     writes the entry back as the file had it.
+
+    Args:
+        entry: The entry.
+        index: Its position in the dataset's entries.
+        copy: Fill a shallow copy (the entry given may be the caller's); ``False`` fills
+            ``entry`` itself, for an entry just parsed that nobody else holds.
     """
-    named = []
-    for index, entry in enumerate(entries):
-        if entry.name is None or entry.description is None:
-            name = entry.name if entry.name is not None else str(index)
-            # A shallow copy (the entry given may be the caller's), filled in place: a tenth
-            # of the cost of model_construct, which a dataset of 10,000 entries feels.
-            filled = entry.__copy__()
-            filled.__dict__.update(name=name, description=entry.description or name)
-            entry = filled
-        named.append(entry)
-    return named
+    if entry.name is not None and entry.description is not None:
+        return entry
+    name = entry.name if entry.name is not None else str(index)
+    # Filled in place, past the frozen model's guard: model_construct would add 0.5-1.6x the
+    # entries' validation time to loading (bench_dataset_memory.py, filling descriptions).
+    filled = entry.__copy__() if copy else entry
+    filled.__dict__.update(name=name, description=entry.description or name)
+    return filled
 
 
 def dataset_problems(
@@ -565,6 +590,45 @@ def dataset_problems(
                 "runnable ('entry_kwargs') are mixed in one dataset",
                 hint="put the entries with 'trace' in a dataset file of their own",
             )
+    return problems
+
+
+def entry_problems(
+    file: str, index: int, entry: DatasetEntry, evaluators: Sequence[EvaluatorSpec] | None
+) -> list[DatasetProblem]:
+    """The problems of one entry that span its fields, or its evaluators and the dataset's.
+
+    What :func:`dataset_problems` checks of each entry, for a reader that sees one entry at
+    a time (names and the mix of stored and run entries are the reader's to check).
+
+    Args:
+        file: How problems name the file.
+        index: The entry's position.
+        entry: The entry, valid by itself.
+        evaluators: The dataset-level evaluators, or ``None`` when they are invalid.
+    """
+    problems: list[DatasetProblem] = []
+
+    def problem(
+        location: Sequence[str | int],
+        message: str,
+        *,
+        expected: str | None = None,
+        found: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        problems.append(
+            DatasetProblem(
+                file=file,
+                location=format_location(location),
+                message=message,
+                expected=expected,
+                found=found,
+                hint=hint,
+            )
+        )
+
+    _check_entry(problem, index, entry, evaluators)
     return problems
 
 

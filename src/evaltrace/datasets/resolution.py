@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
 from evaltrace._safe_text import exception_text
+from evaltrace.datasets.jsonl import with_entry_lines
 from evaltrace.datasets.model import CheckSpec, Dataset, DatasetEntry, EvaluatorSpec
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, closest, format_location
 from evaltrace.datasets.references import (
@@ -354,16 +355,17 @@ def resolve_dataset(
             built[key] = _resolve_evaluator(spec, loader, file, location, base_dir, problems)
 
     if problems or adapter is None:
-        raise DatasetError(problems)
+        raise DatasetError(with_entry_lines(dataset, problems))
 
-    by_identity: dict[int, ResolvedEvaluator] = {}  # entries share the dataset's spec objects
+    # Entries share the dataset's spec objects, found by identity; an entry's own specs by
+    # their data (a JSONL dataset's entries are parsed anew each time: ids are reused).
+    by_identity: dict[int, ResolvedEvaluator | None] = {
+        id(spec): built[spec.model_dump_json()] for spec in dataset.evaluators
+    }
 
     def resolved(spec: EvaluatorSpec) -> ResolvedEvaluator:
-        evaluator = by_identity.get(id(spec))
-        if evaluator is None:
-            evaluator = built[spec.model_dump_json()]
-            assert evaluator is not None  # a spec that failed is a problem, raised above
-            by_identity[id(spec)] = evaluator
+        evaluator = by_identity.get(id(spec)) or built[spec.model_dump_json()]
+        assert evaluator is not None  # a spec that failed is a problem, raised above
         return evaluator
 
     # The entries without a list of their own share one list, and entries whose lists resolve

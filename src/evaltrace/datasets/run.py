@@ -22,7 +22,7 @@ import os
 import re
 import warnings
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Final, TypeAlias
@@ -41,6 +41,7 @@ from evaltrace.constants import (
 )
 from evaltrace.datasets.entries import DatasetEntries, PreparedDataset
 from evaltrace.datasets.fingerprint import run_fingerprint
+from evaltrace.datasets.jsonl import with_entry_lines
 from evaltrace.datasets.loading import ValidParts, load_dataset, with_positions
 from evaltrace.datasets.model import Dataset, DatasetEntry, EvaluatorSpec
 from evaltrace.datasets.problems import DatasetError, DatasetProblem, format_location
@@ -296,7 +297,7 @@ def _prepared_from_files(resolved: ResolvedDataset) -> PreparedDataset:
             sources[item.name] = item.evaluator
     problems += _aggregator_problems(dataset.source, aggregators)
     if problems:
-        raise DatasetError(problems)
+        raise DatasetError(with_entry_lines(dataset, problems))
     return PreparedDataset(
         resolved=resolved,
         entry_evaluators=entry_evaluators,
@@ -579,16 +580,15 @@ def select_entries(
             "entries whose name or description contains it (ignoring case)"
         )
     name = data.name or prepared.runnable.name
-    names = [data.entries[i].name or str(i) for i in selected]
     selection = EntrySelection(
         entries=len(selected),
-        digest=selection_digest(names),
+        digest=selection_digest(_selected_names(data, selected)),
         shard=chosen_shard.index,
         shards=chosen_shard.count,
         entry_filter=entry_filter if isinstance(entry_filter, str) else None,
     )
     positions: Sequence[int] = (
-        shard_positions(name, names, chosen_shard)
+        shard_positions(name, list(_selected_names(data, selected)), chosen_shard)
         if chosen_shard.count > 1
         else range(len(selected))
     )
@@ -611,6 +611,13 @@ def select_entries(
         fingerprint=fingerprint,
         settings={"entry_filter": filter_text},
     )
+
+
+def _selected_names(data: Dataset, selected: Sequence[int]) -> Iterator[str]:
+    """The names of the selected entries, one at a time (a JSONL dataset's are read anew)."""
+    if isinstance(selected, range) and selected == range(len(data.entries)):
+        return (entry.name or str(i) for i, entry in enumerate(data.entries))
+    return (data.entries[i].name or str(i) for i in selected)
 
 
 def _executor_for(data: Dataset, executor: Executor | None) -> Executor | None:

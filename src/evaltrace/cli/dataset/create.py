@@ -29,12 +29,12 @@ SCHEMA_FILE: Final = "dataset.schema.json"
 @click.option(
     "--format",
     "file_format",
-    type=click.Choice(["json", "yaml"]),
+    type=click.Choice(["json", "yaml", "jsonl"]),
     default="json",
     show_default=True,
 )
 def create(name: str, runnable: str, file_format: str) -> int:
-    """Write a new dataset file NAME.evaltrace.json (or .yaml), with one example entry.
+    """Write a new dataset file NAME.evaltrace.json (or .yaml, .jsonl), with one example entry.
 
     NAME may include a folder (datasets/faq). The file names its JSON Schema in "$schema";
     dataset.schema.json is written beside it when absent. An existing file is never
@@ -79,9 +79,14 @@ def create(name: str, runnable: str, file_format: str) -> int:
 
 
 def document_text(path: Path, data: dict[str, Any]) -> str:
-    """A dataset's data as the text of its file: JSON for ``.json``, YAML otherwise."""
+    """A dataset's data as the text of its file: JSON, JSONL (``.jsonl``) or YAML, by suffix."""
     if path.suffix.lower() == ".json":
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if path.suffix.lower() == ".jsonl":
+        from evaltrace.datasets.jsonl import jsonl_lines
+
+        header = {key: value for key, value in data.items() if key != "entries"}
+        return "".join(jsonl_lines(header, data.get("entries", [])))
     import yaml
 
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = ["save"]
 
+_DATA_SUFFIXES = (".json", ".yaml", ".yml", ".jsonl")
+
 
 @click.command("save", short_help="Add entries made from stored traces to a dataset.")
 @click.argument("name")
@@ -49,8 +51,8 @@ def save(
 ) -> int:
     """Append one entry per trace of TRACES.JSONL to the dataset NAME.
 
-    NAME is a dataset file, or a name: NAME.evaltrace.json (or .yaml, .yml) in the current
-    folder, created when there is none. Each entry takes the trace's root span input as its
+    NAME is a dataset file, or a name: NAME.evaltrace.json (or .yaml, .yml, .jsonl) in the
+    current folder, created when there is none. Each entry takes the trace's root span input as its
     entry_kwargs, the values the app read with wrap(purpose="input") as its eval_input, and
     the selected span's output as a draft expectation to review. The file is checked before
     it is replaced (a YAML file loses its comments). A new dataset is scored by ExactMatch and
@@ -113,9 +115,10 @@ def save(
 def _dataset(name: str) -> tuple[Path, dict[str, Any]]:
     """The dataset file NAME stands for, and its data (a new dataset's when there is none)."""
     from evaltrace.datasets import DatasetError, load_dataset
+    from evaltrace.datasets.convert import dataset_header, entry_data
 
     given = Path(name)
-    if given.name.lower().endswith(DATASET_SUFFIXES) or given.suffix in (".json", ".yaml", ".yml"):
+    if given.name.lower().endswith(DATASET_SUFFIXES) or given.suffix in _DATA_SUFFIXES:
         candidates = [given]
     else:
         candidates = [given.with_name(given.name + suffix) for suffix in DATASET_SUFFIXES]
@@ -137,8 +140,8 @@ def _dataset(name: str) -> tuple[Path, dict[str, Any]]:
         document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8-sig"))
         return path, document
     # YAML is read by evaltrace's own rules (`no` is a string, ...): the loaded dataset, not a
-    # second YAML parse, is what is written back.
-    return path, loaded.model_dump(mode="json", exclude_unset=True)
+    # second YAML parse, is what is written back. A JSONL dataset is read entry by entry.
+    return path, {**dataset_header(loaded), "entries": list(entry_data(loaded))}
 
 
 def _recorded_names(trace_file: Path) -> dict[str, str]:
