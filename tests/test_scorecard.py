@@ -469,7 +469,7 @@ def test_many_repeated_entries_are_summarised_by_a_histogram_of_spreads() -> Non
 
 
 def test_classification_results_show_a_prf_table_and_a_confusion_heat_map(html: str) -> None:
-    assert '<h3>label::fscore <span class="score-chip">' in html
+    assert "<h3>label</h3>" in html and '<span class="score-chip">fscore ' in html
     assert "Confusion matrix: rows are predicted classes, columns expected classes" in html
     # label scored two entries, both expected geo: one predicted geo, one other (the most: heat 9)
     assert (
@@ -620,3 +620,32 @@ def test_a_folder_written_by_release_0_1_0_gets_its_scorecard(tmp_path: Path) ->
                 (copy / file.name).write_bytes(file.read_bytes())
         page = write_scorecard(copy).read_text(encoding="utf-8")
         assert json.loads(data_element(page))["card"]["entries"]
+
+
+def test_the_results_of_one_classifier_share_one_panel_each_a_headline() -> None:
+    labels = [
+        Evaluation(score=1.0, details={"expected": "a", "actual": "a"}),
+        Evaluation(score=0.0, details={"expected": "b", "actual": "a"}),
+    ]
+    classes = ["a", "b"]
+    dataset = compute_dataset_evaluator_results(
+        {"label": labels, "other": labels},
+        {
+            "label": [
+                {"type": "precision", "classes": classes, "averaging": "macro"},
+                {"type": "recall", "classes": classes, "averaging": "macro"},
+                {"type": "confusion_matrix", "classes": classes},
+            ],
+            "other": [{"type": "recall", "classes": ["a"], "averaging": "micro"}],
+        },
+    )
+
+    page = generate_dataset_scorecard_html(RunResult(name="panels", dataset_results=dataset))
+
+    panels = page.split('<article class="dataset-result">')[1:]
+    assert len(panels) == 2  # one per source evaluator, the tables of "label" shown once
+    label, other = panels
+    assert "<h3>label</h3>" in label and label.count('<table class="matrix">') == 1
+    for kind in ("precision", "recall", "confusion_matrix"):
+        assert f'<span class="score-chip">{kind} ' in label
+    assert "<h3>other</h3>" in other and '<span class="score-chip">recall ' in other

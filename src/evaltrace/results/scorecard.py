@@ -29,8 +29,8 @@ import os
 import tempfile
 from array import array
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from importlib.resources import files
 from pathlib import Path
@@ -882,9 +882,7 @@ def _render(
             labelled=any(summary.labels for summary in evaluators),
             histograms=_histograms(evaluators, tally),
             repeated=_repeated_charts(tally),
-            dataset_results=[
-                _dataset_result(key, value) for key, value in card.dataset_results.items()
-            ],
+            dataset_results=_dataset_panels(card.dataset_results),
             statistics=_statistics_view(card),
             spend=_spend_tiles(card),
             csp=policy,
@@ -930,6 +928,8 @@ class _DatasetResult:
     classification: ClassificationDetails | None = None
     rows: list[_ClassRow] | None = None
     matrix: list[tuple[str, list[_Cell]]] | None = None
+    headlines: list[tuple[str, str, str]] = field(default_factory=list)
+    """Each result the panel shows: what it is (``precision``), its score, its reasoning."""
 
 
 def _summary(card: DatasetScorecard, tally: _Tally) -> dict[str, Any]:
@@ -980,6 +980,31 @@ def _repeated_details(evaluation: Evaluation) -> RepeatedDetails | None:
         return RepeatedDetails.model_validate(details)
     except ValidationError:
         return None
+
+
+def _dataset_panels(results: Mapping[str, Evaluation]) -> list[_DatasetResult]:
+    """One panel per dataset-level evaluator, each of its results a headline.
+
+    The results of one source evaluator over the same counts (precision, recall, F and the
+    matrix of one classifier) share their tables; anything else is a panel of its own.
+    """
+    panels: list[_DatasetResult] = []
+    shared: dict[tuple[str, str], int] = {}  # (source, the tables' content) -> panel
+    for key, value in results.items():
+        one = _dataset_result(key, value)
+        source, _, kind = key.partition("::")
+        headline = (kind or key, one.score, one.reasoning)
+        tables = one.classification
+        if tables is None or one.error is not None or not kind:
+            panels.append(replace(one, headlines=[headline]))
+            continue
+        same = (source, tables.model_dump_json(include={"classes", "per_class", "f_value"}))
+        if same in shared:
+            panels[shared[same]].headlines.append(headline)
+            continue
+        shared[same] = len(panels)
+        panels.append(replace(one, key=source, reasoning="", headlines=[headline]))
+    return panels
 
 
 def _dataset_result(key: str, evaluation: Evaluation) -> _DatasetResult:
