@@ -359,7 +359,7 @@ def test_several_datasets_with_an_invalid_one_run_nothing(tmp_path: Path) -> Non
     done = evaltrace(tmp_path, "test")
 
     assert done.returncode == 2
-    assert "bad.evaltrace.json: entries[0].entry_kwargs: " in done.stderr
+    assert "bad.evaltrace.json:1:31: entries[0].entry_kwargs: " in done.stderr
     assert not (tmp_path / "setup.marker").exists()
     assert not (tmp_path / "evaltrace_results").exists()
 
