@@ -454,15 +454,20 @@ def test_a_run_with_failures_shows_them_in_view_at_1400_by_900(
     watched = open_page(save_dataset_scorecard(run, tmp_path / "many.html"))
     page = watched.page
     page.set_viewport_size({"width": 1400, "height": 900})
-    page.evaluate("document.getElementById('entries').scrollIntoView()")
     shot = screenshots / "scorecard-failures-first.png"
-    page.screenshot(path=str(shot))
+    page.screenshot(path=str(shot))  # as opened: nothing scrolled
     assert shot.stat().st_size > 0
-    assert watched.rows()[:3] == ["entry 261", "entry 147", "entry 298"]
-    for row in page.locator("#grid tbody tr").all()[:3]:
-        box = row.bounding_box()
+    assert page.evaluate("window.scrollY") == 0
+    listed = page.locator("#failing button.open-entry").all()
+    assert [item.inner_text() for item in listed] == ["entry 147", "entry 261", "entry 298"]
+    for item in listed:  # each failing entry is in view without scrolling
+        box = item.bounding_box()
         assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= 900
-        assert row.is_visible()
+    listed[1].click()
+    page.wait_for_selector("#detail[open]")
+    assert "entry 261" in page.inner_text("#detail")
+    page.keyboard.press("Escape")
+    assert watched.rows()[:3] == ["entry 261", "entry 147", "entry 298"]  # the grid too
 
 
 def test_a_large_run_reads_each_entry_from_its_chunk_when_needed(

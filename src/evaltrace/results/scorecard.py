@@ -488,6 +488,36 @@ class _EvaluatorTally:
         self.scores = array("d")  # 8 bytes a score: what the histogram and the mean need
 
 
+_LISTED_FAILURES: Final = 10
+"""How many entries that did not pass the top of the page lists (the grid has them all)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Failing:
+    """An entry that did not pass, as the top of the page lists it."""
+
+    index: int
+    name: str
+    status: str
+    why: str
+
+
+def _failing(row: DatasetEntryResult, threshold: float) -> _Failing:
+    """Why ``row`` did not pass: its error, else its first evaluation below the threshold."""
+    why = ""
+    if row.error is not None:
+        why = f"{row.error.type}: {row.error.message}"
+    else:
+        for evaluation in row.evaluations:
+            if evaluation.error is not None or not evaluation.passed(threshold):
+                score = "" if evaluation.score is None else f" {evaluation.score:.2f}"
+                why = f"{evaluation.evaluator}{score}: {evaluation.reasoning}".rstrip(": ")
+                break
+    if len(why) > 160:
+        why = why[:157] + "..."
+    return _Failing(index=row.index, name=row.name, status=row.status.value, why=why)
+
+
 class _Tally:
     """What the page's summary and charts need of the rows, kept as the rows are added."""
 
@@ -499,6 +529,8 @@ class _Tally:
         self.evaluators: dict[str, _EvaluatorTally] = {}
         # Per repeated evaluator, per entry: its runs' scores and its score (a few floats).
         self.repeated: dict[str, dict[str, tuple[list[float], float | None]]] = {}
+        # The first entries that did not pass, listed at the top of the page (a few strings).
+        self.failing: list[_Failing] = []
 
     @property
     def pass_rate(self) -> float:
@@ -508,6 +540,8 @@ class _Tally:
         self.total += 1
         self.passed += row.status.passed
         self.counts[row.status] += 1
+        if not row.status.passed and len(self.failing) < _LISTED_FAILURES:
+            self.failing.append(_failing(row, self.threshold))
         for evaluation in row.evaluations:
             name = evaluation.evaluator or ""
             tally = self.evaluators.get(name)
@@ -946,6 +980,8 @@ def _summary(card: DatasetScorecard, tally: _Tally) -> dict[str, Any]:
         "finished_at": card.finished_at.isoformat(timespec="seconds") if card.finished_at else None,
         "settings": [(key, _setting(value)) for key, value in card.settings.items()],
         "baseline_pass_rate": _percent(base.passed / base.total) if base and base.total else None,
+        "failing": tally.failing,
+        "failing_total": tally.total - tally.passed,
     }
 
 

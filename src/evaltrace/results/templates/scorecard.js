@@ -592,6 +592,13 @@
 
   // --- events --------------------------------------------------------------------------
 
+  var failing = document.getElementById("failing");
+  if (failing) {
+    failing.addEventListener("click", function (event) {
+      var button = event.target.closest("button.open-entry");
+      if (button) openDetail(Number(button.dataset.index));
+    });
+  }
   tbody.addEventListener("click", function (event) {
     var row = event.target.closest("tr");
     if (row) openDetail(Number(row.dataset.index));
