@@ -34,7 +34,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import report
+from _common import parser, report
 from evaltrace.datasets import dataset_from_data, run_dataset
 from evaltrace.evals import Evaluable, NamedData
 from evaltrace.judges import Repeated, configure_judge, create_llm_evaluator
@@ -234,4 +234,5 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
+    parser(__doc__).parse_args()
     sys.exit(anyio.run(main))

@@ -46,6 +46,10 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import parser
+
 SPANS_PER_REQUEST = 512
 SPANS_PER_TRACE = 4
 CONNECTIONS = 4
@@ -377,7 +381,9 @@ def spread(values: list[float]) -> str:
 
 
 def main() -> int:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    arguments = parser(__doc__)
+    arguments.add_argument("runs", nargs="?", type=int, default=3, help="repetitions (3)")
+    runs = arguments.parse_args().runs
     count = -(-100_000 // SPANS_PER_REQUEST)  # 196 requests: 100,352 spans
     bodies = requests(count, seed=1)
     print(f"{count} requests of {SPANS_PER_REQUEST} spans ({count * SPANS_PER_REQUEST:,} spans)")

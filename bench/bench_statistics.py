@@ -32,13 +32,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import report
+from _common import parser, report
 from evaltrace.datasets import load_dataset, run_dataset
 from evaltrace.evals import Evaluation
 from evaltrace.results import EntryResult, RunResult, StatisticsTally, compare_runs
 
 GOAL = 1.05
-ENTRIES = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+ENTRIES = 100_000  # the first argument sets it
 
 APP = """\
 from evaltrace import wrap
@@ -189,4 +189,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    arguments = parser(__doc__)
+    arguments.add_argument(
+        "entries", nargs="?", type=int, default=ENTRIES, help="entries (100,000)"
+    )
+    ENTRIES = arguments.parse_args().entries
     sys.exit(main())
