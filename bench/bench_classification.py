@@ -35,8 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sklearn
-from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+
+try:  # bench/requirements.txt, which `python3 dev.py bench` installs
+    import sklearn
+    from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+except ImportError:
+    sklearn = None
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -79,6 +83,8 @@ def main() -> int:
     command.add_argument("--repeats", type=positive, default=3, help="best of this many runs")
     command.add_argument("--seed", type=int, default=20240601)
     args = command.parse_args()
+    if sklearn is None:
+        command.error("scikit-learn is missing: run python3 dev.py bench classification")
 
     expected, predicted = make_pairs(args.n, args.classes, accuracy=0.8, seed=args.seed)
     classes = sorted(set(expected) | set(predicted))
