@@ -211,9 +211,14 @@ def test_evaluation_results_arrive_in_phoenix_in_the_trace_they_scored(
         check=True,
         timeout=120,
     )
-    spans = phoenix.spans("evaltrace-evaluations", count=4)
-    assert len(evaluation_nodes(spans, tmp_path)) == 2
-    assert len({span["context"]["trace_id"] for span in spans}) == 1
+    # 4 in the app's trace, and the run's statistics in a trace of their own (a root span
+    # and one span per evaluator; evaluate_inputs above computed none)
+    spans = phoenix.spans("evaltrace-evaluations", count=6)
+    app_trace = run["context"]["trace_id"]
+    in_app = [span for span in spans if span["context"]["trace_id"] == app_trace]
+    assert len(evaluation_nodes(in_app, tmp_path)) == 2
+    statistics = {span["name"] for span in spans if span not in in_app}
+    assert "evaluation statistics says_paris" in statistics
 
 
 def test_serve_forwards_to_phoenix_and_its_scores_land_on_the_traces_they_scored(

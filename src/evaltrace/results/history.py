@@ -435,7 +435,7 @@ def render_history(history: RunHistory, *, plain: bool = True, width: int | None
 
     Example:
         >>> render_history(RunHistory(datasets=[]))
-        'No runs.\\n'
+        'No runs.\n'
     """
     return render_rich(_tables(history, plain=plain), plain=plain, width=width)
 

@@ -390,6 +390,7 @@ def _in_start_order(
             roots.append(node)
         else:
             parent.children.append(node)
+            node.parent = parent
     return roots
 
 
