@@ -24,15 +24,11 @@ Example:
 
 from __future__ import annotations
 
-import base64
-import functools
-import hashlib
 import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 from urllib.parse import quote
@@ -54,6 +50,7 @@ from evaltrace.constants import (
 )
 from evaltrace.errors import ResultFileError
 from evaltrace.results import charts
+from evaltrace.results._pages import asset, environment, source_hash
 from evaltrace.results.comparison import RunComparison, Verdict, compare_runs
 from evaltrace.results.folder import find_runs, load_result, write_atomically
 from evaltrace.results.model import RunResult
@@ -64,7 +61,7 @@ from evaltrace.results.uncertainty import RunStatistics
 from evaltrace.statistics import Interval, check_confidence, wilson_interval
 
 if TYPE_CHECKING:
-    import jinja2
+    pass
 
 __all__ = [
     "HISTORY_FILE",
@@ -84,8 +81,6 @@ __all__ = [
 
 HISTORY_FILE: Final = "history.html"
 """The page ``evaltrace history`` writes into the (first) folder of runs it reads."""
-
-_TEMPLATES: Final = "templates"
 
 
 # --- measures: figures of a run drawn over time beside the scores --------------------------
@@ -576,13 +571,13 @@ def generate_history_html(history: RunHistory, *, page: str | os.PathLike[str]) 
     import markupsafe
 
     where = Path(os.path.abspath(Path(page).parent))
-    style = _asset("history.css")
+    style = asset("history.css")
     policy = (
-        f"default-src 'none'; style-src '{_sha256(style)}'; img-src data:; base-uri 'none'; "
+        f"default-src 'none'; style-src '{source_hash(style)}'; img-src data:; base-uri 'none'; "
         "form-action 'none'"
     )
     return (
-        _environment()
+        environment()
         .get_template("history.html.j2")
         .render(
             history=history,
@@ -733,27 +728,3 @@ def _link(scorecard: str | None, where: Path) -> str | None:
         return None
     relative = os.path.relpath(os.path.abspath(scorecard), where)
     return "/".join(quote(part, safe="") for part in Path(relative).parts)
-
-
-def _sha256(text: str) -> str:
-    digest = hashlib.sha256(text.encode("utf-8")).digest()
-    return "sha256-" + base64.b64encode(digest).decode("ascii")
-
-
-@functools.cache
-def _asset(name: str) -> str:
-    return files("evaltrace.results").joinpath(_TEMPLATES, name).read_text(encoding="utf-8")
-
-
-@functools.cache
-def _environment() -> jinja2.Environment:
-    # jinja2 is loaded on first render only, as for the scorecard.
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("evaltrace.results", _TEMPLATES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )

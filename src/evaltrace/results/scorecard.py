@@ -19,9 +19,7 @@ script puts data on the page only as text.
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
 import io
 import json
 import math
@@ -32,7 +30,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from importlib.resources import files
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Self
 
@@ -54,6 +51,7 @@ from evaltrace.llm.calls import ModelUsage, total_usage
 from evaltrace.llm.prices import PriceTable
 from evaltrace.metrics.classification import ClassificationDetails
 from evaltrace.results import charts
+from evaltrace.results._pages import asset, environment, source_hash
 from evaltrace.results.comparison import RunComparison, compare_runs
 from evaltrace.results.folder import RESULT_FILE, TRACES_FILE, load_result, write_atomically_with
 from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
@@ -65,7 +63,7 @@ from evaltrace.statistics import Interval
 from evaltrace.trace import ObservationNode, load_traces
 
 if TYPE_CHECKING:
-    import jinja2
+    pass
 
 __all__ = [
     "SCORECARD_FILE",
@@ -83,7 +81,6 @@ __all__ = [
 SCORECARD_FILE: Final = "scorecard.html"
 """The scorecard written into a results folder."""
 
-_TEMPLATES: Final = "templates"
 _DATA_MARK: Final = "<evaltrace-scorecard-data>"
 _NOT_IN_DATA: Final[set[str]] = {
     "entries",
@@ -898,16 +895,16 @@ def _render(
     """Write the page: the template around the data elements, which ``data`` writes."""
     import markupsafe
 
-    style = _asset("scorecard.css")
-    script = _asset("scorecard.js")
+    style = asset("scorecard.css")
+    script = asset("scorecard.js")
     evaluators = tally.summaries(card.evaluators, card.baseline_evaluator_means)
     policy = (
         "default-src 'none'; "
-        f"style-src '{_sha256(style)}'; script-src '{_sha256(script)}'; "
+        f"style-src '{source_hash(style)}'; script-src '{source_hash(script)}'; "
         "img-src data:; base-uri 'none'; form-action 'none'"
     )
     page = (
-        _environment()
+        environment()
         .get_template("scorecard.html.j2")
         .render(
             card=card,
@@ -1467,27 +1464,3 @@ def _duration(seconds: float) -> str:
 
 def _setting(value: JsonValue) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _sha256(text: str) -> str:
-    digest = hashlib.sha256(text.encode("utf-8")).digest()
-    return "sha256-" + base64.b64encode(digest).decode("ascii")
-
-
-@functools.cache
-def _asset(name: str) -> str:
-    return files("evaltrace.results").joinpath(_TEMPLATES, name).read_text(encoding="utf-8")
-
-
-@functools.cache
-def _environment() -> jinja2.Environment:
-    # jinja2 is loaded on first render only: ``import evaltrace`` never pays for it.
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("evaltrace.results", _TEMPLATES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
