@@ -28,6 +28,7 @@ from opentelemetry import trace as otel
 from evaltrace import Evaluable, Evaluation, save_traces, wrap
 from evaltrace.engine import evaluate_inputs
 from evaltrace.judges import Repeated
+from evaltrace.llm.calls import ModelUsage
 from evaltrace.metrics import compute_dataset_evaluator_results
 from evaltrace.results import (
     DatasetScorecard,
@@ -39,6 +40,7 @@ from evaltrace.results import (
     write_scorecard,
 )
 from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
+from evaltrace.results.usage import latency_summary
 from evaltrace.testing import FakeJudgeServer
 from evaltrace.trace import capture_traces
 
@@ -650,3 +652,21 @@ def test_the_results_of_one_classifier_share_one_panel_each_a_headline() -> None
     for kind in ("precision", "recall", "confusion_matrix"):
         assert f'<span class="score-chip">{kind} ' in label
     assert "<h3>other</h3>" in other and '<span class="score-chip">recall ' in other
+
+
+def test_a_page_written_as_the_run_goes_shows_its_tokens_cost_and_latency(tmp_path: Path) -> None:
+    entries = [EntryResult(index=0, name="a", duration_s=0.5)]
+    run = RunResult(
+        name="spent",
+        entries=entries,
+        usage={"m": ModelUsage(calls=2, input_tokens=100, output_tokens=20)},
+        latency=latency_summary([0.5]),
+    )
+    with ScorecardWriter() as writer:
+        writer.add_entry(entries[0])
+        streamed = writer.write(tmp_path / "streamed.html", run).read_text(encoding="utf-8")
+    built = generate_dataset_scorecard_html(run)
+
+    for page in (streamed, built):  # the same tiles either way
+        assert 'id="tokens"' in page and "120" in page and 'id="cost"' in page
+        assert "unknown" in page and 'id="latency"' in page

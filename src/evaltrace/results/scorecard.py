@@ -381,41 +381,13 @@ class DatasetScorecard(BaseModel):
                     prices=result.prices,
                 )
             )
-        baseline_summary = None
-        baseline_means: dict[str, float | None] = {}
-        if base is not None:
-            baseline_summary = BaselineSummary(
-                name=base.name,
-                run_id=base.run_id,
-                total=len(base.entries),
-                passed=sum(entry.status.passed for entry in base.entries),
-                matched=len(matches),
-                only_in_baseline=len(base.entries) - len(matches),
-            )
-            baseline_means = {
-                name: _mean(scores) for name, scores in _scores_by_evaluator(base.entries).items()
-            }
-        return cls(
-            name=result.name,
-            run_id=result.run_id,
-            source=result.source,
-            started_at=result.started_at,
-            finished_at=result.finished_at,
-            duration_s=result.duration_s,
-            threshold=result.threshold,
-            settings=result.settings,
+        return _card(
+            result,
             evaluators=_evaluator_names(result),
             entries=entries,
-            dataset_results=result.dataset_results,
-            baseline=baseline_summary,
-            baseline_evaluator_means=baseline_means,
+            baseline=base,
+            matched=len(matches),
             problems=problems,
-            statistics=result.statistics,
-            comparison=None if base is None else _compare(base, result),
-            usage=result.usage,
-            latency=result.latency,
-            cost=result.cost,
-            currency=result.prices.currency if result.prices is not None else "USD",
         )
 
     @classmethod
@@ -733,36 +705,13 @@ class ScorecardWriter:
         names = dict.fromkeys(run.evaluators)
         for name in self._tally.evaluators:
             names.setdefault(name)
-        baseline_summary = None
-        baseline_means: dict[str, float | None] = {}
-        if base is not None:
-            baseline_summary = BaselineSummary(
-                name=base.name,
-                run_id=base.run_id,
-                total=len(base.entries),
-                passed=sum(entry.status.passed for entry in base.entries),
-                matched=self._matched,
-                only_in_baseline=len(base.entries) - self._matched,
-            )
-            baseline_means = {
-                name: _mean(scores) for name, scores in _scores_by_evaluator(base.entries).items()
-            }
-        return DatasetScorecard(
-            name=run.name,
-            run_id=run.run_id,
-            source=run.source,
-            started_at=run.started_at,
-            finished_at=run.finished_at,
-            duration_s=run.duration_s,
-            threshold=run.threshold,
-            settings=run.settings,
+        return _card(
+            run,
             evaluators=list(names),
-            dataset_results=run.dataset_results,
-            baseline=baseline_summary,
-            baseline_evaluator_means=baseline_means,
+            entries=[],
+            baseline=base,
+            matched=self._matched,
             problems=list(problems),
-            statistics=run.statistics,
-            comparison=None if base is None else _compare(base, run),
         )
 
     def _data(self, out: IO[str], header: DatasetScorecard) -> None:
@@ -1013,6 +962,57 @@ def _repeated_details(evaluation: Evaluation) -> RepeatedDetails | None:
         return RepeatedDetails.model_validate(details)
     except ValidationError:
         return None
+
+
+def _card(
+    run: RunResult,
+    *,
+    evaluators: list[str],
+    entries: list[DatasetEntryResult],
+    baseline: RunResult | None,
+    matched: int,
+    problems: list[str],
+) -> DatasetScorecard:
+    """The scorecard of ``run``, its rows aside.
+
+    What a page built from a saved run and one written as the run goes both show of it.
+    """
+    baseline_summary = None
+    baseline_means: dict[str, float | None] = {}
+    if baseline is not None:
+        baseline_summary = BaselineSummary(
+            name=baseline.name,
+            run_id=baseline.run_id,
+            total=len(baseline.entries),
+            passed=sum(entry.status.passed for entry in baseline.entries),
+            matched=matched,
+            only_in_baseline=len(baseline.entries) - matched,
+        )
+        baseline_means = {
+            name: _mean(scores) for name, scores in _scores_by_evaluator(baseline.entries).items()
+        }
+    return DatasetScorecard(
+        name=run.name,
+        run_id=run.run_id,
+        source=run.source,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        duration_s=run.duration_s,
+        threshold=run.threshold,
+        settings=run.settings,
+        evaluators=evaluators,
+        entries=entries,
+        dataset_results=run.dataset_results,
+        baseline=baseline_summary,
+        baseline_evaluator_means=baseline_means,
+        problems=problems,
+        statistics=run.statistics,
+        comparison=None if baseline is None else _compare(baseline, run),
+        usage=run.usage,
+        latency=run.latency,
+        cost=run.cost,
+        currency=run.prices.currency if run.prices is not None else "USD",
+    )
 
 
 def _dataset_panels(results: Mapping[str, Evaluation]) -> list[_DatasetResult]:
