@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -388,6 +389,21 @@ def test_a_key_keeps_its_first_response(cache_file: Path) -> None:
     stored = cache.get("k")
     assert stored is not None and stored.body == '{"first": true}' and stored.input_tokens == 3
     assert cache.stats().entries == 1
+
+
+def stored_keys(cache_file: Path) -> set[str]:
+    with sqlite3.connect(cache_file) as connection:
+        return {row[0] for row in connection.execute("SELECT key FROM responses")}
+
+
+def test_a_response_reaches_the_file_within_a_second_without_a_flush(cache_file: Path) -> None:
+    cache = JudgeCache(cache_file)
+    cache.put("k", reply())
+
+    deadline = time.monotonic() + 5.0
+    while "k" not in stored_keys(cache_file) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "k" in stored_keys(cache_file)
 
 
 def test_responses_older_than_the_ttl_are_not_used(cache_file: Path) -> None:
