@@ -252,6 +252,23 @@ def test_entries_in_one_run_only_are_listed_apart_and_not_compared() -> None:
     )
 
 
+def test_entries_of_a_repeated_name_pair_in_input_order_not_finish_order() -> None:
+    def repeated(scores: list[float], finish_order: list[int]) -> RunResult:
+        entries = [
+            EntryResult(index=i, name="same", evaluations=[Evaluation(score=s, evaluator="x")])
+            for i, s in enumerate(scores)
+        ]
+        return RunResult(name="qa", entries=[entries[i] for i in finish_order])
+
+    # The same two inputs, unchanged between runs; the old run's second input finished first.
+    old = repeated([1.0, 0.0], finish_order=[1, 0])
+    new = repeated([1.0, 0.0], finish_order=[0, 1])
+
+    (scores,) = compare_runs(old, new).evaluators
+
+    assert (scores.fixed, scores.broken) == (0, 0)
+
+
 def label_run(pairs: list[tuple[str, str]]) -> RunResult:
     aggregators = {"intent": [{"type": "recall", "classes": ["buy", "sell"]}]}
     entries = [

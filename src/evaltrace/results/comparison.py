@@ -446,7 +446,8 @@ class _Pairs:
 def _pair_entries(old: Sequence[EntryResult], new: Sequence[EntryResult]) -> _Pairs:
     """The entries of both runs, by name.
 
-    The n-th entry of a name that repeats is paired with the other run's n-th of that name.
+    The n-th entry of a name that repeats (in input order: a run lists its entries as they
+    finished) is paired with the other run's n-th of that name.
     """
     by_name = {entry.name: entry for entry in old}
     new_names = {entry.name for entry in new}
@@ -464,6 +465,8 @@ def _pair_entries(old: Sequence[EntryResult], new: Sequence[EntryResult]) -> _Pa
             if len(news) == len(old)
             else [e.name for e in old if e.name not in new_names],
         )
+    old = sorted(old, key=_input_order)
+    new = sorted(new, key=_input_order)
     waiting: dict[str, list[EntryResult]] = {}
     for entry in old:
         waiting.setdefault(entry.name, []).append(entry)
@@ -488,6 +491,10 @@ def _pair_entries(old: Sequence[EntryResult], new: Sequence[EntryResult]) -> _Pa
         new_only=new_only,
         old_only=[name for name, entries in waiting.items() for _ in entries[taken.get(name, 0) :]],
     )
+
+
+def _input_order(entry: EntryResult) -> int:
+    return entry.index
 
 
 _ERRORED: Final = -1.0
