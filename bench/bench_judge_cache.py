@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from openai.types.chat import ChatCompletion
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -40,6 +41,7 @@ from _common import parser, report
 from evaltrace.datasets import dataset_from_data, run_dataset
 from evaltrace.evals import Evaluable, NamedData
 from evaltrace.judges import Repeated, configure_judge, create_llm_evaluator
+from evaltrace.llm import CachedReply, JudgeCache, JudgeSample, request_key
 from evaltrace.testing import FakeJudgeServer
 
 SERVER = """
@@ -147,6 +149,51 @@ async def hit_cost(folder: Path) -> bool:
         server.stop()
 
 
+def miss_cost(folder: Path) -> None:
+    """What a miss adds to a judge call, alone: key, lookup, the response's JSON, hand-over."""
+    response = ChatCompletion.model_validate(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "A"},
+                }
+            ],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 1, "total_tokens": 51},
+        }
+    )
+    instructions = {"role": "system", "content": "Grade the answer. " * 20}
+    cache = JudgeCache(folder / "misses.sqlite3")
+    count = 5_000
+    started, used = time.perf_counter(), time.process_time()
+    for index in range(count):
+        request = {
+            "model": "m",
+            "messages": [instructions, {"role": "user", "content": f"Answer: {index}"}],
+        }
+        key = request_key(
+            endpoint="http://127.0.0.1:1/v1",
+            api="chat.completions",
+            request=request,
+            sample=JudgeSample(),
+        )
+        assert key is not None and cache.get(key) is None
+        body = response.model_dump_json(by_alias=True, exclude_unset=True)
+        cache.put(key, CachedReply(api="chat.completions", model="m", body=body))
+    wall = (time.perf_counter() - started) / count
+    cpu = (time.process_time() - used) / count
+    cache.close()
+    print(
+        f"what a miss adds ({count:,} misses: key, lookup, the response's JSON, hand-over): "
+        f"{cpu * 1e6:,.0f} us of CPU, {wall * 1e6:,.0f} us wall"
+    )
+
+
 async def filling_cost(folder: Path) -> bool:
     server = JudgeProcess(latency=0.020)
     try:
@@ -246,6 +293,7 @@ async def main() -> int:
     with tempfile.TemporaryDirectory() as temporary:
         folder = Path(temporary)
         ok = await hit_cost(folder)
+        miss_cost(folder)
         ok &= await filling_cost(folder)
         ok &= await early_stopping()
     return 0 if ok else 1
