@@ -227,8 +227,8 @@ def scoring_run(scoring: Scoring) -> Iterator[None]:
     An evaluator that stops once its verdict is settled reads the run's threshold
     (:func:`~evaltrace.evals.pass_threshold`); a check that prices the app's calls, its
     price table (:func:`~evaltrace.llm.current_prices`). Both are the run's, the same for
-    every entry: set once per worker, not around each entry (bench_runner.py: about 5% of
-    the CPU of the no-I/O run, bench/README.md).
+    every entry: set once per worker, not around each entry (bench_runner.py: the two
+    context managers were about 6% of an entry's CPU, bench/README.md).
     """
     with passing_at(scoring.threshold), using_prices(scoring.prices):
         yield
