@@ -16,8 +16,9 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parser, report
-from evaltrace import Evaluable, Evaluator, EvaluatorContext, evaluate_inputs
+from _common import median, parser, report
+from evaltrace import Evaluable, Evaluator, EvaluatorContext, evaluate_inputs, root
+from evaltrace.engine import EntryPoint, run_captured
 from evaltrace.evals import EvaluatorFunction
 
 N = 1_000
@@ -152,18 +153,24 @@ SLEEP_S = 0.010
 
 
 async def ours_sleeping_evaluators(concurrency: int) -> float:
-    """evaluate_inputs: a no-I/O app, three evaluators each waiting 10 ms."""
+    """evaluate_inputs: a no-I/O app, three evaluators each waiting 10 ms.
+
+    They wait with ``asyncio.sleep``, as the hand-written side's do: both sides run the same
+    evaluator bodies, so the figure is the runner's cost and not ``anyio.sleep``'s over
+    ``asyncio.sleep`` (about 5% of this side's CPU).
+    """
+    import asyncio
 
     async def waits(evaluable: Evaluable) -> float:
-        await anyio.sleep(SLEEP_S)
+        await asyncio.sleep(SLEEP_S)
         return 1.0
 
     async def waits_2(evaluable: Evaluable) -> float:
-        await anyio.sleep(SLEEP_S)
+        await asyncio.sleep(SLEEP_S)
         return 1.0
 
     async def waits_3(evaluable: Evaluable) -> float:
-        await anyio.sleep(SLEEP_S)
+        await asyncio.sleep(SLEEP_S)
         return 1.0
 
     started = time.perf_counter()
@@ -189,6 +196,37 @@ async def gather_sleeping_evaluators(concurrency: int) -> float:
         async with semaphore:
             await task(x)
             return list(await asyncio.gather(waits(), waits(), waits()))
+
+    started = time.perf_counter()
+    results = await asyncio.gather(*(one(x) for x in range(N)))
+    elapsed = time.perf_counter() - started
+    assert all(score == 1.0 for row in results for score in row)
+    return elapsed
+
+
+async def captured_gather_sleeping_evaluators(concurrency: int) -> float:
+    """By hand as :func:`gather_sleeping_evaluators`, each input run under evaltrace's capture.
+
+    Each input runs in ``run_captured`` (its root span and capture) and its evaluable is read
+    by the ``root`` selector, as ``evaluate_inputs`` does, before the same gathered
+    evaluators: what ``evaluate_inputs`` would cost with a scheduler, evaluator calls and
+    bookkeeping that cost nothing. It splits the gap to ``gather``: capture and selector
+    against the engine's own work.
+    """
+    import asyncio
+
+    semaphore = asyncio.Semaphore(concurrency)
+    app = EntryPoint.of(task)
+
+    async def waits(evaluable: Evaluable) -> float:
+        await asyncio.sleep(SLEEP_S)
+        return 1.0
+
+    async def one(x: int) -> list[float]:
+        async with semaphore:
+            run = await run_captured(app, x)
+            evaluable = root(run.trace)
+            return list(await asyncio.gather(waits(evaluable), waits(evaluable), waits(evaluable)))
 
     started = time.perf_counter()
     results = await asyncio.gather(*(one(x) for x in range(N)))
@@ -247,9 +285,13 @@ async def main() -> int:
         )
     concurrency = 100
     ideal = math.ceil(N / concurrency) * 0.030
-    walls, floors = [], []
+    walls, floors, wall_cpus = [], [], []
     for _ in range(3):
+        gc.collect()
+        cpu = time.process_time()
         walls.append(await ours_latency(concurrency))
+        wall_cpus.append(time.process_time() - cpu)
+        gc.collect()
         floors.append(await bare_asyncio_latency(concurrency))
     wall, floor = min(walls), min(floors)
     ok &= report(
@@ -261,29 +303,44 @@ async def main() -> int:
     )
     print(
         f"  (bare asyncio doing only the sleeps takes {floor * 1000:.0f} ms = "
-        f"{floor / ideal:.2f}x ideal; evaltrace is {wall / floor:.2f}x that floor)"
+        f"{floor / ideal:.2f}x ideal; evaltrace is {wall / floor:.2f}x that floor; its process "
+        f"CPU {min(wall_cpus) * 1000:.0f} ms, best round)"
     )
-    ours_s = base_s = ours_cpu = base_cpu = float("inf")
+    ours_times, base_times, ours_cpus, base_cpus, captured_cpus = [], [], [], [], []
     for _ in range(5):  # in alternation, best of each
         gc.collect()
         cpu = time.process_time()
-        ours_s = min(ours_s, await ours_sleeping_evaluators(50))
-        ours_cpu = min(ours_cpu, time.process_time() - cpu)
+        ours_times.append(await ours_sleeping_evaluators(50))
+        ours_cpus.append(time.process_time() - cpu)
         gc.collect()
         cpu = time.process_time()
-        base_s = min(base_s, await gather_sleeping_evaluators(50))
-        base_cpu = min(base_cpu, time.process_time() - cpu)
+        base_times.append(await gather_sleeping_evaluators(50))
+        base_cpus.append(time.process_time() - cpu)
+        gc.collect()
+        cpu = time.process_time()
+        await captured_gather_sleeping_evaluators(50)
+        captured_cpus.append(time.process_time() - cpu)
     ok &= report(
         "3 evaluators waiting 10 ms, c=50: evaluate_inputs vs gather + Semaphore",
-        ours_s * 1000,
-        base_s * 1000,
+        min(ours_times) * 1000,
+        min(base_times) * 1000,
         "ms",
         1.05,
     )
+    rounds_ = sorted(o / b for o, b in zip(ours_times, base_times, strict=True))
     print(
-        f"  (ideal ceil({N}/50) x 10 ms = {math.ceil(N / 50) * SLEEP_S * 1000:.0f} ms; process "
-        f"CPU, best round: evaluate_inputs {ours_cpu * 1000:.0f} ms, gather "
-        f"{base_cpu * 1000:.0f} ms: a run whose CPU nears the ideal is bound by it)",
+        f"  (round by round {rounds_[0]:.2f}-{rounds_[-1]:.2f}x, median {median(rounds_):.2f}x; "
+        f"ideal ceil({N}/50) x 10 ms = {math.ceil(N / 50) * SLEEP_S * 1000:.0f} ms; process "
+        f"CPU, best round: evaluate_inputs {min(ours_cpus) * 1000:.0f} ms, gather "
+        f"{min(base_cpus) * 1000:.0f} ms: a run whose CPU nears the ideal is bound by it)",
+        flush=True,
+    )
+    ours_cpu, base_cpu, captured_cpu = min(ours_cpus), min(base_cpus), min(captured_cpus)
+    print(
+        f"  (the same by hand with each input under evaltrace's run capture and root selector: "
+        f"process CPU {captured_cpu * 1000:.0f} ms; of evaluate_inputs' CPU over gather's, "
+        f"{(captured_cpu - base_cpu) / (ours_cpu - base_cpu):.0%} is the capture and "
+        f"selector, the rest the engine's scheduling, evaluator calls and bookkeeping)",
         flush=True,
     )
     return 0 if ok else 1

@@ -19,7 +19,7 @@ import anyio.lowlevel
 from evaltrace.constants import INPUTS_BETWEEN_CHECKPOINTS
 from evaltrace.engine.config import RunConfig
 from evaltrace.engine.entries import Entry, EntrySource
-from evaltrace.engine.scoring import Scored, Scoring, failed_entry, score
+from evaltrace.engine.scoring import Scored, Scoring, failed_entry, score, scoring_run
 from evaltrace.evals.evaluation import EvaluationError
 from evaltrace.llm.cache import flush_judge_caches
 
@@ -165,9 +165,10 @@ async def score_entries(work: Work, finished: Finished) -> None:
     entries = work.entries()
 
     async def worker() -> None:
-        for done, entry in enumerate(entries, 1):  # workers share one iterator
-            await finished(await score(entry, scoring))
-            await checkpoint_now_and_then(done)
+        with scoring_run(scoring):
+            for done, entry in enumerate(entries, 1):  # workers share one iterator
+                await finished(await score(entry, scoring))
+                await checkpoint_now_and_then(done)
 
     workers = max(1, min(work.config.concurrency, len(work.source)))
     await _in_workers(worker, workers)
@@ -186,14 +187,15 @@ async def _score_arriving(
 
     async def worker() -> None:
         done = 0
-        while True:
-            async with taking:
-                entry = await anext(arriving, None)
-            if entry is None:
-                return
-            await finished(await score(entry, scoring))
-            done += 1
-            await checkpoint_now_and_then(done)
+        with scoring_run(scoring):
+            while True:
+                async with taking:
+                    entry = await anext(arriving, None)
+                if entry is None:
+                    return
+                await finished(await score(entry, scoring))
+                done += 1
+                await checkpoint_now_and_then(done)
 
     await _in_workers(worker, concurrency)
 

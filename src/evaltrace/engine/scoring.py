@@ -13,6 +13,7 @@ ends with fewer evaluations than evaluators.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import types
 from collections.abc import Coroutine, Generator, Iterator, Mapping, Sequence
@@ -50,6 +51,7 @@ __all__ = [
     "entry_result",
     "failed_entry",
     "score",
+    "scoring_run",
     "trace_file_error",
     "with_case",
 ]
@@ -218,8 +220,25 @@ class Scoring:
     """The run's price table, for the checks that price the app's calls (``max-cost``)."""
 
 
+@contextlib.contextmanager
+def scoring_run(scoring: Scoring) -> Iterator[None]:
+    """What the evaluators of every entry read of their run, set around a worker's entries.
+
+    An evaluator that stops once its verdict is settled reads the run's threshold
+    (:func:`~evaltrace.evals.pass_threshold`); a check that prices the app's calls, its
+    price table (:func:`~evaltrace.llm.current_prices`). Both are the run's, the same for
+    every entry: set once per worker, not around each entry (bench_runner.py: the two
+    context managers were about 6% of an entry's CPU, bench/README.md).
+    """
+    with passing_at(scoring.threshold), using_prices(scoring.prices):
+        yield
+
+
 async def score(entry: Entry, scoring: Scoring) -> Scored:
-    """Run (or read) ``entry`` and score it; never raises but for a cancellation of the run."""
+    """Run (or read) ``entry`` and score it; never raises but for a cancellation of the run.
+
+    Called inside :func:`scoring_run` of ``scoring``.
+    """
     try:
         if scoring.epochs > 1 and entry.trace is None:
             return await _score_epochs(entry, scoring)
@@ -280,13 +299,8 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
             attributes=scoring.attributes,
             duration_s=run.duration_s if run is not None else _duration(entry),
         )
-        # The entry's judge calls are counted apart from every other entry's, and an
-        # evaluator that stops once its verdict is settled knows the run's threshold.
-        with (
-            collect_judge_usage() as judges,
-            passing_at(scoring.threshold),
-            using_prices(scoring.prices),
-        ):
+        # The entry's judge calls are counted apart from every other entry's.
+        with collect_judge_usage() as judges:
             evaluations = await evaluate_all(prepared, ctx, scoring.timeout, label=entry.label)
         judge_usage = judges.usage()
     if roots:
