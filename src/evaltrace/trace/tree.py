@@ -317,8 +317,10 @@ def build_trace_and_cycles(
     """
     records: dict[_SpanKey, SpanRecord] = {}
     for span in spans:
-        record = span if isinstance(span, SpanRecord) else SpanRecord.from_readable(span)
-        records.setdefault((record.trace_id, record.span_id), record)
+        record = span if type(span) is SpanRecord else _record(span)
+        key = (record.trace_id, record.span_id)
+        if key not in records:
+            records[key] = record
     if not records:
         return [], []
     ordered = sorted(records.values(), key=_start)
@@ -370,6 +372,7 @@ def _in_start_order(
     """
     nodes: dict[_SpanKey, ObservationNode] = {}
     roots: list[ObservationNode] = []
+    with_values = bool(given or unattached)
     for record in ordered:
         trace_id = record.trace_id
         key = (trace_id, record.span_id)
@@ -381,17 +384,28 @@ def _in_start_order(
             if parent is None and parent_key in records:
                 return None
         values: Iterable[WrapRecord] = ()
-        if given or unattached:
+        if with_values:
             values = _values_of(
                 record, given.get(key, ()), unattached, parent is None and not roots
             )
-        node = nodes[key] = ObservationNode(span=span_view(record, values))
+        # Made without the dataclass's __init__ (its default factory and __post_init__):
+        # a tenth of building a stored trace's tree (bench_stored.py, bench/README.md).
+        node = nodes[key] = _new_node(ObservationNode)
+        node.span = span_view(record, values)
+        node.children = []
+        node.parent = parent
         if parent is None:
             roots.append(node)
         else:
             parent.children.append(node)
-            node.parent = parent
     return roots
+
+
+_new_node = object.__new__
+
+
+def _record(span: ReadableSpan | SpanRecord) -> SpanRecord:
+    return span if isinstance(span, SpanRecord) else SpanRecord.from_readable(span)
 
 
 def _values_of(
