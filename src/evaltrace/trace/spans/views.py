@@ -302,7 +302,7 @@ def _model_call(view: LLMSpan) -> dict[str, Any]:
                 "source": "input_output",
             }
         if not record.events:
-            return {**_NO_CALL, "usage": TokenUsage(), "parameters": {}}
+            return {**_NO_CALL, "usage": _NO_USAGE, "parameters": {}}
     inputs = input_messages(record)
     outputs, output_finish_reasons = output_messages(record)
     return {
@@ -354,6 +354,9 @@ _NO_CALL: Mapping[str, Any] = {
     "source": "kind",
 }
 """The fields of a model call that a span records nothing of (the defaults of LLMSpan)."""
+
+_NO_USAGE: Final = TokenUsage()
+"""The token counts of a span that recorded none (frozen: one is shared)."""
 
 _CALL_FIELDS = frozenset({*_NO_CALL, "usage", "parameters"})
 """The fields of :class:`LLMSpan` that :func:`_model_call` reads, all at once."""
