@@ -56,7 +56,12 @@ from evaltrace.trace._span_json import (
     unreadable,
 )
 from evaltrace.trace.spans import SpanRecord
-from evaltrace.trace.tree import ObservationNode, ParentCycle, build_trace_and_cycles
+from evaltrace.trace.tree import (
+    ObservationNode,
+    ParentCycle,
+    build_trace_and_cycles,
+    unlink_unshared,
+)
 
 __all__ = ["StoredTrace", "TraceFile", "TraceFileProblem", "read_traces"]
 
@@ -122,6 +127,11 @@ class StoredTrace:
     def complete(self) -> bool:
         """Whether every line of this trace was read."""
         return not self.problems
+
+    def __del__(self) -> None:
+        # A trace scored and let go is freed at once, not by the garbage collector
+        # (bench_stored.py, bench/README.md), when nothing else refers to it.
+        unlink_unshared(self.roots)
 
 
 class TraceFile:
