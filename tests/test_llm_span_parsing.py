@@ -722,3 +722,49 @@ def test_a_token_count_too_long_to_read_is_skipped() -> None:
 
     assert isinstance(view, LLMSpan)
     assert view.usage == TokenUsage(input_tokens=None, output_tokens=7, total_tokens=7)
+
+
+def llm_kind_view(spans: SpanFactory, input_text: str, output_text: str) -> LLMSpan:
+    """A span of kind LLM whose input and output texts are given as they are."""
+    attributes = {
+        "openinference.span.kind": "LLM",
+        "input.value": input_text,
+        "input.mime_type": "application/json",
+        "output.value": output_text,
+        "output.mime_type": "application/json",
+    }
+    view = span_view(SpanRecord.from_readable(spans.make("call_model", attributes)))
+    assert isinstance(view, LLMSpan)
+    return view
+
+
+def test_wrap_llm_span_reads_a_request_whose_keys_are_written_with_escapes(
+    spans: SpanFactory,
+) -> None:
+    # "\u006dessages" is "messages": the text names the key only once decoded.
+    request = '{"\\u006dessages": [{"role": "user", "content": "hi"}], "model": "m"}'
+    view = llm_kind_view(spans, request, '"hello"')
+
+    assert view.source == "input_output"
+    assert view.model == "m"
+    assert view.input_messages == (LLMMessage(role="user", content="hi"),)
+    assert view.output_messages == (LLMMessage(role="assistant", content="hello"),)
+
+
+def test_wrap_llm_span_reads_a_response_after_leading_whitespace(spans: SpanFactory) -> None:
+    response = ' \n\t{"choices": [{"finish_reason": "stop", "message": {"content": "hi"}}]}'
+    view = llm_kind_view(spans, '{"question": "q"}', response)
+
+    assert view.source == "input_output"
+    assert view.output_messages == (LLMMessage(role="assistant", content="hi"),)
+    assert view.finish_reasons == ("stop",)
+
+
+def test_llm_span_whose_texts_name_no_request_or_response_is_a_call_by_its_kind(
+    spans: SpanFactory,
+) -> None:
+    view = llm_kind_view(spans, '{"query": "step 1"}', '"result 1"')
+
+    assert view.source == "kind"
+    assert (view.model, view.usage, view.parameters) == (None, TokenUsage(), {})
+    assert view.input == {"query": "step 1"} and view.output == "result 1"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +13,7 @@ import pytest
 
 from evaltrace.errors import NotATraceFileError, TraceFormatError
 from evaltrace.trace import (
+    StoredTrace,
     load_traces,
     read_traces,
     save_traces,
@@ -312,3 +316,65 @@ def test_a_line_read_in_one_pass_reads_as_its_fields_read_one_by_one(
         read = str(exc)
 
     assert repr(read) == repr(expected)
+
+
+# --- a trace let go is freed at once, and one still held keeps its links ------------------------
+
+
+@pytest.fixture
+def no_collector() -> Iterator[None]:
+    """The garbage collector off: what is freed is freed by reference counting alone."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def first_trace(tmp_path: Path) -> StoredTrace:
+    return next(iter(read_traces(two_runs(tmp_path))))
+
+
+def test_a_stored_trace_let_go_is_freed_without_the_garbage_collector(
+    tmp_path: Path, no_collector: None
+) -> None:
+    stored = first_trace(tmp_path)
+    child = weakref.ref(stored.roots[0].children[0])
+
+    del stored
+
+    assert child() is None
+
+
+def test_a_node_kept_after_its_stored_trace_is_let_go_keeps_its_ancestors(
+    tmp_path: Path, no_collector: None
+) -> None:
+    stored = first_trace(tmp_path)
+    child = stored.roots[0].children[0]
+
+    del stored
+
+    assert [node.span.name for node in child.ancestors] == ["run0"]
+
+
+def test_roots_kept_after_their_stored_trace_is_let_go_keep_their_links(
+    tmp_path: Path, no_collector: None
+) -> None:
+    stored = first_trace(tmp_path)
+    roots = stored.roots
+
+    del stored
+
+    assert all(child.parent is roots[0] for child in roots[0].children)
+
+
+def test_children_kept_after_their_stored_trace_is_let_go_keep_their_parent(
+    tmp_path: Path, no_collector: None
+) -> None:
+    stored = first_trace(tmp_path)
+    children = stored.roots[0].children
+
+    del stored
+
+    assert [child.parent.span.name for child in children if child.parent] == ["run0", "run0"]

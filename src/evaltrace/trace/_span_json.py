@@ -8,7 +8,7 @@ Shared by :func:`evaltrace.load_traces`, which reads a whole file, and
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TypeAlias
 
 from pydantic_core import SchemaValidator, ValidationError
@@ -38,6 +38,8 @@ __all__ = [
     "ReadSpan",
     "add_span",
     "cycle_message",
+    "own_line_validator",
+    "read_line_by_fields",
     "read_own_line",
     "read_span_object",
     "record_from_json",
@@ -156,7 +158,28 @@ def read_own_line(line: str | bytes) -> ReadSpan:
         # of evaluate_traces (bench_stored.py, bench/README.md).
         return (_LINE or _line_reader()).validate_json(line), ()
     except ValidationError:
-        pass
+        return read_line_by_fields(line)
+
+
+def own_line_validator() -> Callable[[str | bytes], SpanRecord]:
+    """What :func:`read_own_line` tries first: a line of the usual shape to its record.
+
+    It raises :class:`pydantic_core.ValidationError` for any other line, which
+    :func:`read_line_by_fields` then reads (or says what is wrong with).
+    """
+    return (_LINE or _line_reader()).validate_json
+
+
+def read_line_by_fields(line: str | bytes) -> ReadSpan:
+    """:func:`read_own_line` for a line its validator refused: decoded, then field by field.
+
+    Raises:
+        json.JSONDecodeError: The line is not JSON.
+        UnicodeDecodeError: The line is not UTF-8.
+        Invalid: A field is missing or has the wrong type (the message names it).
+        RecursionError: The line is nested too deeply.
+        ValueError: The line holds a number too long to read.
+    """
     data = read_json(line)
     if not isinstance(data, dict):
         raise Invalid(

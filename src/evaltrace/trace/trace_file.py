@@ -37,6 +37,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any, BinaryIO, Final
 
+from pydantic_core import ValidationError
+
 from evaltrace.capture.codec import read_json
 from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import NotATraceFileError, TraceFormatError
@@ -47,13 +49,19 @@ from evaltrace.trace._span_json import (
     ReadSpan,
     add_span,
     cycle_message,
-    read_own_line,
+    own_line_validator,
+    read_line_by_fields,
     read_span_object,
     span_objects,
     unreadable,
 )
 from evaltrace.trace.spans import SpanRecord
-from evaltrace.trace.tree import ObservationNode, ParentCycle, build_trace_and_cycles
+from evaltrace.trace.tree import (
+    ObservationNode,
+    ParentCycle,
+    build_trace_and_cycles,
+    unlink_unshared,
+)
 
 __all__ = ["StoredTrace", "TraceFile", "TraceFileProblem", "read_traces"]
 
@@ -119,6 +127,11 @@ class StoredTrace:
     def complete(self) -> bool:
         """Whether every line of this trace was read."""
         return not self.problems
+
+    def __del__(self) -> None:
+        # A trace scored and let go is freed at once, not by the garbage collector
+        # (bench_stored.py, bench/README.md), when nothing else refers to it.
+        unlink_unshared(self.roots)
 
 
 class TraceFile:
@@ -291,21 +304,36 @@ class TraceFile:
                 numbers.append(number)
         lines = self._lines.get(key)
         if lines is not None:
+            # Each line straight through the validator of its usual shape, and its span kept
+            # unless its ids are taken: the calls around them were a tenth of reading a trace
+            # (bench_stored.py, bench/README.md). Other lines are read field by field.
+            validate = own_line_validator()
+            path = self.path
             for number, text in _lines_of(file, lines):
-                place = f"{self.path}, line {number}"
-                read = self._own_line(text, place, number, trace_id, problems)
-                if read is not None:
-                    conflict = add_span(spans, read, place)
-                    if conflict:
-                        problems.append(_conflict(place, number, conflict, trace_id))
-                    elif len(spans) > len(numbers):
-                        numbers.append(number)
+                place = f"{path}, line {number}"
+                read: ReadSpan | None
+                try:
+                    read = (validate(text), ())
+                except ValidationError:
+                    read = self._own_line(text, place, number, trace_id, problems)
+                    if read is None:
+                        continue
+                record = read[0]
+                if (record.trace_id, record.span_id) not in spans:
+                    spans[(record.trace_id, record.span_id)] = (read, place)
+                    numbers.append(number)
+                    continue
+                conflict = add_span(spans, read, place)
+                if conflict:
+                    problems.append(_conflict(place, number, conflict, trace_id))
         records: list[SpanRecord] = []
         values: list[WrapRecord] = []
         for (record, named), _ in spans.values():
             records.append(record)
-            values.extend(named)
-        values.sort(key=lambda value: value.timestamp_ns)
+            if named:
+                values.extend(named)
+        if values:
+            values.sort(key=lambda value: value.timestamp_ns)
         roots, cycles = build_trace_and_cycles(records, values)
         if cycles:
             where = {span_key: position for position, span_key in enumerate(spans)}
@@ -335,7 +363,7 @@ class TraceFile:
         """Read one of evaltrace's own JSON lines; a problem is noted and gives ``None``."""
         message: str
         try:
-            return read_own_line(text)
+            return read_line_by_fields(text)
         except json.JSONDecodeError as exc:
             message = f"not valid JSON ({exc.msg} at column {exc.colno}). " + JSONL_HINT
         except UnicodeDecodeError as exc:

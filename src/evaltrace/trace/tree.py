@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -31,6 +32,7 @@ __all__ = [
     "build_trace_and_cycles",
     "split_traces",
     "trace_to_text",
+    "unlink_unshared",
     "walk_trace",
 ]
 
@@ -266,6 +268,83 @@ def split_traces(trace: Iterable[ObservationNode]) -> list[list[ObservationNode]
     return list(traces.values())
 
 
+def unlink_unshared(roots: list[ObservationNode]) -> None:
+    """Drop the parent links of a trace that only the caller's one reference reaches.
+
+    Parent links make every tree a reference cycle, which only the garbage collector frees,
+    after it has traced the tree several times over: a quarter of scoring stored traces
+    was that collector's work (bench_stored.py, bench/README.md). The one holder of a
+    trace's roots (a :class:`~evaltrace.trace.StoredTrace`) calls this as it is freed: when
+    neither the list of roots, nor a node, nor a list of children is referred to from
+    anywhere else, nothing can reach the trace any more, and without its parent links it is
+    freed at once. Otherwise nothing changes.
+
+    Args:
+        roots: The roots, held by the caller alone when the trace is unshared.
+    """
+    probe: list[ObservationNode] = []
+    # Each count is taken beside that of a fresh object held the same way, so that what the
+    # interpreter holds while counting cancels out.
+    if type(roots) is not list or sys.getrefcount(roots) - sys.getrefcount(probe) != 1:
+        return
+    found = _tree_of(roots)
+    if found is None:
+        return
+    nodes, inside = found
+    # Probes first: an object and a list that only these lists hold. Beside them, ``nodes``
+    # holds each node once, and each node its list of children.
+    if not _held_inside([object(), *nodes], inside, 1):
+        return
+    if not _held_inside([[], *(node.children for node in nodes)], None, 1):
+        return
+    for node in nodes:
+        node.parent = None
+
+
+def _tree_of(roots: list[ObservationNode]) -> tuple[list[ObservationNode], dict[int, int]] | None:
+    """The nodes of a tree, and how often each is referred to from inside it.
+
+    ``None`` for a node that is not a plain :class:`ObservationNode` (a subclass may hold
+    more), whose children are not a list, which is reached twice, or whose parent is not in
+    the tree.
+    """
+    nodes: list[ObservationNode] = []
+    inside: dict[int, int] = {}
+    stack = list(reversed(roots))
+    while stack:
+        node = stack.pop()
+        if type(node) is not ObservationNode or type(node.children) is not list:
+            return None
+        if id(node) in inside:
+            return None
+        inside[id(node)] = 1  # from the list of roots, or its parent's children
+        nodes.append(node)
+        stack.extend(reversed(node.children))
+    for node in nodes:
+        parent = node.parent
+        if parent is not None:
+            if id(parent) not in inside:
+                return None
+            inside[id(parent)] += 1
+    return nodes, inside
+
+
+def _held_inside(items: list[object], inside: dict[int, int] | None, beside: int) -> bool:
+    """Whether each item but the first is referred to only as often as it is known to be.
+
+    Known: ``beside`` times, and as often as ``inside`` counts for it, beside ``items``
+    itself. The first item is a probe that only ``items`` holds.
+    """
+    base = -1
+    for item in items:
+        count = sys.getrefcount(item) - beside
+        if base < 0:
+            base = count + beside
+        elif count - base != (0 if inside is None else inside[id(item)]):
+            return False
+    return True
+
+
 def trace_to_text(trace: Iterable[ObservationNode]) -> str:
     """Render a whole trace (every root) with :meth:`ObservationNode.to_text`."""
     return "\n".join(node.to_text() for node in trace)
@@ -317,8 +396,10 @@ def build_trace_and_cycles(
     """
     records: dict[_SpanKey, SpanRecord] = {}
     for span in spans:
-        record = span if isinstance(span, SpanRecord) else SpanRecord.from_readable(span)
-        records.setdefault((record.trace_id, record.span_id), record)
+        record = span if type(span) is SpanRecord else _record(span)
+        key = (record.trace_id, record.span_id)
+        if key not in records:
+            records[key] = record
     if not records:
         return [], []
     ordered = sorted(records.values(), key=_start)
@@ -370,6 +451,7 @@ def _in_start_order(
     """
     nodes: dict[_SpanKey, ObservationNode] = {}
     roots: list[ObservationNode] = []
+    with_values = bool(given or unattached)
     for record in ordered:
         trace_id = record.trace_id
         key = (trace_id, record.span_id)
@@ -381,17 +463,28 @@ def _in_start_order(
             if parent is None and parent_key in records:
                 return None
         values: Iterable[WrapRecord] = ()
-        if given or unattached:
+        if with_values:
             values = _values_of(
                 record, given.get(key, ()), unattached, parent is None and not roots
             )
-        node = nodes[key] = ObservationNode(span=span_view(record, values))
+        # Made without the dataclass's __init__ (its default factory and __post_init__):
+        # a tenth of building a stored trace's tree (bench_stored.py, bench/README.md).
+        node = nodes[key] = _new_node(ObservationNode)
+        node.span = span_view(record, values)
+        node.children = []
+        node.parent = parent
         if parent is None:
             roots.append(node)
         else:
             parent.children.append(node)
-            node.parent = parent
     return roots
+
+
+_new_node = object.__new__
+
+
+def _record(span: ReadableSpan | SpanRecord) -> SpanRecord:
+    return span if isinstance(span, SpanRecord) else SpanRecord.from_readable(span)
 
 
 def _values_of(

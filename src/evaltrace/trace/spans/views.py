@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from evaltrace.capture import conventions as conv
 from evaltrace.capture.values import WrapRecord
@@ -216,14 +216,17 @@ def span_view(record: SpanRecord, named_values: Iterable[WrapRecord] = ()) -> Ob
         ('unknown', 2.0)
     """
     kind: type[ObserveSpan | LLMSpan] = LLMSpan if is_llm(record.attributes) else ObserveSpan
-    view = kind.__new__(kind)
+    view: ObserveSpan | LLMSpan = _new(kind)
     # Writes to a frozen view as it is made, and below as each field is first read: eager
     # views cost ~7 us a span that nothing reads (bench_stored.py, bench/README.md).
     _set(view, "record", record)
-    values = tuple(named_values)
+    values = named_values if type(named_values) is tuple else tuple(named_values)
     if values or not record.events:  # none given, and no event to read them from
         _set(view, "named_values", values)
     return view
+
+
+_new = object.__new__
 
 
 _set = object.__setattr__
@@ -276,8 +279,16 @@ def _model_call(view: LLMSpan) -> dict[str, Any]:
     by_conventions = any(key.startswith(_MODEL_CALL_PREFIXES) for key in attributes)
     if not by_conventions:
         # A model call by its kind (``@wrap(kind="llm")``): its input and output may be the
-        # request and response of the client call it wraps.
-        call = openai_call(view.input, view.output)
+        # request and response of the client call it wraps. Their text is decoded only when
+        # it may hold one: decoding every such span's input and output was a tenth of
+        # scoring a stored trace (bench_stored.py, bench/README.md).
+        call = None
+        if _may_hold(
+            attributes.get(conv.INPUT_VALUE), attributes.get(conv.INPUT_MIME_TYPE), _REQUEST
+        ) or _may_hold(
+            attributes.get(conv.OUTPUT_VALUE), attributes.get(conv.OUTPUT_MIME_TYPE), _RESPONSE
+        ):
+            call = openai_call(view.input, view.output)
         if call is not None:
             return {
                 **_NO_CALL,
@@ -291,7 +302,7 @@ def _model_call(view: LLMSpan) -> dict[str, Any]:
                 "source": "input_output",
             }
         if not record.events:
-            return {**_NO_CALL, "usage": TokenUsage(), "parameters": {}}
+            return {**_NO_CALL, "usage": _NO_USAGE, "parameters": {}}
     inputs = input_messages(record)
     outputs, output_finish_reasons = output_messages(record)
     return {
@@ -308,6 +319,31 @@ def _model_call(view: LLMSpan) -> dict[str, Any]:
     }
 
 
+_REQUEST: Final = ('"messages"', '"input"', '"instructions"')
+"""The keys of which an OpenAI request holds one (at its top, or one level down)."""
+_RESPONSE: Final = ('"choices"', '"output"', '"role"')
+"""The keys of which an OpenAI response holds one."""
+
+
+def _may_hold(value: Any, mime_type: Any, keys: tuple[str, ...]) -> bool:
+    """Whether an attribute may decode (:func:`decode_json`) to an object with one of ``keys``.
+
+    ``False`` only when it cannot: it is absent, text of another media type, text that is
+    not a JSON object (one opens with ``{`` after its whitespace, which ``lstrip`` removes
+    and more), or a JSON object whose text names none of the keys (written without escapes,
+    a key is in the text as it is).
+    """
+    if value is None:
+        return False
+    if not isinstance(value, str):
+        return True  # not text: decoded as it is, whatever it is
+    if isinstance(mime_type, str) and not mime_type.startswith(conv.MIME_JSON):
+        return False
+    if not value.lstrip().startswith("{"):
+        return False
+    return "\\" in value or any(key in value for key in keys)
+
+
 _NO_CALL: Mapping[str, Any] = {
     "model": None,
     "provider": None,
@@ -318,6 +354,9 @@ _NO_CALL: Mapping[str, Any] = {
     "source": "kind",
 }
 """The fields of a model call that a span records nothing of (the defaults of LLMSpan)."""
+
+_NO_USAGE: Final = TokenUsage()
+"""The token counts of a span that recorded none (frozen: one is shared)."""
 
 _CALL_FIELDS = frozenset({*_NO_CALL, "usage", "parameters"})
 """The fields of :class:`LLMSpan` that :func:`_model_call` reads, all at once."""
