@@ -12,6 +12,7 @@ from typing import Any, Final, Literal, NoReturn, TypeGuard, TypeVar, cast, over
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
 
 from evaltrace._safe_text import exception_message, exception_text, safe_repr, type_name
@@ -518,21 +519,64 @@ def _stacktrace(exc: BaseException) -> str:
         return exception_text(exc)
 
 
-def _finish(span: Span, attributes: Mapping[str, Any]) -> None:
+def _finish(span: Span, attributes: Mapping[str, Any], strings: bool = False) -> None:
     """Put ``attributes`` on ``span`` and end it; a failing span processor never reaches the app.
 
     The attributes go on in one call as the span ends, not when it is created:
     OpenTelemetry checks attributes given at creation twice (for the sampler, then for the
     span), about a tenth of a decorated call.
+
+    Args:
+        span: The span to finish.
+        attributes: Its attributes.
+        strings: Whether every value of ``attributes`` is a ``str`` (see :func:`_put_strings`).
     """
     try:
-        span.set_attributes(attributes)
+        if not (strings and _put_strings(span, attributes)):
+            span.set_attributes(attributes)
     except Exception as exc:  # recording never breaks the app
         _warn_once("attributes", "could not put a decorated call's attributes on its span", exc)
     try:
         span.end()
     except Exception as exc:  # recording never breaks the app
         _warn_once("end", "a span processor failed while a span ended", exc)
+
+
+def _attribute_store_known() -> bool:
+    """Whether the SDK's span attributes are kept as :func:`_put_strings` expects."""
+    probe = BoundedAttributes(maxlen=1, immutable=False)
+    layout = ("_dict", "_lock", "maxlen", "max_value_len")
+    return all(hasattr(probe, name) for name in layout) and type(probe._dict) is dict
+
+
+_ATTRIBUTE_STORE_KNOWN: Final = _attribute_store_known()
+
+
+def _put_strings(span: Span, attributes: Mapping[str, str]) -> bool:
+    """Put string ``attributes`` straight into an SDK span's attribute store; whether it could.
+
+    ``Span.set_attributes`` checks the mapping and each value (abstract-class ``isinstance``
+    calls, a lock per value): a fifth of a captured decorated call (the captured ``@wrap``
+    figure of bench/README.md). A ``str`` needs none of it when no length limit is set, so
+    on a recording span of the OpenTelemetry SDK with no attributes yet, no value length
+    limit and room for them all, they are stored as ``set_attributes`` would store them.
+    Anything else (another span class or SDK layout, limits, attributes the app put on the
+    span, an ended span) is left to ``set_attributes``.
+    """
+    store = getattr(span, "_attributes", None)
+    if (
+        not _ATTRIBUTE_STORE_KNOWN
+        or type(store) is not BoundedAttributes
+        or store.max_value_len is not None
+        or (store.maxlen is not None and store.maxlen < len(attributes))
+        or not span.is_recording()
+    ):
+        return False
+    with store._lock:
+        if store._dict:
+            return False
+        store._dict.update(attributes)
+    return True
 
 
 class _FixedInput:
@@ -567,6 +611,7 @@ class _SpanCall:
         "_content",
         "_private",
         "_rt",
+        "_strings",
         "keeps_output",
         "live",
         "span",
@@ -598,6 +643,7 @@ class _SpanCall:
             self._content = False
             return
         self._attributes: dict[str, Any] = {conv.SPAN_KIND: kind}
+        self._strings = not extra  # else values of any type: see _finish
         if extra:
             self._attributes.update(extra)
         self.span = rt.tracer.start_span(span_name)
@@ -637,7 +683,7 @@ class _SpanCall:
 
     def end(self) -> None:
         if self.live:
-            _finish(self.span, self._attributes)
+            _finish(self.span, self._attributes, self._strings)
 
 
 class _Stream:
@@ -820,7 +866,7 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         except BaseException as exc:
             otel_context.detach(token)
             _record_failure(span, rt.codec, exc)
-            _finish(span, attributes)
+            _finish(span, attributes, strings=True)
             raise
         otel_context.detach(token)
         if content:
@@ -833,7 +879,7 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
                 )
         elif recorded and not rt.settings.capture_content:
             _keep_private(rt, span, "output", result)
-        _finish(span, attributes)
+        _finish(span, attributes, strings=True)
         return result
 
     return cast(F, passthrough(fn, sync_wrapper))
