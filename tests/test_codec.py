@@ -1249,3 +1249,52 @@ def test_a_walked_model_met_twice_is_dumped_once() -> None:
     model = Stream(items=(n for n in range(3)))
 
     assert CODEC.to_jsonable([model, model, {1}]) == [{"items": [0, 1, 2]}] * 2 + [[1]]
+
+
+@pytest.mark.parametrize(
+    "mapping",
+    [
+        {"question": "What is the capital of France?", "k": 3},
+        {"question": "café", "n": None, "ok": True, "t": 0.5},
+        {"note": "Bearer abc.def", "k": 1},
+        {"url": "postgresql://user:pw@db/x"},
+        {"big": 10**30, "k": 1},
+        {"nan": float("nan")},
+        {"nested": {"password": "hunter2"}},
+        {"model": Question(text="q", asked_at=datetime(2024, 5, 1))},
+        {"point": Point(x=1, y=2)},
+        {"surrogate": "\ud800"},
+        {"long": "x" * 5_000},
+        {},
+    ],
+    ids=[
+        "plain",
+        "leaves",
+        "bearer",
+        "url password",
+        "big int",
+        "nan",
+        "nested secret",
+        "model",
+        "dataclass",
+        "lone surrogate",
+        "over the limit",
+        "empty",
+    ],
+)
+def test_text_of_a_mapping_with_plain_keys_is_the_text_of_encode_text(
+    mapping: dict[str, object],
+) -> None:
+    codec = Codec(max_bytes=1_024)
+
+    assert codec.plain_keys(mapping)
+    assert codec.encode_plain_keyed(mapping) == codec.encode_text(mapping)
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [("password",), ("question", "api_key"), ("name", "value"), ("max_tokens",)],
+    ids=["secret", "one secret among plain", "header pair", "plural name"],
+)
+def test_keys_whose_values_may_change_are_not_plain(keys: tuple[str, ...]) -> None:
+    assert not Codec().plain_keys(keys)

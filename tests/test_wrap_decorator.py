@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor, Tra
 from evaltrace import capture_traces, wrap
 from evaltrace.capture import config
 from evaltrace.capture import conventions as conv
+from evaltrace.capture.codec import Codec
 from evaltrace.capture.config import Runtime
 from evaltrace.capture.processor import ScopeSpanProcessor
 
@@ -483,3 +484,40 @@ def test_a_span_the_function_ended_itself_gets_no_attributes_afterwards() -> Non
     (raw,) = handler.raw_spans
     assert raw.attributes is not None
     assert dict(raw.attributes) == {}
+
+
+def test_secret_parameters_and_secret_values_are_redacted_in_the_recorded_input() -> None:
+    @wrap
+    def connect(user: str, password: str, url: str = "postgresql://app:pw@db/x") -> None:
+        return None
+
+    with capture_traces() as handler:
+        connect("ada", "hunter2")
+        connect("ada", "hunter2", "https://example.org")
+
+    first, second = (span.input for span in handler.spans)
+    assert first == {
+        "user": "ada",
+        "password": "[REDACTED]",
+        "url": "postgresql://app:[REDACTED]@db/x",
+    }
+    assert second == {"user": "ada", "password": "[REDACTED]", "url": "https://example.org"}
+
+
+def test_a_new_codec_decides_afresh_which_parameters_are_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    @wrap
+    def lookup(customer: str) -> None:
+        return None
+
+    with capture_traces() as handler:
+        lookup("ada")
+        rt = config.runtime()
+        monkeypatch.setattr(rt, "codec", Codec(redact_keys=frozenset({"customer"})))
+        lookup("ada")
+
+    assert [span.input for span in handler.spans] == [
+        {"customer": "ada"},
+        {"customer": "[REDACTED]"},
+    ]

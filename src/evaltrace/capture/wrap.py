@@ -355,8 +355,10 @@ class _Binder:
         "_defaults",
         "_drop_first",
         "_fast",
+        "_keys",
         "_keyword_defaults",
         "_names",
+        "_plain_under",
         "_positional_defaults",
         "_required",
         "_signature",
@@ -391,6 +393,25 @@ class _Binder:
             for p in params
             if p.default is not inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD
         )
+        # The keys of what a call without keyword arguments binds to (see encode).
+        self._keys = frozenset(p.name for p in params if p.kind is not p.VAR_KEYWORD)
+        # The last codec asked, and whether it found those keys plain (one tuple, replaced
+        # whole, so that threads with different codecs never mix the two).
+        self._plain_under: tuple[Codec, bool] | None = None
+
+    def encode(self, codec: Codec, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+        """The JSON text of :meth:`bind`'s input, by ``codec``.
+
+        A call with no keyword arguments binds to the parameters' names only; once ``codec``
+        has found those plain (see :meth:`Codec.plain_keys`), they are not looked at again.
+        """
+        bound = self.bind(args, kwargs)
+        if kwargs or not self._fast or len(args) > len(self._names):
+            return codec.encode_text(bound)
+        checked = self._plain_under
+        if checked is None or checked[0] is not codec:
+            checked = self._plain_under = (codec, codec.plain_keys(self._keys))
+        return codec.encode_plain_keyed(bound) if checked[1] else codec.encode_text(bound)
 
     def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         count = len(args)
@@ -590,6 +611,9 @@ class _FixedInput:
     def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         return self._value
 
+    def encode(self, codec: Codec, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+        return codec.encode_text(self._value)
+
 
 def start_span_call(
     span_name: str, kind: str, input_value: Any, attributes: Mapping[str, Any] | None = None
@@ -650,9 +674,7 @@ class _SpanCall:
         self._content = recorded and rt.settings.capture_content and self.span.is_recording()
         if self._content:
             try:
-                self._attributes[conv.INPUT_VALUE] = self._codec.encode_text(
-                    binder.bind(args, kwargs)
-                )
+                self._attributes[conv.INPUT_VALUE] = binder.encode(self._codec, args, kwargs)
                 self._attributes[conv.INPUT_MIME_TYPE] = conv.MIME_JSON
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
@@ -854,7 +876,7 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         content = recorded and rt.settings.capture_content and span.is_recording()
         if content:
             try:
-                attributes[conv.INPUT_VALUE] = rt.codec.encode_text(binder.bind(args, kwargs))
+                attributes[conv.INPUT_VALUE] = binder.encode(rt.codec, args, kwargs)
                 attributes[conv.INPUT_MIME_TYPE] = conv.MIME_JSON
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
