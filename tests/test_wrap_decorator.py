@@ -521,3 +521,58 @@ def test_a_new_codec_decides_afresh_which_parameters_are_secret(
         {"customer": "ada"},
         {"customer": "[REDACTED]"},
     ]
+
+
+class _Service:
+    def ask(self, question: object, k: object = 3, *, model: object = "m") -> None:
+        return None
+
+    @classmethod
+    def make(cls, spec: object) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "What is the capital of France?",
+        "café ☕",
+        'quote " backslash \\ newline \n tab \t bell \x07',
+        "Bearer abc.def",
+        "see postgresql://app:pw@db/x",
+        "x" * 3_000,
+        0,
+        -(2**53),
+        2**80,
+        True,
+        None,
+        0.1,
+        float("inf"),
+        [1, "two"],
+        {"password": "hunter2"},
+    ],
+    ids=lambda value: type(value).__name__ + ":" + repr(value)[:20],
+)
+def test_recorded_input_text_is_the_codec_text_of_the_bound_arguments(value: object) -> None:
+    @wrap
+    def answer(question: object, k: object = 3) -> None:
+        return None
+
+    service = _Service()
+    traced_ask = wrap(_Service.ask)
+    traced_make = wrap(_Service.make.__func__)  # type: ignore[attr-defined]
+    codec = config.runtime().codec
+
+    with capture_traces() as handler:
+        answer(value)
+        answer(value, value)
+        traced_ask(service, value)
+        traced_make(_Service, value)
+
+    texts = [raw.attributes[conv.INPUT_VALUE] for raw in handler.raw_spans]  # type: ignore[index]
+    assert texts == [
+        codec.encode_text({"question": value, "k": 3}),
+        codec.encode_text({"question": value, "k": value}),
+        codec.encode_text({"question": value, "k": 3, "model": "m"}),
+        codec.encode_text({"spec": value}),
+    ]

@@ -353,10 +353,11 @@ class _Binder:
 
     __slots__ = (
         "_defaults",
-        "_drop_first",
+        "_drops",
         "_fast",
         "_keys",
         "_keyword_defaults",
+        "_keyword_values",
         "_names",
         "_plain_under",
         "_positional_defaults",
@@ -370,7 +371,7 @@ class _Binder:
         except (TypeError, ValueError):
             self._signature = None
         params = list(self._signature.parameters.values()) if self._signature else []
-        self._drop_first = bool(params) and params[0].name in ("self", "cls")
+        drop_first = bool(params) and params[0].name in ("self", "cls")
         kinds = {p.kind for p in params}
         self._fast = self._signature is not None and not (
             kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY}
@@ -397,7 +398,10 @@ class _Binder:
         self._keys = frozenset(p.name for p in params if p.kind is not p.VAR_KEYWORD)
         # The last codec asked, and whether it found those keys plain (one tuple, replaced
         # whole, so that threads with different codecs never mix the two).
-        self._plain_under: tuple[Codec, bool] | None = None
+        self._plain_under: tuple[Codec, bool, tuple[str, ...] | None] | None = None
+        self._keyword_values = tuple(self._keyword_defaults.values())
+        self._drops = drop_first and bool(self._names)
+        """Whether bind() leaves out the first positional parameter (``self`` or ``cls``)."""
 
     def encode(self, codec: Codec, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
         """The JSON text of :meth:`bind`'s input, by ``codec``.
@@ -405,13 +409,28 @@ class _Binder:
         A call with no keyword arguments binds to the parameters' names only; once ``codec``
         has found those plain (see :meth:`Codec.plain_keys`), they are not looked at again.
         """
-        bound = self.bind(args, kwargs)
-        if kwargs or not self._fast or len(args) > len(self._names):
-            return codec.encode_text(bound)
+        count = len(args)
+        if kwargs or not self._fast or count > len(self._names):
+            return codec.encode_text(self.bind(args, kwargs))
         checked = self._plain_under
         if checked is None or checked[0] is not codec:
-            checked = self._plain_under = (codec, codec.plain_keys(self._keys))
-        return codec.encode_plain_keyed(bound) if checked[1] else codec.encode_text(bound)
+            checked = self._plain_under = (codec, *self._prefixes(codec))
+        _, plain, prefixes = checked
+        if prefixes is not None and count >= self._required:
+            # The values bind() would bind, in its order, without the dict.
+            values = args + self._positional_defaults[count:] + self._keyword_values
+            text = codec.encode_fields(prefixes, values[1:] if self._drops else values)
+            if text is not None:
+                return text
+        bound = self.bind(args, kwargs)
+        return codec.encode_plain_keyed(bound) if plain else codec.encode_text(bound)
+
+    def _prefixes(self, codec: Codec) -> tuple[bool, tuple[str, ...] | None]:
+        """Whether ``codec`` finds the keys plain, and its field prefixes of the bound keys."""
+        if not codec.plain_keys(self._keys):
+            return False, None
+        names = self._names + tuple(self._keyword_defaults)
+        return True, codec.field_prefixes(names[1:] if self._drops else names)
 
     def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         count = len(args)
@@ -438,7 +457,7 @@ class _Binder:
             bound = dict(ba.arguments)
         else:
             return {"args": list(args), "kwargs": dict(kwargs)}
-        if self._drop_first and self._names:
+        if self._drops:
             bound.pop(self._names[0], None)
         return bound
 
