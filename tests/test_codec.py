@@ -1298,3 +1298,43 @@ def test_text_of_a_mapping_with_plain_keys_is_the_text_of_encode_text(
 )
 def test_keys_whose_values_may_change_are_not_plain(keys: tuple[str, ...]) -> None:
     assert not Codec().plain_keys(keys)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [("What is 2+2?", 3), ('a"b\\c\n\x01', -7), (True, None)],
+    ids=["leaves", "escapes", "bool and None"],
+)
+def test_fields_text_is_the_text_of_encode_text(values: tuple[object, ...]) -> None:
+    codec = Codec()
+    prefixes = codec.field_prefixes(["question", "k"])
+    assert prefixes is not None
+
+    text = codec.encode_fields(prefixes, values)
+
+    assert text == codec.encode_text(dict(zip(["question", "k"], values, strict=True)))
+
+
+def test_fields_past_the_size_written_as_it_is_are_left_to_encode_text() -> None:
+    codec = Codec(max_bytes=1_024)
+    prefixes = codec.field_prefixes(["question"])
+    assert prefixes is not None
+
+    assert codec.encode_fields(prefixes, ("x" * 2_000,)) is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["café", "Bearer abc", "postgresql://u:pw@db/x", 0.5, 10**4000, [1], {"a": 1}],
+    ids=["non-ascii", "bearer", "url password", "float", "huge int", "list", "dict"],
+)
+def test_fields_leave_values_that_need_more_to_encode_text(value: object) -> None:
+    codec = Codec()
+    prefixes = codec.field_prefixes(["question"])
+    assert prefixes is not None
+
+    assert codec.encode_fields(prefixes, (value,)) is None
+
+
+def test_fields_of_secret_keys_have_no_prefixes() -> None:
+    assert Codec().field_prefixes(["question", "password"]) is None
