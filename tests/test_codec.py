@@ -1249,3 +1249,92 @@ def test_a_walked_model_met_twice_is_dumped_once() -> None:
     model = Stream(items=(n for n in range(3)))
 
     assert CODEC.to_jsonable([model, model, {1}]) == [{"items": [0, 1, 2]}] * 2 + [[1]]
+
+
+@pytest.mark.parametrize(
+    "mapping",
+    [
+        {"question": "What is the capital of France?", "k": 3},
+        {"question": "café", "n": None, "ok": True, "t": 0.5},
+        {"note": "Bearer abc.def", "k": 1},
+        {"url": "postgresql://user:pw@db/x"},
+        {"big": 10**30, "k": 1},
+        {"nan": float("nan")},
+        {"nested": {"password": "hunter2"}},
+        {"model": Question(text="q", asked_at=datetime(2024, 5, 1))},
+        {"point": Point(x=1, y=2)},
+        {"surrogate": "\ud800"},
+        {"long": "x" * 5_000},
+        {},
+    ],
+    ids=[
+        "plain",
+        "leaves",
+        "bearer",
+        "url password",
+        "big int",
+        "nan",
+        "nested secret",
+        "model",
+        "dataclass",
+        "lone surrogate",
+        "over the limit",
+        "empty",
+    ],
+)
+def test_text_of_a_mapping_with_plain_keys_is_the_text_of_encode_text(
+    mapping: dict[str, object],
+) -> None:
+    codec = Codec(max_bytes=1_024)
+
+    assert codec.plain_keys(mapping)
+    assert codec.encode_plain_keyed(mapping) == codec.encode_text(mapping)
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [("password",), ("question", "api_key"), ("name", "value"), ("max_tokens",)],
+    ids=["secret", "one secret among plain", "header pair", "plural name"],
+)
+def test_keys_whose_values_may_change_are_not_plain(keys: tuple[str, ...]) -> None:
+    assert not Codec().plain_keys(keys)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [("What is 2+2?", 3), ('a"b\\c\n\x01', -7), (True, None)],
+    ids=["leaves", "escapes", "bool and None"],
+)
+def test_fields_text_is_the_text_of_encode_text(values: tuple[object, ...]) -> None:
+    codec = Codec()
+    prefixes = codec.field_prefixes(["question", "k"])
+    assert prefixes is not None
+
+    text = codec.encode_fields(prefixes, values)
+
+    assert text == codec.encode_text(dict(zip(["question", "k"], values, strict=True)))
+
+
+def test_fields_past_the_size_written_as_it_is_are_left_to_encode_text() -> None:
+    codec = Codec(max_bytes=1_024)
+    prefixes = codec.field_prefixes(["question"])
+    assert prefixes is not None
+
+    assert codec.encode_fields(prefixes, ("x" * 2_000,)) is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["café", "Bearer abc", "postgresql://u:pw@db/x", 0.5, 10**4000, [1], {"a": 1}],
+    ids=["non-ascii", "bearer", "url password", "float", "huge int", "list", "dict"],
+)
+def test_fields_leave_values_that_need_more_to_encode_text(value: object) -> None:
+    codec = Codec()
+    prefixes = codec.field_prefixes(["question"])
+    assert prefixes is not None
+
+    assert codec.encode_fields(prefixes, (value,)) is None
+
+
+def test_fields_of_secret_keys_have_no_prefixes() -> None:
+    assert Codec().field_prefixes(["question", "password"]) is None

@@ -6,11 +6,12 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from opentelemetry import trace as otel_trace
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor, TracerProvider
 
 from evaltrace import capture_traces, wrap
 from evaltrace.capture import config
 from evaltrace.capture import conventions as conv
+from evaltrace.capture.codec import Codec
 from evaltrace.capture.config import Runtime
 from evaltrace.capture.processor import ScopeSpanProcessor
 
@@ -351,6 +352,10 @@ def _with_defaults(a: int, b: int = 2, *, c: int = 3, d: int | None = None) -> N
     return None
 
 
+def _three(a: int, b: int = 2, c: int = 3) -> None:
+    return None
+
+
 def _with_var_keywords(a: int, b: int = 2, **extra: int) -> None:
     return None
 
@@ -363,8 +368,18 @@ def _with_var_keywords(a: int, b: int = 2, **extra: int) -> None:
         (_with_defaults, (1,), {"c": 7}, {"a": 1, "c": 7, "b": 2, "d": None}),
         (_with_defaults, (), {"a": 1, "b": 4}, {"a": 1, "b": 4, "c": 3, "d": None}),
         (_with_var_keywords, (1,), {"z": 9}, {"a": 1, "z": 9, "b": 2}),
+        (_three, (1,), {"c": 7}, {"a": 1, "c": 7, "b": 2}),
+        (_three, (1,), {"b": 5}, {"a": 1, "b": 5, "c": 3}),
     ],
-    ids=["positional", "all positional", "keyword-only given", "by keyword", "extra keywords"],
+    ids=[
+        "positional",
+        "all positional",
+        "keyword-only given",
+        "by keyword",
+        "extra keywords",
+        "a later one given by keyword",
+        "an earlier one given by keyword",
+    ],
 )
 def test_recorded_input_holds_every_argument_with_the_defaults_filled_in(
     fn: object, args: tuple[object, ...], kwargs: dict[str, object], recorded: dict[str, object]
@@ -390,3 +405,174 @@ def test_input_is_recorded_as_it_was_when_the_call_started() -> None:
 
     (span,) = handler.spans
     assert span.input == {"items": [1, 2, 3]}
+
+
+def _runtime_with_limits(monkeypatch: pytest.MonkeyPatch, limits: SpanLimits) -> None:
+    provider = TracerProvider(span_limits=limits)
+    processor = ScopeSpanProcessor(config.settings().shutdown_timeout_millis)
+    provider.add_span_processor(processor)
+    monkeypatch.setattr(config, "RUNTIME", Runtime(config.settings(), provider, processor, True))
+
+
+def test_a_span_attribute_length_limit_cuts_the_recorded_input_and_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _runtime_with_limits(monkeypatch, SpanLimits(max_span_attribute_length=8))
+
+    @wrap
+    def shout(text: str) -> str:
+        return text.upper()
+
+    with capture_traces() as handler:
+        shout("a long question")
+
+    (raw,) = handler.raw_spans
+    assert raw.attributes is not None
+    assert raw.attributes[conv.INPUT_VALUE] == '{"text":'
+    assert raw.attributes[conv.OUTPUT_VALUE] == '"A LONG '
+
+
+def test_a_span_attribute_count_limit_keeps_the_newest_attributes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _runtime_with_limits(monkeypatch, SpanLimits(max_span_attributes=2))
+
+    @wrap
+    def shout(text: str) -> str:
+        return text.upper()
+
+    with capture_traces() as handler:
+        shout("q")
+
+    (raw,) = handler.raw_spans
+    assert raw.attributes is not None
+    assert dict(raw.attributes) == {conv.OUTPUT_VALUE: '"Q"', conv.OUTPUT_MIME_TYPE: conv.MIME_JSON}
+    assert raw.dropped_attributes == 3
+
+
+def test_attributes_the_function_puts_on_its_own_span_are_kept_with_the_recorded_ones() -> None:
+    @wrap
+    def tagged(text: str) -> str:
+        otel_trace.get_current_span().set_attribute("app.tag", 7)
+        return text
+
+    with capture_traces() as handler:
+        tagged("q")
+
+    (raw,) = handler.raw_spans
+    assert raw.attributes is not None
+    assert list(raw.attributes) == [
+        "app.tag",
+        conv.SPAN_KIND,
+        conv.INPUT_VALUE,
+        conv.INPUT_MIME_TYPE,
+        conv.OUTPUT_VALUE,
+        conv.OUTPUT_MIME_TYPE,
+    ]
+    assert raw.attributes["app.tag"] == 7
+
+
+def test_a_span_the_function_ended_itself_gets_no_attributes_afterwards() -> None:
+    @wrap
+    def ends_its_span(text: str) -> str:
+        otel_trace.get_current_span().end()
+        return text
+
+    with capture_traces() as handler:
+        ends_its_span("q")
+
+    (raw,) = handler.raw_spans
+    assert raw.attributes is not None
+    assert dict(raw.attributes) == {}
+
+
+def test_secret_parameters_and_secret_values_are_redacted_in_the_recorded_input() -> None:
+    @wrap
+    def connect(user: str, password: str, url: str = "postgresql://app:pw@db/x") -> None:
+        return None
+
+    with capture_traces() as handler:
+        connect("ada", "hunter2")
+        connect("ada", "hunter2", "https://example.org")
+
+    first, second = (span.input for span in handler.spans)
+    assert first == {
+        "user": "ada",
+        "password": "[REDACTED]",
+        "url": "postgresql://app:[REDACTED]@db/x",
+    }
+    assert second == {"user": "ada", "password": "[REDACTED]", "url": "https://example.org"}
+
+
+def test_a_new_codec_decides_afresh_which_parameters_are_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    @wrap
+    def lookup(customer: str) -> None:
+        return None
+
+    with capture_traces() as handler:
+        lookup("ada")
+        rt = config.runtime()
+        monkeypatch.setattr(rt, "codec", Codec(redact_keys=frozenset({"customer"})))
+        lookup("ada")
+
+    assert [span.input for span in handler.spans] == [
+        {"customer": "ada"},
+        {"customer": "[REDACTED]"},
+    ]
+
+
+class _Service:
+    def ask(self, question: object, k: object = 3, *, model: object = "m") -> None:
+        return None
+
+    @classmethod
+    def make(cls, spec: object) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "What is the capital of France?",
+        "café ☕",
+        'quote " backslash \\ newline \n tab \t bell \x07',
+        "Bearer abc.def",
+        "see postgresql://app:pw@db/x",
+        "x" * 3_000,
+        0,
+        -(2**53),
+        2**80,
+        True,
+        None,
+        0.1,
+        float("inf"),
+        [1, "two"],
+        {"password": "hunter2"},
+    ],
+    ids=lambda value: type(value).__name__ + ":" + repr(value)[:20],
+)
+def test_recorded_input_text_is_the_codec_text_of_the_bound_arguments(value: object) -> None:
+    @wrap
+    def answer(question: object, k: object = 3) -> None:
+        return None
+
+    service = _Service()
+    traced_ask = wrap(_Service.ask)
+    traced_make = wrap(_Service.make.__func__)  # type: ignore[attr-defined]
+    codec = config.runtime().codec
+
+    with capture_traces() as handler:
+        answer(value)
+        answer(value, value)
+        traced_ask(service, value)
+        traced_make(_Service, value)
+
+    texts = [raw.attributes[conv.INPUT_VALUE] for raw in handler.raw_spans]  # type: ignore[index]
+    assert texts == [
+        codec.encode_text({"question": value, "k": 3}),
+        codec.encode_text({"question": value, "k": value}),
+        codec.encode_text({"question": value, "k": 3, "model": "m"}),
+        codec.encode_text({"spec": value}),
+    ]

@@ -61,7 +61,7 @@ import logging
 import math
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence, ValuesView
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, ValuesView
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime, time, timedelta
@@ -407,6 +407,129 @@ class Codec:
         except Exception:  # a hostile key or lone surrogates: the walk deals with them
             pass
         return self._walked(value, models).text
+
+    def plain_keys(self, keys: Collection[str]) -> bool:
+        """Whether the values under ``keys`` are written as they are, whatever they are.
+
+        That is, no key is secret-like (nor a plural name such as ``max_tokens``, where the
+        value decides) and none is the ``value`` of a header pair. A mapping whose keys are
+        all plain can be written with :meth:`encode_plain_keyed`.
+
+        Example:
+            >>> Codec().plain_keys(["question", "k"]), Codec().plain_keys(["api_key"])
+            (True, False)
+        """
+        return _HEADER_VALUE not in keys and all(
+            type(key) is str and self._verdict(key) == _PLAIN for key in keys
+        )
+
+    def field_prefixes(self, names: Sequence[str]) -> tuple[str, ...] | None:
+        """What :meth:`encode_fields` writes before each value of an object with these keys.
+
+        ``None`` unless :meth:`plain_keys` accepts ``names`` (and there is at least one).
+
+        Example:
+            >>> Codec().field_prefixes(["question", "k"])
+            ('{"question":', ',"k":')
+        """
+        if not names or not self.plain_keys(names):
+            return None
+        keys = [_encode_string(name) for name in names]
+        return (f"{{{keys[0]}:", *(f",{key}:" for key in keys[1:]))
+
+    def encode_fields(self, prefixes: tuple[str, ...], values: Sequence[Any]) -> str | None:
+        """:meth:`encode_text` of the object of these keys and ``values``, written here.
+
+        For ``prefixes`` from :meth:`field_prefixes`, and values that are ASCII strings with
+        nothing to redact, integers, booleans or ``None``: the text pydantic_core would write
+        for them, written without building the object (the recorded input of a decorated
+        call: the captured ``@wrap`` figure of bench/README.md). ``None`` for any other value,
+        or when the text is past the size under which the value is written as it is.
+
+        Example:
+            >>> codec = Codec()
+            >>> codec.encode_fields(codec.field_prefixes(["question", "k"]), ("2+2?", 3))
+            '{"question":"2+2?","k":3}'
+        """
+        parts: list[str] = []
+        for prefix, item in zip(prefixes, values, strict=True):
+            kind = type(item)
+            if kind is str:
+                if (
+                    not item.isascii()
+                    or "earer" in item
+                    or "EARER" in item
+                    or ("://" in item and "@" in item)
+                ):
+                    return None
+                parts += (prefix, _encode_string(item))
+            elif kind is int:
+                if not _INT_MIN < item < _INT_MAX:
+                    return None
+                parts += (prefix, int.__repr__(item))
+            elif item is None:
+                parts += (prefix, "null")
+            elif kind is bool:
+                parts += (prefix, "true" if item else "false")
+            else:
+                return None
+        parts.append("}")
+        text = "".join(parts)
+        # ASCII: its length is its size. At most the room that _native_room counts (a lower
+        # bound of the size), the value is written as it is, as here.
+        return text if len(text) <= self._native_limit else None
+
+    def encode_plain_keyed(self, mapping: dict[str, Any]) -> str:
+        """:meth:`encode_text` of a dict whose keys :meth:`plain_keys` accepted; the same text.
+
+        The keys are not looked at again, and a mapping of leaves (strings, numbers,
+        booleans, ``None``) is checked in one loop before pydantic_core writes it: the
+        arguments of a decorated call, whose parameter names are checked once (the captured
+        ``@wrap`` figure of bench/README.md). Anything else goes to :meth:`encode_text`.
+
+        Example:
+            >>> Codec().encode_plain_keyed({"question": "What is 2+2?", "k": 3})
+            '{"question":"What is 2+2?","k":3}'
+        """
+        # The room counted as _native_items_room counts it, so that the same values are
+        # written as they are.
+        room = self._native_limit
+        if 5 * len(mapping) > room:
+            return self.encode_text(mapping)
+        room -= 1
+        for key, item in mapping.items():
+            room -= len(key) + 4
+            kind = type(item)
+            if kind is str:
+                room -= len(item) + 2
+                if (
+                    room < 0
+                    or "earer" in item
+                    or "EARER" in item
+                    or ("://" in item and "@" in item)
+                ):
+                    return self.encode_text(mapping)
+            elif kind is int:
+                if not _INT_MIN < item < _INT_MAX:
+                    return self.encode_text(mapping)
+                room -= 1
+            elif kind is float:
+                if not _isfinite(item):
+                    return self.encode_text(mapping)
+                room -= 3
+            elif item is None or kind is bool:
+                room -= 4
+            else:
+                return self.encode_text(mapping)
+        if room < 0:
+            return self.encode_text(mapping)
+        try:
+            written: bytes = _core().to_json(mapping)
+        except Exception:  # lone surrogates: the walk deals with them
+            return self.encode_text(mapping)
+        if len(written) <= self.max_bytes:
+            return written.decode("utf-8")
+        return self._written(written).text
 
     def encode_converted(self, data: JsonValue) -> str:
         """The JSON text of data that :meth:`to_jsonable` already produced.

@@ -12,6 +12,7 @@ from typing import Any, Final, Literal, NoReturn, TypeGuard, TypeVar, cast, over
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
 
 from evaltrace._safe_text import exception_message, exception_text, safe_repr, type_name
@@ -352,10 +353,13 @@ class _Binder:
 
     __slots__ = (
         "_defaults",
-        "_drop_first",
+        "_drops",
         "_fast",
+        "_keys",
         "_keyword_defaults",
+        "_keyword_values",
         "_names",
+        "_plain_under",
         "_positional_defaults",
         "_required",
         "_signature",
@@ -367,7 +371,7 @@ class _Binder:
         except (TypeError, ValueError):
             self._signature = None
         params = list(self._signature.parameters.values()) if self._signature else []
-        self._drop_first = bool(params) and params[0].name in ("self", "cls")
+        drop_first = bool(params) and params[0].name in ("self", "cls")
         kinds = {p.kind for p in params}
         self._fast = self._signature is not None and not (
             kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY}
@@ -390,6 +394,43 @@ class _Binder:
             for p in params
             if p.default is not inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD
         )
+        # The keys of what a call without keyword arguments binds to (see encode).
+        self._keys = frozenset(p.name for p in params if p.kind is not p.VAR_KEYWORD)
+        # The last codec asked, and whether it found those keys plain (one tuple, replaced
+        # whole, so that threads with different codecs never mix the two).
+        self._plain_under: tuple[Codec, bool, tuple[str, ...] | None] | None = None
+        self._keyword_values = tuple(self._keyword_defaults.values())
+        self._drops = drop_first and bool(self._names)
+        """Whether bind() leaves out the first positional parameter (``self`` or ``cls``)."""
+
+    def encode(self, codec: Codec, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+        """The JSON text of :meth:`bind`'s input, by ``codec``.
+
+        A call with no keyword arguments binds to the parameters' names only; once ``codec``
+        has found those plain (see :meth:`Codec.plain_keys`), they are not looked at again.
+        """
+        count = len(args)
+        if kwargs or not self._fast or count > len(self._names):
+            return codec.encode_text(self.bind(args, kwargs))
+        checked = self._plain_under
+        if checked is None or checked[0] is not codec:
+            checked = self._plain_under = (codec, *self._prefixes(codec))
+        _, plain, prefixes = checked
+        if prefixes is not None and count >= self._required:
+            # The values bind() would bind, in its order, without the dict.
+            values = args + self._positional_defaults[count:] + self._keyword_values
+            text = codec.encode_fields(prefixes, values[1:] if self._drops else values)
+            if text is not None:
+                return text
+        bound = self.bind(args, kwargs)
+        return codec.encode_plain_keyed(bound) if plain else codec.encode_text(bound)
+
+    def _prefixes(self, codec: Codec) -> tuple[bool, tuple[str, ...] | None]:
+        """Whether ``codec`` finds the keys plain, and its field prefixes of the bound keys."""
+        if not codec.plain_keys(self._keys):
+            return False, None
+        names = self._names + tuple(self._keyword_defaults)
+        return True, codec.field_prefixes(names[1:] if self._drops else names)
 
     def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         count = len(args)
@@ -416,7 +457,7 @@ class _Binder:
             bound = dict(ba.arguments)
         else:
             return {"args": list(args), "kwargs": dict(kwargs)}
-        if self._drop_first and self._names:
+        if self._drops:
             bound.pop(self._names[0], None)
         return bound
 
@@ -518,21 +559,64 @@ def _stacktrace(exc: BaseException) -> str:
         return exception_text(exc)
 
 
-def _finish(span: Span, attributes: Mapping[str, Any]) -> None:
+def _finish(span: Span, attributes: Mapping[str, Any], strings: bool = False) -> None:
     """Put ``attributes`` on ``span`` and end it; a failing span processor never reaches the app.
 
     The attributes go on in one call as the span ends, not when it is created:
     OpenTelemetry checks attributes given at creation twice (for the sampler, then for the
     span), about a tenth of a decorated call.
+
+    Args:
+        span: The span to finish.
+        attributes: Its attributes.
+        strings: Whether every value of ``attributes`` is a ``str`` (see :func:`_put_strings`).
     """
     try:
-        span.set_attributes(attributes)
+        if not (strings and _put_strings(span, attributes)):
+            span.set_attributes(attributes)
     except Exception as exc:  # recording never breaks the app
         _warn_once("attributes", "could not put a decorated call's attributes on its span", exc)
     try:
         span.end()
     except Exception as exc:  # recording never breaks the app
         _warn_once("end", "a span processor failed while a span ended", exc)
+
+
+def _attribute_store_known() -> bool:
+    """Whether the SDK's span attributes are kept as :func:`_put_strings` expects."""
+    probe = BoundedAttributes(maxlen=1, immutable=False)
+    layout = ("_dict", "_lock", "maxlen", "max_value_len")
+    return all(hasattr(probe, name) for name in layout) and type(probe._dict) is dict
+
+
+_ATTRIBUTE_STORE_KNOWN: Final = _attribute_store_known()
+
+
+def _put_strings(span: Span, attributes: Mapping[str, str]) -> bool:
+    """Put string ``attributes`` straight into an SDK span's attribute store; whether it could.
+
+    ``Span.set_attributes`` checks the mapping and each value (abstract-class ``isinstance``
+    calls, a lock per value): a fifth of a captured decorated call (the captured ``@wrap``
+    figure of bench/README.md). A ``str`` needs none of it when no length limit is set, so
+    on a recording span of the OpenTelemetry SDK with no attributes yet, no value length
+    limit and room for them all, they are stored as ``set_attributes`` would store them.
+    Anything else (another span class or SDK layout, limits, attributes the app put on the
+    span, an ended span) is left to ``set_attributes``.
+    """
+    store = getattr(span, "_attributes", None)
+    if (
+        not _ATTRIBUTE_STORE_KNOWN
+        or type(store) is not BoundedAttributes
+        or store.max_value_len is not None
+        or (store.maxlen is not None and store.maxlen < len(attributes))
+        or not span.is_recording()
+    ):
+        return False
+    with store._lock:
+        if store._dict:
+            return False
+        store._dict.update(attributes)
+    return True
 
 
 class _FixedInput:
@@ -545,6 +629,9 @@ class _FixedInput:
 
     def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         return self._value
+
+    def encode(self, codec: Codec, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+        return codec.encode_text(self._value)
 
 
 def start_span_call(
@@ -567,6 +654,7 @@ class _SpanCall:
         "_content",
         "_private",
         "_rt",
+        "_strings",
         "keeps_output",
         "live",
         "span",
@@ -598,15 +686,14 @@ class _SpanCall:
             self._content = False
             return
         self._attributes: dict[str, Any] = {conv.SPAN_KIND: kind}
+        self._strings = not extra  # else values of any type: see _finish
         if extra:
             self._attributes.update(extra)
         self.span = rt.tracer.start_span(span_name)
         self._content = recorded and rt.settings.capture_content and self.span.is_recording()
         if self._content:
             try:
-                self._attributes[conv.INPUT_VALUE] = self._codec.encode_text(
-                    binder.bind(args, kwargs)
-                )
+                self._attributes[conv.INPUT_VALUE] = binder.encode(self._codec, args, kwargs)
                 self._attributes[conv.INPUT_MIME_TYPE] = conv.MIME_JSON
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
@@ -637,7 +724,7 @@ class _SpanCall:
 
     def end(self) -> None:
         if self.live:
-            _finish(self.span, self._attributes)
+            _finish(self.span, self._attributes, self._strings)
 
 
 class _Stream:
@@ -808,7 +895,7 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         content = recorded and rt.settings.capture_content and span.is_recording()
         if content:
             try:
-                attributes[conv.INPUT_VALUE] = rt.codec.encode_text(binder.bind(args, kwargs))
+                attributes[conv.INPUT_VALUE] = binder.encode(rt.codec, args, kwargs)
                 attributes[conv.INPUT_MIME_TYPE] = conv.MIME_JSON
             except Exception as exc:  # recording never breaks the app
                 _warn_once(f"input:{span_name}", f"could not record the input of {span_name}", exc)
@@ -820,7 +907,7 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
         except BaseException as exc:
             otel_context.detach(token)
             _record_failure(span, rt.codec, exc)
-            _finish(span, attributes)
+            _finish(span, attributes, strings=True)
             raise
         otel_context.detach(token)
         if content:
@@ -833,7 +920,7 @@ def _decorate(fn: F, *, name: str | None, kind: str | None, description: str | N
                 )
         elif recorded and not rt.settings.capture_content:
             _keep_private(rt, span, "output", result)
-        _finish(span, attributes)
+        _finish(span, attributes, strings=True)
         return result
 
     return cast(F, passthrough(fn, sync_wrapper))
