@@ -3,9 +3,11 @@
 Run: ``python3 dev.py bench cli_scale [--repeat N] [--small N] [--large N]``.
 
 The dataset is bench_scale.py's (a no-I/O async app, three async evaluators, N entries).
-Each figure is of a fresh process, started and waited for here; its peak resident memory
-is the ``ru_maxrss`` that ``os.wait4`` reports for it (the interpreter, the imports, the
-loaded dataset and the run, all counted).
+Each figure is of a fresh process; its peak resident memory is the ``ru_maxrss`` that
+``os.wait4`` reports for it (the interpreter, the imports, the loaded dataset and the run, all
+counted), waited for by a small launcher that forks it: Linux keeps a process's high-water
+mark across fork and exec, so a child started straight from this script (which writes the
+datasets, holding the large one) would start at this script's own peak.
 
 1. *Peak memory* — ``evaltrace test`` (with its scorecard) on ``--large`` entries against
    ``--small`` entries (default 100,000 and 10,000). Goal: at most 2x. With ``--bare``,
@@ -17,12 +19,15 @@ loaded dataset and the run, all counted).
    on ``--small`` entries.
 
 Each is measured ``--repeat`` times (default 3), the two sides alternating; the ratios of
-each repetition are summarised as min / median / max.
+each repetition are summarised as min / median / max. With ``--jsonl`` the dataset is given
+to ``evaltrace test`` in its JSONL form (``*.evaltrace.jsonl``, written from the same data);
+the ``evaluate_inputs`` process reads the JSON form either way.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -84,28 +89,35 @@ class Measured:
     """The CPU seconds it used (user and system): steadier than wall time on a busy machine."""
 
 
+LAUNCHER = """\
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, usage.ru_utime + usage.ru_stime,
+      file=sys.stderr)
+"""
+"""Forks the command and prints its exit code, ``ru_maxrss`` (KiB) and CPU seconds last."""
+
+
 def measure(command: list[str], cwd: Path) -> Measured:
-    """Run ``command`` to its end; its wall time and peak RSS (``os.wait4``'s ``ru_maxrss``)."""
+    """Run ``command`` to its end; its wall time, peak RSS (``ru_maxrss``) and CPU time."""
     started = time.perf_counter()
-    process = subprocess.Popen(
-        command,
+    done = subprocess.run(
+        [sys.executable, "-c", LAUNCHER, *command],
         cwd=cwd,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.PIPE,  # drained while it runs: progress lines fill the pipe
         env={**os.environ, "CI": "1"},
+        check=False,
     )
-    assert process.stderr is not None
-    errors = process.stderr.read()  # drained while it runs: progress lines fill the pipe
-    _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(command)} exited {process.returncode}:\n{errors.decode()}")
-    return Measured(
-        wall_s=wall,
-        peak_rss=usage.ru_maxrss * 1024,  # Linux: kilobytes
-        cpu_s=usage.ru_utime + usage.ru_stime,
-    )
+    *errors, last = done.stderr.decode(errors="replace").rstrip("\n").split("\n")
+    code, peak, cpu = last.split()
+    if int(code) not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} exited {code}:\n" + "\n".join(errors))
+    return Measured(wall_s=wall, peak_rss=int(peak) * 1024, cpu_s=float(cpu))  # KiB on Linux
 
 
 def evaltrace_test(dataset: Path, *more: str) -> Measured:
@@ -115,6 +127,18 @@ def evaltrace_test(dataset: Path, *more: str) -> Measured:
     found = measure([evaltrace, "test", dataset.name, "--output-dir", "out", *more], dataset.parent)
     shutil.rmtree(out, ignore_errors=True)
     return found
+
+
+def as_jsonl(dataset: Path) -> Path:
+    """The same dataset in its JSONL form, beside it: a header line, then an entry a line."""
+    document = json.loads(dataset.read_text())
+    entries = document.pop("entries")
+    path = dataset.with_name(dataset.name.removesuffix(".json") + ".jsonl")
+    with path.open("w") as stream:
+        stream.write(json.dumps(document) + "\n")
+        for entry in entries:
+            stream.write(json.dumps(entry) + "\n")
+    return path
 
 
 def evaluate_inputs_process(dataset: Path) -> Measured:
@@ -139,6 +163,9 @@ def main() -> int:
     parser.add_argument(
         "--bare", action="store_true", help="also --no-scorecard on --large entries"
     )
+    parser.add_argument(
+        "--jsonl", action="store_true", help="give evaltrace test the dataset as JSONL"
+    )
     options = parser.parse_args()
     if options.repeat < 1 or options.small < 1 or options.large < 1:
         parser.error("--repeat, --small and --large must be whole numbers >= 1")
@@ -151,11 +178,14 @@ def main() -> int:
         large_folder.mkdir()
         small = write_dataset(small_folder, options.small)
         large = write_dataset(large_folder, options.large)
+        tested_small = as_jsonl(small) if options.jsonl else small
+        tested_large = as_jsonl(large) if options.jsonl else large
+        print(f"dataset form given to evaltrace test: {tested_small.suffix}", flush=True)
         for repetition in range(1, options.repeat + 1):
-            test_small = evaltrace_test(small)
-            test_large = evaltrace_test(large)
-            bare_small = evaltrace_test(small, "--no-scorecard")
-            bare_large = evaltrace_test(large, "--no-scorecard") if options.bare else None
+            test_small = evaltrace_test(tested_small)
+            test_large = evaltrace_test(tested_large)
+            bare_small = evaltrace_test(tested_small, "--no-scorecard")
+            bare_large = evaltrace_test(tested_large, "--no-scorecard") if options.bare else None
             api = evaluate_inputs_process(small)
             memory.append(test_large.peak_rss / test_small.peak_rss)
             wall.append(test_small.wall_s / api.wall_s)

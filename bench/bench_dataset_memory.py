@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -85,15 +86,20 @@ import os, sys
 pid = os.fork()
 if pid == 0:
     os.execv(sys.argv[1], sys.argv[1:])
+print("pid", pid, file=sys.stderr, flush=True)
 _, status, usage = os.wait4(pid, 0)
 print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, file=sys.stderr)
 """
 
 
-def peak_rss(folder: Path, dataset: Path) -> tuple[float, float]:
-    """Peak resident MiB and wall seconds of one ``evaltrace test --no-scorecard`` process."""
+def peak_rss(folder: Path, dataset: Path, sample: float = 0.0) -> tuple[float, float]:
+    """Peak resident MiB and wall seconds of one ``evaltrace test --no-scorecard`` process.
+
+    With ``sample`` (seconds), its high-water mark so far (``VmHWM``) and its last progress
+    line are printed that often while it runs: a partial figure for a run cut short.
+    """
     started = time.perf_counter()
-    done = subprocess.run(
+    launched = subprocess.Popen(
         [
             sys.executable,
             "-c",
@@ -110,24 +116,48 @@ def peak_rss(folder: Path, dataset: Path) -> tuple[float, float]:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "CI": "1"},
-        check=False,
     )
+    assert launched.stderr is not None
+    lines: list[str] = []
+    if sample:
+        threading.Thread(target=_report, args=(launched, lines, sample), daemon=True).start()
+    lines.extend(launched.stderr)  # drained while it runs: progress lines fill the pipe
+    launched.wait()
     wall = time.perf_counter() - started
-    *error, last = done.stderr.rstrip("\n").split("\n")
+    *error, last = "".join(lines).rstrip("\n").split("\n")
     code, peak = (int(word) for word in last.split())
     if code != 0:
         raise SystemExit(f"evaltrace test {dataset.name} exited {code}: {chr(10).join(error)}")
     return peak / 1024, wall  # ru_maxrss is in KiB on Linux
 
 
+def _report(launched: subprocess.Popen[str], lines: list[str], every: float) -> None:
+    """Print the process's high-water mark so far and its last progress line, every so often."""
+    started = time.perf_counter()
+    while launched.poll() is None:
+        time.sleep(every)
+        pid = next((line.split()[1] for line in lines if line.startswith("pid ")), None)
+        try:
+            with open(f"/proc/{pid}/status") as status:
+                peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+        except (OSError, StopIteration):
+            continue  # not started yet, or ended
+        last = lines[-1].strip() if lines else ""
+        print(
+            f"    {time.perf_counter() - started:,.0f} s: VmHWM {int(peak) / 1024:.1f} MiB "
+            f"({last})",
+            flush=True,
+        )
+
+
 def spread(values: list[float]) -> str:
     return f"{min(values):.1f} / {statistics.median(values):.1f} / {max(values):.1f}"
 
 
-def measure(folder: Path, dataset: Path, runs: int, label: str) -> list[float]:
+def measure(folder: Path, dataset: Path, runs: int, label: str, sample: float = 0.0) -> list[float]:
     peaks, walls = [], []
     for _ in range(runs):
-        peak, wall = peak_rss(folder, dataset)
+        peak, wall = peak_rss(folder, dataset, sample)
         peaks.append(peak)
         walls.append(wall)
         print(f"  {label}: {peak:.1f} MiB peak RSS, {wall:.1f} s", flush=True)
@@ -199,6 +229,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--runs", type=positive, default=3, help="processes per figure (3)")
     parser.add_argument("--skip-large", action="store_true", help="skip figure 2")
+    parser.add_argument(
+        "--skip-json", action="store_true", help="skip the JSON side of figure 1, and 3-4"
+    )
+    parser.add_argument(
+        "--sample",
+        type=positive,
+        default=0,
+        metavar="SECONDS",
+        help="print each large run's peak so far (VmHWM) this often: a partial figure",
+    )
     args = parser.parse_args(argv)
     small = args.entries
     large = 0 if args.skip_large else args.large or 10 * small
@@ -206,14 +246,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-dataset-memory-") as name:
         folder = Path(name)
         paths = write_datasets(folder, small, large)
-        loading_in_process(paths["json"], small)
-        filling_names(small)
-        as_json = measure(folder, paths["json"], args.runs, f"{small:,} entries, JSON")
+        if not args.skip_json:
+            loading_in_process(paths["json"], small)
+            filling_names(small)
+            as_json = measure(folder, paths["json"], args.runs, f"{small:,} entries, JSON")
         as_jsonl = measure(folder, paths["jsonl"], args.runs, f"{small:,} entries, JSONL")
-        ratio = statistics.median(as_jsonl) / statistics.median(as_json)
-        print(f"JSONL vs JSON, {small:,} entries, median peak RSS: {ratio:.2f}x")
+        if not args.skip_json:
+            ratio = statistics.median(as_jsonl) / statistics.median(as_json)
+            print(f"JSONL vs JSON, {small:,} entries, median peak RSS: {ratio:.2f}x")
         if large:
-            big = measure(folder, paths["large"], args.runs, f"{large:,} entries, JSONL")
+            label = f"{large:,} entries, JSONL"
+            big = measure(folder, paths["large"], args.runs, label, args.sample)
             ratio = statistics.median(big) / statistics.median(as_jsonl)
             goal_met = ratio <= 1.2
             print(

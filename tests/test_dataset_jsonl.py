@@ -287,14 +287,16 @@ def most_entries_alive_in_a_run(path: Path, runs: Path) -> int:
     return max(seen)
 
 
-def test_a_jsonl_run_never_holds_all_its_entries(tmp_path: Path) -> None:
+def test_a_jsonl_or_json_run_never_holds_all_its_entries(tmp_path: Path) -> None:
     lines = [HEADER, *(entry(f"e{i}", f"q{i}") for i in range(300))]
     path = jsonl(tmp_path, lines)
     (tmp_path / "faq.evaltrace.json").write_text(json.dumps({**HEADER, "entries": lines[1:]}))
+    (tmp_path / "faq.evaltrace.yaml").write_text(yaml.safe_dump({**HEADER, "entries": lines[1:]}))
 
     assert most_entries_alive_in_a_run(path, tmp_path / "runs") < 30
-    # The same count over the JSON form, which holds its entries: the measure sees them.
-    assert most_entries_alive_in_a_run(tmp_path / "faq.evaltrace.json", tmp_path / "runs") >= 300
+    assert most_entries_alive_in_a_run(tmp_path / "faq.evaltrace.json", tmp_path / "runs") < 30
+    # The same count over the YAML form, which holds its entries: the measure sees them.
+    assert most_entries_alive_in_a_run(tmp_path / "faq.evaltrace.yaml", tmp_path / "runs") >= 300
 
 
 def test_a_loaded_jsonl_dataset_holds_no_entry(tmp_path: Path) -> None:

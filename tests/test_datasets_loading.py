@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -328,3 +329,67 @@ def test_importing_evaltrace_does_not_import_datasets_or_yaml() -> None:
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+# -- large JSON datasets ----------------------------------------------------------------------
+
+
+def _entries(count: int) -> list[dict[str, object]]:
+    return [
+        {"name": f"e{i}", "entry_kwargs": {"question": f"question {i}"}, "expectation": f"Q{i}"}
+        for i in range(count)
+    ]
+
+
+def test_a_valid_json_dataset_holds_about_its_entries_text_not_their_models(
+    tmp_path: Path,
+) -> None:
+    count = 5_000
+    document = {"runnable": "app.py:run", "evaluators": ["ExactMatch"], "entries": _entries(count)}
+    path = write(tmp_path, "big.evaltrace.json", document)
+    size = path.stat().st_size
+
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        dataset = load_dataset(path)
+        kept, peak = (memory - base for memory in tracemalloc.get_traced_memory())
+    finally:
+        tracemalloc.stop()
+
+    assert len(dataset.entries) == count
+    assert dataset.entries[count - 1].entry_kwargs == {"question": f"question {count - 1}"}
+    assert kept <= 1.5 * size, (kept / count, size / count)  # the entries' models: about 15x
+    assert peak <= 4 * size, (peak / count, size / count)
+
+
+@pytest.mark.parametrize("entries_first", [False, True], ids=["entries-last", "entries-first"])
+def test_a_json_dataset_read_entry_by_entry_equals_it_validated_whole(
+    tmp_path: Path, entries_first: bool
+) -> None:
+    entries: list[dict[str, object]] = [
+        {"entry_kwargs": {"q": "Grüße, 東京 \u2028"}, "expectation": 1.5},
+        {"name": "b", "description": "second", "entry_kwargs": {"n": 10**20, "x": [1, None]}},
+        {"entry_kwargs": {}, "evaluators": ["...", "ClosedQA"], "eval_metadata": {"k": True}},
+    ]
+    header: dict[str, object] = {"name": "mixed", "evaluators": ["Factuality"], "epochs": 2}
+    document = {"entries": entries, **header} if entries_first else {**header, "entries": entries}
+    path = write(tmp_path, "mixed.evaltrace.json", json.dumps(document, indent=2))
+
+    loaded = load_dataset(path)
+    whole = dataset_from_data(json.loads(path.read_text()))
+
+    assert list(loaded.entries) == list(whole.entries)
+    assert [entry.name for entry in loaded.entries] == ["0", "b", "2"]
+    assert loaded.entries[-1].description == "2"
+    assert loaded.model_dump(exclude={"entries"}) == whole.model_dump(exclude={"entries"})
+
+
+def test_a_json_dataset_repeating_a_key_after_its_entries_is_still_refused(
+    tmp_path: Path,
+) -> None:
+    text = '{"evaluators": ["Factuality"], "entries": [{"entry_kwargs": {}}], "evaluators": []}'
+    path = write(tmp_path, "twice.evaltrace.json", text)
+
+    with pytest.raises(DatasetError, match="the key 'evaluators' appears twice"):
+        load_dataset(path)

@@ -229,67 +229,8 @@ def test(
     --fail-on-regression, something got significantly worse than the baseline), 2 bad usage
     or an invalid dataset, 130 interrupted (the entries that finished are written).
     """
-    with using_judge_cache(judge_cache, no_judge_cache):
-        return _test(
-            paths=paths,
-            entry_filter=entry_filter,
-            verbose=verbose,
-            concurrency=concurrency,
-            timeout=timeout,
-            threshold=threshold,
-            epochs=epochs,
-            reducer=reducer,
-            output_dir=output_dir,
-            baseline=baseline,
-            fail_on_regression=fail_on_regression,
-            confidence=confidence,
-            resamples=resamples,
-            statistics_seed=statistics_seed,
-            prices=prices,
-            exit_zero=exit_zero,
-            no_scorecard=no_scorecard,
-            shard=shard,
-            resume=resume,
-            force=force,
-            executor=executor,
-            address=address,
-            traces=traces,
-            evaluator_names=evaluator_names,
-            select=select,
-            output_format=output_format,
-        )
-
-
-def _test(
-    *,
-    paths: Sequence[str],
-    entry_filter: str | None,
-    verbose: bool,
-    concurrency: int,
-    timeout: float,
-    threshold: float,
-    epochs: int | None,
-    reducer: str | None,
-    output_dir: str,
-    baseline: str | None,
-    fail_on_regression: Gate | None,
-    confidence: float,
-    resamples: int,
-    statistics_seed: int,
-    prices: PriceTable | None,
-    exit_zero: bool,
-    no_scorecard: bool,
-    shard: str | None,
-    resume: str | None,
-    force: bool,
-    executor: str,
-    address: str | None,
-    traces: str | None,
-    evaluator_names: Sequence[str],
-    select: str | None,
-    output_format: str,
-) -> int:
-    """``evaltrace test``, with its judge cache configured."""
+    # The judge cache is configured for the whole command: closed when its context ends.
+    click.get_current_context().with_resource(using_judge_cache(judge_cache, no_judge_cache))
     from evaltrace.datasets import DatasetError, ReferenceLoader, matches_filter, prepare_dataset
 
     if traces is not None or evaluator_names or select is not None:

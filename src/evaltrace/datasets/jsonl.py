@@ -36,12 +36,8 @@ from typing import IO, Any, Final, overload
 
 from pydantic import ValidationError
 
-from evaltrace.datasets._validation_problems import (
-    parse_constant,
-    parse_float,
-    parse_int,
-    problems_from_errors,
-)
+from evaltrace.datasets._json import parse_json
+from evaltrace.datasets._validation_problems import problems_from_errors
 from evaltrace.datasets.model import (
     Dataset,
     DatasetEntry,
@@ -55,6 +51,7 @@ from evaltrace.datasets.problems import DatasetError, DatasetProblem, describe_v
 __all__ = [
     "JSONL_SUFFIX",
     "JsonlEntries",
+    "SeenNames",
     "is_jsonl",
     "jsonl_lines",
     "load_jsonl_dataset",
@@ -221,7 +218,7 @@ class _Reader:
         self.evaluators: list[EvaluatorSpec] | None = []
         self.offsets = array("q")
         self.lines: array[int] | None = None
-        self.names = _SeenNames()
+        self.names = SeenNames()
         self.suspects: set[str] = set()  # names perhaps seen twice, confirmed by a second pass
         self.stored: bool | None = None
 
@@ -296,22 +293,8 @@ class _Reader:
                 hint="save the file as UTF-8",
             )
             return _UNREAD
-        duplicated: list[str] = []
-
-        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-            result = dict(items)
-            if len(result) != len(items):
-                duplicated.append(_first_repeated(key for key, _ in items))
-            return result
-
         try:
-            data = json.loads(
-                text,
-                object_pairs_hook=pairs,
-                parse_int=parse_int,
-                parse_float=parse_float,
-                parse_constant=parse_constant,
-            )
+            data, duplicated = parse_json(text)
         except json.JSONDecodeError as exc:
             self._problem(number, f"not valid JSON: {exc.msg}", column=exc.colno)
             return _UNREAD
@@ -471,7 +454,7 @@ class _Reader:
                 )
 
 
-class _SeenNames:
+class SeenNames:
     """The entry names seen, as 64-bit hashes in an open-addressed table.
 
     At most 32 bytes a name, where a set of the names takes about 100: a 10**6-entry JSONL
@@ -512,15 +495,6 @@ class _SeenNames:
 
 
 _UNREAD: Final = object()  # a line whose problem is already reported
-
-
-def _first_repeated(keys: Iterable[str]) -> str:
-    seen: set[str] = set()
-    for key in keys:
-        if key in seen:
-            return key
-        seen.add(key)
-    return ""
 
 
 def with_entry_lines(dataset: Dataset, problems: Sequence[DatasetProblem]) -> list[DatasetProblem]:

@@ -12,6 +12,10 @@ The format follows the suffix: ``.json`` is JSON, ``.yaml`` and ``.yml`` are YAM
 is a JSONL dataset (a header line, then one entry per line: :mod:`evaltrace.datasets.jsonl`,
 read line by line and not bounded by the size limit); any other file is JSON when it starts
 with ``{`` and YAML otherwise.
+
+A valid JSON dataset is read entry by entry and its entries kept as their text
+(:mod:`evaltrace.datasets._json_entries`), each made again when it is asked for; a JSON file
+with any problem is validated as a whole, which reports every problem at once.
 """
 
 from __future__ import annotations
@@ -33,13 +37,9 @@ from pydantic import BaseModel, ValidationError
 from evaltrace._safe_text import exception_message
 from evaltrace.checks import check_count
 from evaltrace.constants import MAX_DATASET_BYTES
-from evaltrace.datasets._validation_problems import (
-    Locator,
-    parse_constant,
-    parse_float,
-    parse_int,
-    problems_from_errors,
-)
+from evaltrace.datasets._json import first_repeated, parse_json
+from evaltrace.datasets._json_entries import read_valid_json_dataset
+from evaltrace.datasets._validation_problems import Locator, problems_from_errors
 from evaltrace.datasets._yaml import YamlProblem, parse_yaml, yaml_position
 from evaltrace.datasets.jsonl import is_jsonl, load_jsonl_dataset
 from evaltrace.datasets.model import (
@@ -97,9 +97,13 @@ def load_dataset(path: str | os.PathLike[str], *, max_bytes: int = MAX_DATASET_B
     file = os.fspath(path)
     if is_jsonl(location):
         return _load_jsonl(location, file)
-    data = _read(location, file, max_bytes)
-    text = _decode(data, file)
+    text = _decode(_read(location, file, max_bytes), file)
     if _format_of(location, text) == "json":
+        streamed = read_valid_json_dataset(text, file=file, path=location)
+        if streamed is not None:
+            if streamed.name is None:
+                _name_after_file(streamed, location)
+            return streamed
         document = _parse_json(text, file)
         locate: Locator = functools.partial(json_position, text)
     else:
@@ -535,22 +539,8 @@ def _too_deep(file: str) -> DatasetProblem:
 
 
 def _parse_json(text: str, file: str) -> Any:
-    duplicated: list[str] = []
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        result = dict(items)
-        if len(result) != len(items):
-            duplicated.append(_first_repeated(key for key, _ in items))
-        return result
-
     try:
-        data = json.loads(
-            text,
-            object_pairs_hook=pairs,
-            parse_int=parse_int,
-            parse_float=parse_float,
-            parse_constant=parse_constant,
-        )
+        data, duplicated = parse_json(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(
             [
@@ -635,15 +625,6 @@ def _item(decoder: json.JSONDecoder, text: str, at: int, index: int) -> int:
     return -1
 
 
-def _first_repeated(keys: Any) -> str:
-    seen: set[str] = set()
-    for key in keys:
-        if key in seen:
-            return str(key)
-        seen.add(key)
-    return ""
-
-
 def _duplicate_key_problems(text: str, file: str, keys: list[str]) -> list[DatasetProblem]:
     """Locate the objects holding a key twice, re-reading with the pure-Python scanner.
 
@@ -655,7 +636,7 @@ def _duplicate_key_problems(text: str, file: str, keys: list[str]) -> list[Datas
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         if len({key for key, _ in items}) != len(items):
-            positions.append((_first_repeated(key for key, _ in items), starts[-1] - 1))
+            positions.append((first_repeated(key for key, _ in items), starts[-1] - 1))
         return dict(items)
 
     # parse_object and the pure-Python scanner are real but absent from the type stubs.
