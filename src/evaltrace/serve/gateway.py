@@ -1,9 +1,10 @@
 """The gateway: OTLP/HTTP intake, forwarding, assembly, sampling, scoring: :class:`Gateway`.
 
 The HTTP server is aiohttp's (its parser, its limits). Intake (``POST /v1/traces``) reads a
-request, queues it for forwarding as it is, adds its spans to the traces being assembled and
-answers; it never waits for scoring. A ticker takes the complete traces, the sampler chooses,
-and the chosen ones are handed to the scoring thread.
+request, checks that it is an export request, queues its encoding for forwarding as it is,
+hands its spans to the scoring thread and answers; it never waits for assembly or scoring. In
+the scoring thread, the spans are assembled into traces, a ticker takes the complete ones, the
+sampler chooses, and the chosen ones are scored.
 
 What a client gets back:
 
@@ -27,6 +28,7 @@ its last forward succeeded; ``/metrics`` the counters (:mod:`evaltrace.serve.met
 from __future__ import annotations
 
 import asyncio
+import gc
 import hmac
 import ipaddress
 import logging
@@ -158,7 +160,7 @@ class Gateway:
             self.forwarder.start()
         if self.scorer is not None:
             self.scorer.start()
-            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+            self.scorer.soon(self._start_ticker)
         self.accepting = True
         self._say_how_it_runs(str(host), int(port))
 
@@ -265,20 +267,8 @@ class Gateway:
             except OTLPRequestError as exc:
                 status = 415 if str(exc).startswith("unsupported Content-Type") else 400
                 return web.Response(status=status, text=f"{exc}\n")
-            if forwarder is not None and forwarder.full(len(encoded)):
+            if not self._accept(decoded, encoded):
                 return _busy(503, "the forward queue is full")
-            count = sum(
-                len(scope.spans)
-                for resource in decoded.resource_spans
-                for scope in resource.scope_spans
-            )
-            if forwarder is not None and count:
-                forwarder.offer(encoded, count)
-            if self.assembler is not None:
-                # After the forwarder's turn and this answer: assembly delays neither
-                # (bench/bench_serve.py: the added p99 latency at half load).
-                asyncio.get_running_loop().call_soon(self._assemble, decoded)
-            self.metrics.spans_received.add(count)
         finally:
             self._in_flight -= 1
         if request.content_type == JSON:
@@ -287,13 +277,34 @@ class Gateway:
             body=ExportTraceServiceResponse().SerializeToString(), content_type=PROTOBUF
         )
 
-    def _assemble(self, decoded: ExportTraceServiceRequest) -> None:
-        """Add the request's spans to assembly."""
+    def _accept(self, decoded: ExportTraceServiceRequest, encoded: bytes) -> bool:
+        """Take one export request, whatever protocol brought it: whether it was taken.
+
+        Its encoding is queued for forwarding as it is; its spans go to assembly in the
+        scoring thread. Nothing here waits, and nothing of assembly, sampling or scoring runs
+        in the intake loop (bench/bench_serve.py: the added p99 latency at half load).
+        """
+        forwarder = self.forwarder
+        if forwarder is not None and forwarder.full(len(encoded)):
+            return False
+        count = sum(
+            len(scope.spans)
+            for resource in decoded.resource_spans
+            for scope in resource.scope_spans
+        )
+        if forwarder is not None and count:
+            forwarder.offer(encoded, count)
+        if self.scorer is not None and count:
+            self.scorer.soon(self._assemble, decoded, time.monotonic())
+        self.metrics.spans_received.add(count)
+        return True
+
+    def _assemble(self, decoded: ExportTraceServiceRequest, arrived: float) -> None:
+        """In the scoring thread: add the request's spans to assembly."""
         assembler = self.assembler
         assert assembler is not None
-        now = time.monotonic()
         for resource, span in request_spans(decoded):
-            assembler.add(resource, span, now)
+            assembler.add(resource, span, arrived)
 
     def _send_evaluations(self, body: bytes, spans: int) -> None:
         """From the scoring thread: queue evaluation spans for forwarding, in this loop."""
@@ -312,6 +323,17 @@ class Gateway:
         forwarder.offer(body, spans, "evaluation")
 
     # -- assembly and sampling -------------------------------------------------------------
+
+    def _start_ticker(self) -> None:
+        """In the scoring thread: take the complete traces every tick."""
+        self._ticker = asyncio.get_running_loop().create_task(self._tick())
+
+    def _drain_assembly(self) -> None:
+        """In the scoring thread: stop the ticker, hand every trace held to the sampler."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+        assert self.assembler is not None
+        self._choose(self.assembler.drain())
 
     async def _tick(self) -> None:
         assembler = self.assembler
@@ -361,11 +383,9 @@ class Gateway:
         )
         while self._in_flight and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        await asyncio.sleep(0)  # the assembly of the last requests, scheduled after their answer
-        if self._ticker is not None:
-            self._ticker.cancel()
-        if self.assembler is not None and self.scorer is not None:
-            self._choose(self.assembler.drain())
+        if self.scorer is not None:
+            # after the assembly of the last requests, queued before it in the scoring thread
+            await asyncio.wrap_future(self.scorer.call(self._drain_assembly))
             scoring_deadline = began + self.config.drain_timeout / 2
             await asyncio.to_thread(self.scorer.close, scoring_deadline)
         if self.forwarder is not None:
@@ -407,6 +427,10 @@ def _loopback(host: str) -> bool:
 async def _serve(config: GatewayConfig) -> None:
     gateway = Gateway(config)
     await gateway.start()
+    # What is loaded by now lives as long as the process: a full collection of it held the
+    # GIL for ~100 ms, every request of that moment waiting (bench/bench_serve.py: the added
+    # p99 latency at half load).
+    gc.freeze()
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -20,6 +20,7 @@ report it); past either, the traces are not scored (counted) until the budget al
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import math
 import threading
@@ -275,8 +276,32 @@ class Scorer:
             self.metrics.traces_not_scored.add(1, "queue_full")
             return False
         assert self._loop is not None and self._queue is not None
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, chosen)
+        if threading.get_ident() == self._thread.ident:
+            self._queue.put_nowait(chosen)  # in order with what this thread queued already
+        else:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, chosen)
         return True
+
+    def soon(self, function: Callable[..., None], *args: Any) -> None:
+        """Run ``function(*args)`` in the scoring thread, soon (from any thread, never waiting)."""
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(function, *args)
+
+    def call(self, function: Callable[[], None]) -> concurrent.futures.Future[None]:
+        """Run ``function`` in the scoring thread (from any thread); done once it ran."""
+        assert self._loop is not None
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                function()
+            except BaseException as exc:  # handed to whoever waits on ``done``
+                done.set_exception(exc)
+            else:
+                done.set_result(None)
+
+        self._loop.call_soon_threadsafe(run)
+        return done
 
     async def next(self) -> Chosen | None:
         """The next chosen trace (in the scoring thread); ``None`` once closed and empty."""
