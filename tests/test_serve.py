@@ -21,8 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from evaltrace.judges import configure_judge
 from evaltrace.serve import GatewayConfig, forward_target, load_online
 from evaltrace.testing import OTLPReceiver
+from evaltrace.testing.fake_judge import FakeJudgeServer, serve_fake_judge
 from serve_process import (
     CHECKS,
     SLOW_CHECKS,
@@ -36,6 +38,13 @@ from serve_process import (
 )
 
 QUIET = ("--quiet-period", "0.2")
+JUDGED = """
+from evaltrace.judges import create_llm_evaluator
+
+graded = create_llm_evaluator(
+    "graded", "Right?\\n{eval_output}", choice_scores={"A": 1.0, "B": 0.0}
+)
+"""
 TOKEN = "s3cret"
 
 
@@ -53,6 +62,11 @@ def receiver() -> Iterator[OTLPReceiver]:
         yield started
     finally:
         started.stop()
+
+
+@pytest.fixture(scope="module")
+def judge_server() -> Iterator[FakeJudgeServer]:
+    yield from serve_fake_judge()
 
 
 @pytest.fixture
@@ -346,12 +360,39 @@ def test_cost_budget_stops_scoring_and_forwarding_goes_on(
             assert post(serve.traces_url, export_request(1, seed=seed))[0] == 200
         assert serve.wait_for("traces_scored", 2, "SUCCESS") == 2
         assert post(serve.traces_url, export_request(3, seed=9))[0] == 200
-        assert serve.wait_for("traces_not_scored", 3, "budget") == 3
+        assert serve.wait_for("traces_not_scored", 3, "cost_per_hour") == 3
         assert serve.gateway.scorer is not None
-        assert serve.gateway.scorer.limiter.paused == "budget"
+        assert serve.gateway.scorer.limiter.paused == "cost_per_hour"
         assert serve.metric("judge_calls") == 2
         assert receiver.wait_for_spans(10 + 2)
     assert len(_app(receiver)) == 10
+
+
+def test_judge_calls_per_minute_stop_scoring_and_forwarding_goes_on(
+    folder: Path, receiver: OTLPReceiver, judge_server: FakeJudgeServer
+) -> None:
+    (folder / "judged.py").write_text(JUDGED)
+    (folder / "judged.yaml").write_text(
+        "evaluators: ['judged.py:graded']\nbudget:\n  judge_calls_per_minute: 2\n"
+    )
+    with (
+        configure_judge(
+            base_url=judge_server.base_url, api_key="k", model="judge-model", max_retries=0
+        ),
+        _gateway(folder, receiver.endpoint, "judged.yaml") as serve,
+    ):
+        for seed in range(2):  # one at a time: each trace's calls are counted once scored
+            assert post(serve.traces_url, export_request(1, seed=seed))[0] == 200
+            assert serve.wait_for("traces_scored", seed + 1, "SUCCESS") == seed + 1
+        assert serve.metric("judge_calls") == 2
+        assert post(serve.traces_url, export_request(3, seed=9))[0] == 200
+        assert serve.wait_for("traces_not_scored", 3, "judge_calls_per_minute") == 3
+        assert serve.gateway.scorer is not None
+        assert serve.gateway.scorer.limiter.paused == "judge_calls_per_minute"
+        assert serve.metric("traces_scored", "SUCCESS") == 2
+        assert receiver.wait_for_spans(10 + 2)
+    assert len(_app(receiver)) == 10
+    assert len(judge_server.requests) == 2
 
 
 # -- SIGTERM, a real process -----------------------------------------------------------------

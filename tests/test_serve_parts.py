@@ -176,20 +176,42 @@ def test_a_trace_is_ready_once_its_root_arrived_and_it_was_quiet() -> None:
     assert metrics.traces_assembled.total() == 1
 
 
+def test_judge_calls_per_minute_stop_scoring_once_the_minutes_calls_are_made() -> None:
+    now = [1000.0]
+    limiter = Limiter(judge_calls_per_minute=4, clock=lambda: now[0])
+    assert limiter.take() is None
+    limiter.spend(calls=3)  # one trace's judges made 3 calls: 1 left
+    assert limiter.take() is None
+    limiter.spend(calls=3)  # the calls were made: the bucket owes 2
+    assert limiter.take() == "judge_calls_per_minute"
+    assert limiter.paused == "judge_calls_per_minute"
+    now[0] += 30  # half a minute gives 2 calls back: nothing left
+    assert limiter.take() == "judge_calls_per_minute"
+    now[0] += 15  # one call's worth
+    assert limiter.take() is None and limiter.paused is None
+
+
+def test_traces_without_judge_calls_are_not_limited_by_judge_calls() -> None:
+    limiter = Limiter(judge_calls_per_minute=1, clock=lambda: 0.0)
+    for _ in range(100):
+        assert limiter.take() is None
+        limiter.spend(calls=0)
+
+
 def test_traces_per_minute_is_a_token_bucket() -> None:
     now = [1000.0]
-    limiter = Limiter(traces_per_minute=2, cost_per_hour=None, clock=lambda: now[0])
-    assert [limiter.take() for _ in range(3)] == [None, None, "rate_limit"]
+    limiter = Limiter(traces_per_minute=2, clock=lambda: now[0])
+    assert [limiter.take() for _ in range(3)] == [None, None, "traces_per_minute"]
     now[0] += 30  # one trace's worth refilled
-    assert [limiter.take(), limiter.take()] == [None, "rate_limit"]
+    assert [limiter.take(), limiter.take()] == [None, "traces_per_minute"]
 
 
 def test_the_cost_budget_pauses_scoring_until_the_next_hour() -> None:
     now = [3600.0 * 10]
-    limiter = Limiter(traces_per_minute=None, cost_per_hour=1.0, clock=lambda: now[0])
+    limiter = Limiter(cost_per_hour=1.0, clock=lambda: now[0])
     assert limiter.take() is None
-    limiter.spend(1.5)
-    assert limiter.take() == "budget" and limiter.paused == "budget"
+    limiter.spend(cost=1.5)
+    assert limiter.take() == "cost_per_hour" and limiter.paused == "cost_per_hour"
     now[0] += 3600
     assert limiter.take() is None and limiter.paused is None
 

@@ -104,9 +104,12 @@ class Budget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
+    judge_calls_per_minute: int | None = Field(default=None, ge=1)
+    """Most judge calls (requests the judges sent; judge cache hits are free) a minute: a
+    token bucket refilled continuously, from which each scored trace's calls are taken."""
     traces_per_minute: int | None = Field(default=None, ge=1)
-    """Most traces scored in a minute (a token bucket refilled continuously): bounds the judge
-    calls per minute to this times the judge calls one trace takes."""
+    """Most traces scored in a minute (a token bucket refilled continuously): for evaluators
+    whose cost is their own work rather than judge calls."""
     cost_per_hour: float | None = Field(default=None, gt=0)
     """Most cost scored in an hour (a fixed hour window), as the evaluators report it in
     their details' ``cost_usd``."""

@@ -224,7 +224,7 @@ class Gateway:
         )
         metrics.gauge(
             "scoring_paused",
-            "1 while the budget (traces per minute, cost per hour) stops scoring.",
+            "1 while the budget (judge calls or traces per minute, cost per hour) stops scoring.",
             lambda: 0 if self.scorer is None or self.scorer.limiter.paused is None else 1,
         )
 
