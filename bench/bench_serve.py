@@ -369,7 +369,7 @@ def memory(bodies: list[bytes]) -> tuple[float, float]:
                 time.sleep(1.0)  # assembly's quiet period passes
                 rss.append(gateway.rss() / 1e6)
             dropped = metric(url, "spans_dropped_total")
-            refused = metric(url, 'requests_total{status="503"}')
+            refused = metric(url, 'requests_total{protocol="http",status="503"}')
         finally:
             gateway.stop()
     print(f"    (503s answered: {refused:,.0f}; spans dropped after retrying: {dropped:,.0f})")

@@ -43,15 +43,23 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from evaltrace.errors import OTLPRequestError, ServeError
+from evaltrace.errors import MissingExtraError, OTLPRequestError, ServeError
 from evaltrace.results import ResultsStream
 from evaltrace.serve.assembly import Assembler, PendingTrace
 from evaltrace.serve.config import GatewayConfig
 from evaltrace.serve.forward import Forwarder
+from evaltrace.serve.intake import Refusal
 from evaltrace.serve.metrics import CONTENT_TYPE, Metrics
 from evaltrace.serve.otlp import JSON, PROTOBUF, decode_request, request_spans
 from evaltrace.serve.sampling import Sampler
 from evaltrace.serve.scoring import Chosen, Scorer
+
+try:
+    from evaltrace.serve.grpc_intake import GrpcIntake
+except ModuleNotFoundError as missing:  # grpcio and google.rpc come with the [grpc] extra
+    _GRPC_MISSING: ModuleNotFoundError | None = missing
+else:
+    _GRPC_MISSING = None
 
 __all__ = ["Gateway", "run_gateway"]
 
@@ -83,6 +91,8 @@ class Gateway:
         self.address = ""
         """The intake URL, once started."""
         self._in_flight = 0
+        self.grpc: GrpcIntake | None = None
+        """The gRPC intake, when asked for (``--grpc-listen``)."""
         self._runner: web.AppRunner | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -94,6 +104,10 @@ class Gateway:
             ServeError: The address cannot be bound, or the results file written.
         """
         config = self.config
+        if config.grpc_listen is not None and _GRPC_MISSING is not None:
+            raise ServeError(
+                str(MissingExtraError("evaltrace serve --grpc-listen", "grpcio", "grpc"))
+            )
         self._loop = asyncio.get_running_loop()
         metrics = self.metrics
         if config.forward is not None:
@@ -156,6 +170,14 @@ class Gateway:
         host, port = runner.addresses[0][:2]
         shown = f"[{host}]" if ":" in str(host) else host
         self.address = f"http://{shown}:{port}/v1/traces"
+        if config.grpc_listen is not None:
+            grpc = GrpcIntake(self, *config.grpc_listen)
+            try:
+                await grpc.start()
+            except ServeError:
+                await runner.cleanup()
+                raise
+            self.grpc = grpc
         if self.forwarder is not None:
             self.forwarder.start()
         if self.scorer is not None:
@@ -166,14 +188,22 @@ class Gateway:
 
     def _say_how_it_runs(self, host: str, port: int) -> None:
         config = self.config
+        grpc = self.grpc
+        if grpc is not None:
+            logger.info(
+                "taking OTLP/gRPC on %s",
+                grpc.address,
+                extra={"event": "listening_grpc", "port": grpc.port},
+            )
         logger.info("listening on %s", self.address, extra={"event": "listening", "port": port})
-        if not _loopback(host):
+        hosts = [host] if grpc is None else [host, grpc.host]
+        for exposed in dict.fromkeys(item for item in hosts if not _loopback(item)):
             logger.warning(
                 "listening on %s, which is not a loopback address: anything that can reach "
                 "this machine can send spans%s",
-                host,
+                exposed,
                 "" if config.auth_token else " (--auth-token-file requires a bearer token)",
-                extra={"event": "exposed", "host": host},
+                extra={"event": "exposed", "host": exposed},
             )
         if config.forward is not None:
             logger.info(
@@ -232,24 +262,15 @@ class Gateway:
 
     async def _traces(self, request: web.Request) -> web.StreamResponse:
         response = await self._take(request)
-        self.metrics.requests.add(1, str(response.status))
+        self.metrics.requests.add(1, "http", str(response.status))
         return response
 
     async def _take(self, request: web.Request) -> web.StreamResponse:
-        if not self.accepting:
-            return _busy(503, "the gateway is stopping")
-        token = self.config.auth_token
-        if token is not None and not _authorized(request.headers.get("Authorization"), token):
-            return web.Response(
-                status=401,
-                text="a bearer token is required: Authorization: Bearer <token>\n",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        forwarder = self.forwarder
-        if forwarder is not None and forwarder.full():
-            return _busy(503, "the forward queue is full")
-        if self._in_flight >= _MAX_IN_FLIGHT:
-            return _busy(429, "too many requests at once")
+        refused = self.refusal(request.headers.get("Authorization"))
+        if refused is None and self._in_flight >= _MAX_IN_FLIGHT:
+            refused = Refusal.TOO_MANY
+        if refused is not None:
+            return _refused(refused)
         self._in_flight += 1
         try:
             try:
@@ -267,8 +288,9 @@ class Gateway:
             except OTLPRequestError as exc:
                 status = 415 if str(exc).startswith("unsupported Content-Type") else 400
                 return web.Response(status=status, text=f"{exc}\n")
-            if not self._accept(decoded, encoded):
-                return _busy(503, "the forward queue is full")
+            refused = self.accept(decoded, encoded, "http")
+            if refused is not None:
+                return _refused(refused)
         finally:
             self._in_flight -= 1
         if request.content_type == JSON:
@@ -277,8 +299,26 @@ class Gateway:
             body=ExportTraceServiceResponse().SerializeToString(), content_type=PROTOBUF
         )
 
-    def _accept(self, decoded: ExportTraceServiceRequest, encoded: bytes) -> bool:
-        """Take one export request, whatever protocol brought it: whether it was taken.
+    @property
+    def max_request_bytes(self) -> int:
+        """The largest request taken (decompressed), over either protocol."""
+        return self.config.max_request_bytes
+
+    def refusal(self, authorization: str | None, size: int = 0) -> Refusal | None:
+        """Why a request of ``size`` bytes with this ``Authorization`` is refused, if it is."""
+        if not self.accepting:
+            return Refusal.STOPPING
+        token = self.config.auth_token
+        if token is not None and not _authorized(authorization, token):
+            return Refusal.UNAUTHORIZED
+        if self.forwarder is not None and self.forwarder.full(size):
+            return Refusal.FORWARD_QUEUE_FULL
+        return None
+
+    def accept(
+        self, decoded: ExportTraceServiceRequest, encoded: bytes, protocol: str
+    ) -> Refusal | None:
+        """Take one export request, whatever protocol brought it; why not, if it was not.
 
         Its encoding is queued for forwarding as it is; its spans go to assembly in the
         scoring thread. Nothing here waits, and nothing of assembly, sampling or scoring runs
@@ -286,7 +326,7 @@ class Gateway:
         """
         forwarder = self.forwarder
         if forwarder is not None and forwarder.full(len(encoded)):
-            return False
+            return Refusal.FORWARD_QUEUE_FULL
         count = sum(
             len(scope.spans)
             for resource in decoded.resource_spans
@@ -296,8 +336,8 @@ class Gateway:
             forwarder.offer(encoded, count)
         if self.scorer is not None and count:
             self.scorer.soon(self._assemble, decoded, time.monotonic())
-        self.metrics.spans_received.add(count)
-        return True
+        self.metrics.spans_received.add(count, protocol)
+        return None
 
     def _assemble(self, decoded: ExportTraceServiceRequest, arrived: float) -> None:
         """In the scoring thread: add the request's spans to assembly."""
@@ -381,6 +421,9 @@ class Gateway:
             self.config.drain_timeout,
             extra={"event": "stopping"},
         )
+        if self.grpc is not None:
+            # calls under way finish (refused now that intake is closed)
+            await self.grpc.stop(max(0.0, min(1.0, deadline - time.monotonic())))
         while self._in_flight and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         if self.scorer is not None:
@@ -402,9 +445,15 @@ class Gateway:
         )
 
 
-def _busy(status: int, why: str) -> web.Response:
+def _refused(refused: Refusal) -> web.Response:
+    if refused is Refusal.UNAUTHORIZED:
+        return web.Response(
+            status=401, text=f"{refused.value}\n", headers={"WWW-Authenticate": "Bearer"}
+        )
     return web.Response(
-        status=status, text=f"{why}; send again later\n", headers={"Retry-After": _RETRY_AFTER}
+        status=429 if refused is Refusal.TOO_MANY else 503,
+        text=f"{refused.value}; send again later\n",
+        headers={"Retry-After": _RETRY_AFTER},
     )
 
 

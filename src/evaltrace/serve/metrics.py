@@ -154,11 +154,16 @@ class Metrics:
 
     def __init__(self) -> None:
         self.requests = Counter(
-            "requests_total", "Export requests received, by HTTP status answered.", ("status",)
+            "requests_total",
+            "Export requests received, by protocol (http, grpc) and the status answered (an "
+            "HTTP status, a gRPC status code).",
+            ("protocol", "status"),
         )
-        """Export requests, by the status answered."""
-        self.spans_received = Counter("spans_received_total", "Spans accepted at intake.")
-        """Spans accepted (answered 200)."""
+        """Export requests, by protocol and the status answered."""
+        self.spans_received = Counter(
+            "spans_received_total", "Spans accepted at intake, by protocol.", ("protocol",)
+        )
+        """Spans accepted (answered 200 or OK), by protocol: ``http`` or ``grpc``."""
         self.spans_forwarded = Counter(
             "spans_forwarded_total",
             "Spans the forward target accepted, by kind (app spans, evaluation spans).",
