@@ -79,6 +79,13 @@ def test_listen_takes_host_and_port_and_refuses_anything_else() -> None:
         parse_listen("4318")
 
 
+def test_a_bad_grpc_listen_is_named_with_grpcs_port_as_the_example() -> None:
+    with pytest.raises(
+        ServeError, match=r"--grpc-listen '4317' is not HOST:PORT, e.g. 127.0.0.1:4317"
+    ):
+        parse_listen("4317", "--grpc-listen")
+
+
 def test_forward_target_reads_the_otlp_variables_as_the_sdk_does() -> None:
     env = {
         "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318",

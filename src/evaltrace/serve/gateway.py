@@ -1,12 +1,13 @@
-"""The gateway: OTLP/HTTP intake, forwarding, assembly, sampling, scoring: :class:`Gateway`.
+"""The gateway: OTLP intake, forwarding, assembly, sampling, scoring: :class:`Gateway`.
 
 The HTTP server is aiohttp's (its parser, its limits). Intake (``POST /v1/traces``) reads a
 request, checks that it is an export request, queues its encoding for forwarding as it is,
 hands its spans to the scoring thread and answers; it never waits for assembly or scoring. In
 the scoring thread, the spans are assembled into traces, a ticker takes the complete ones, the
-sampler chooses, and the chosen ones are scored.
+sampler chooses, and the chosen ones are scored. OTLP/gRPC, when asked for, goes through
+the same checks and the same :meth:`Gateway.accept` (:mod:`evaltrace.serve.grpc_intake`).
 
-What a client gets back:
+What an HTTP client gets back:
 
 * 200 and an ``ExportTraceServiceResponse``: accepted (forwarded, or counted if it cannot be);
 * 400 with the reason: a body that is not an OTLP export request;
