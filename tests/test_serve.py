@@ -52,6 +52,17 @@ graded = create_llm_evaluator(
     "graded", "Right?\\n{eval_output}", choice_scores={"A": 1.0, "B": 0.0}
 )
 """
+STUCK = """
+import time
+from pathlib import Path
+from evaltrace.evals import Evaluation
+
+
+async def holds_the_loop(evaluable):
+    Path(__file__).with_name("held").touch()
+    time.sleep(3.0)  # an async evaluator that blocks: the scoring thread's loop is held
+    return Evaluation(score=1.0)
+"""
 TOKEN = "s3cret"
 
 
@@ -368,6 +379,27 @@ def test_assembly_past_its_bound_evicts_the_oldest_trace_and_counts_it(folder: P
             assert post(serve.traces_url, export_request(1, seed=seed))[0] == 200
         assert serve.wait_for("traces_evicted", 3) == 3  # assembly runs after the answer
         assert serve.gateway.assembler is not None and len(serve.gateway.assembler) == 2
+
+
+def test_requests_waiting_for_assembly_past_its_bound_are_forwarded_not_assembled(
+    folder: Path, receiver: OTLPReceiver
+) -> None:
+    (folder / "stuck.py").write_text(STUCK)
+    (folder / "stuck.json").write_text('{"evaluators": ["stuck.py:holds_the_loop"], "sample": 1}')
+    size = len(export_request(1))
+    with _gateway(
+        folder, receiver.endpoint, "stuck.json", max_pending_bytes=3 * size, drain_timeout=1
+    ) as serve:
+        assert post(serve.traces_url, export_request(1, seed=1))[0] == 200
+        deadline = time.monotonic() + 20
+        while not (folder / "held").exists():  # being scored: the loop is held for 3 s
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        for seed in range(2, 12):
+            assert post(serve.traces_url, export_request(1, seed=seed))[0] == 200
+        assert serve.metric("spans_not_assembled") == 2 * (10 - 3)
+        assert receiver.wait_for_spans(22)
+    assert len(_app(receiver)) == 22
 
 
 def test_cost_budget_stops_scoring_and_forwarding_goes_on(

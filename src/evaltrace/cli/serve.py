@@ -179,12 +179,6 @@ def serve(
         import aiohttp  # noqa: F401  (checked here: the message names the extra)
     except ImportError:
         raise CommandError(str(MissingExtraError("evaltrace serve", "aiohttp", "serve"))) from None
-    if grpc_listen is not None:
-        try:
-            import grpc  # noqa: F401  (checked here: the message names the extra)
-        except ImportError:
-            missing = MissingExtraError("evaltrace serve --grpc-listen", "grpcio", "grpc")
-            raise CommandError(str(missing)) from None
     from evaltrace.capture.config import init, settings
     from evaltrace.datasets import DatasetError
     from evaltrace.errors import ServeError

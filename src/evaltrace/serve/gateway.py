@@ -35,8 +35,9 @@ import ipaddress
 import logging
 import signal
 import sys
+import threading
 import time
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -55,12 +56,8 @@ from evaltrace.serve.otlp import JSON, PROTOBUF, decode_request, request_spans
 from evaltrace.serve.sampling import Sampler
 from evaltrace.serve.scoring import Chosen, Scorer
 
-try:
+if TYPE_CHECKING:
     from evaltrace.serve.grpc_intake import GrpcIntake
-except ModuleNotFoundError as missing:  # grpcio and google.rpc come with the [grpc] extra
-    _GRPC_MISSING: ModuleNotFoundError | None = missing
-else:
-    _GRPC_MISSING = None
 
 __all__ = ["Gateway", "run_gateway"]
 
@@ -92,6 +89,9 @@ class Gateway:
         self.address = ""
         """The intake URL, once started."""
         self._in_flight = 0
+        self._handed = 0
+        """Bytes of requests handed to the scoring thread and not assembled yet."""
+        self._handed_lock = threading.Lock()
         self.grpc: GrpcIntake | None = None
         """The gRPC intake, when asked for (``--grpc-listen``)."""
         self._runner: web.AppRunner | None = None
@@ -105,10 +105,8 @@ class Gateway:
             ServeError: The address cannot be bound, or the results file written.
         """
         config = self.config
-        if config.grpc_listen is not None and _GRPC_MISSING is not None:
-            raise ServeError(
-                str(MissingExtraError("evaltrace serve --grpc-listen", "grpcio", "grpc"))
-            )
+        if config.grpc_listen is not None:
+            _grpc_intake()  # before anything starts: a missing extra is said at once
         self._loop = asyncio.get_running_loop()
         metrics = self.metrics
         if config.forward is not None:
@@ -172,7 +170,7 @@ class Gateway:
         shown = f"[{host}]" if ":" in str(host) else host
         self.address = f"http://{shown}:{port}/v1/traces"
         if config.grpc_listen is not None:
-            grpc = GrpcIntake(self, *config.grpc_listen)
+            grpc = _grpc_intake()(self, *config.grpc_listen)
             try:
                 await grpc.start()
             except ServeError:
@@ -336,16 +334,30 @@ class Gateway:
         if forwarder is not None and count:
             forwarder.offer(encoded, count)
         if self.scorer is not None and count:
-            self.scorer.soon(self._assemble, decoded, time.monotonic())
+            self._hand_over(decoded, len(encoded), count)
         self.metrics.spans_received.add(count, protocol)
         return None
 
-    def _assemble(self, decoded: ExportTraceServiceRequest, arrived: float) -> None:
+    def _hand_over(self, decoded: ExportTraceServiceRequest, size: int, count: int) -> None:
+        """Give a request's spans to assembly, unless what waits for it is past its bound."""
+        with self._handed_lock:
+            taken = self._handed + size <= self.config.max_pending_bytes
+            if taken:
+                self._handed += size
+        if not taken:  # scoring is behind intake: these spans were forwarded, not assembled
+            self.metrics.spans_not_assembled.add(count)
+            return
+        assert self.scorer is not None
+        self.scorer.soon(self._assemble, decoded, size, time.monotonic())
+
+    def _assemble(self, decoded: ExportTraceServiceRequest, size: int, arrived: float) -> None:
         """In the scoring thread: add the request's spans to assembly."""
         assembler = self.assembler
         assert assembler is not None
         for resource, span in request_spans(decoded):
             assembler.add(resource, span, arrived)
+        with self._handed_lock:
+            self._handed -= size
 
     def _send_evaluations(self, body: bytes, spans: int) -> None:
         """From the scoring thread: queue evaluation spans for forwarding, in this loop."""
@@ -444,6 +456,20 @@ class Gateway:
             summary,
             extra={"event": "stopped", **summary},
         )
+
+
+def _grpc_intake() -> type[GrpcIntake]:
+    """The gRPC intake class, imported only when gRPC is asked for (grpcio is an extra).
+
+    Raises:
+        ServeError: grpcio (or google.rpc) is not installed; the message names the extra.
+    """
+    try:
+        from evaltrace.serve.grpc_intake import GrpcIntake
+    except ModuleNotFoundError:
+        missing = MissingExtraError("evaltrace serve --grpc-listen", "grpcio", "grpc")
+        raise ServeError(str(missing)) from None
+    return GrpcIntake
 
 
 def _refused(refused: Refusal) -> web.Response:

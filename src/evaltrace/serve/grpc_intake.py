@@ -15,19 +15,20 @@ answers the OTLP way:
   the OpenTelemetry SDKs read, and in ``grpc-status-details-bin``): the forward queue is full
   or the gateway is stopping; the exporters send again after the delay.
 
-grpcio is in the ``[grpc]`` extra; without it this module cannot be imported and
-``evaltrace serve --grpc-listen`` says which extra to install.
+grpcio is in the ``[grpc]`` extra; without it this module cannot be imported, and
+``evaltrace serve --grpc-listen`` says which extra to install. The gateway imports it only
+when gRPC is asked for (grpcio's import costs ~9 MB and its start-up time otherwise).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-import grpc
+import grpc  # type: ignore[import-untyped]
 from google.protobuf.any_pb2 import Any as AnyMessage
 from google.protobuf.duration_pb2 import Duration
-from google.rpc.error_details_pb2 import RetryInfo
-from google.rpc.status_pb2 import Status
+from google.rpc.error_details_pb2 import RetryInfo  # type: ignore[import-untyped]
+from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
