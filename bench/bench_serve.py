@@ -15,7 +15,8 @@ Figures (goals of issue 25):
   sending 10^5 spans as fast as 4 connections go, and end to end (until the sink has them all)
   (goal >= 10,000 spans/s);
 * added forwarding latency p99 at half that load: p99 of (sink arrival - send) through the
-  gateway minus the same sent straight to the sink (goal <= 20 ms);
+  gateway minus the same sent straight to the sink (goal <= 20 ms); and the same through a
+  gateway that only forwards (no evaluators), which says what scoring adds to it;
 * memory (VmRSS) of the gateway after 10^6 spans offered with the downstream down, vs after
   10^5 (goal <= 1.2x), with the forward queue and assembly bounded at 8 MiB each (so that the
   bound is reached within the first 10^5 spans; the defaults are 64 MiB);
@@ -205,14 +206,19 @@ def start_sink() -> tuple[Process, str]:
     )
 
 
-def start_gateway(folder: str, forward: str, evaluator: str, *extra: str) -> tuple[Process, str]:
+def start_gateway(
+    folder: str, forward: str, evaluator: str | None, *extra: str
+) -> tuple[Process, str]:
+    """The gateway, scoring 1% with ``evaluator`` (``None``: forwarding only)."""
     port = free_port()
     Path(folder, "checks.py").write_text(CHECKS)
     Path(folder, "online.json").write_text(
         json.dumps({"evaluators": [f"checks.py:{evaluator}"], "sample": 0.01})
     )
     args = [sys.executable, "-m", "evaltrace", "serve", "--listen", f"127.0.0.1:{port}"]
-    args += ["--forward", forward, "--evaluators", "online.json", "--quiet-period", "0.5"]
+    args += ["--forward", forward]
+    if evaluator is not None:
+        args += ["--evaluators", "online.json", "--quiet-period", "0.5"]
     process = Process([*args, *extra], cwd=folder, ready="listening on")
     return process, f"http://127.0.0.1:{port}"
 
@@ -315,18 +321,19 @@ def throughput(bodies: list[bytes], evaluator: str) -> dict[str, float]:
     }
 
 
-def latency(rate: float, *, seed: int) -> float:
+def latency(rate: float, *, seed: int, evaluator: str | None = "says_paris") -> float:
     """Added p99 ms of send-to-sink through the gateway at ``rate`` spans/s.
 
     Requests of 64 spans go to the gateway at ``rate`` while, in the same seconds, every
     fifth one goes straight to the sink instead: both sides see the same noise. The figure is
-    the gateway's p99 minus the direct p99.
+    the gateway's p99 minus the direct p99. With ``evaluator=None`` the gateway only forwards
+    (what forwarding alone adds, to compare with).
     """
     size = 64
     count = int(rate * 10 / size)  # 10 s
     with tempfile.TemporaryDirectory() as folder:
         sink, sink_url = start_sink()
-        gateway, url = start_gateway(folder, sink_url, "says_paris")
+        gateway, url = start_gateway(folder, sink_url, evaluator)
         try:
             targets = [url, url, url, url, sink_url]
             # warm up: connections, first forwards, the first scoring's imports
@@ -369,7 +376,7 @@ def memory(bodies: list[bytes]) -> tuple[float, float]:
                 time.sleep(1.0)  # assembly's quiet period passes
                 rss.append(gateway.rss() / 1e6)
             dropped = metric(url, "spans_dropped_total")
-            refused = metric(url, 'requests_total{status="503"}')
+            refused = metric(url, 'requests_total{protocol="http",status="503"}')
         finally:
             gateway.stop()
     print(f"    (503s answered: {refused:,.0f}; spans dropped after retrying: {dropped:,.0f})")
@@ -392,6 +399,7 @@ def main() -> int:
         "intake": [],
         "end_to_end": [],
         "latency": [],
+        "latency_forward_only": [],
         "memory": [],
         "slow_ratio": [],
     }
@@ -406,6 +414,8 @@ def main() -> int:
         figures["end_to_end"].append(fast["end_to_end"])
         figures["slow_ratio"].append(slow["end_to_end"] / fast["end_to_end"])
         figures["latency"].append(latency(5_000.0, seed=30 + run))
+        print("    the same through a gateway that only forwards:")
+        figures["latency_forward_only"].append(latency(5_000.0, seed=40 + run, evaluator=None))
         after_1e5, after_1e6 = memory(bodies)
         print(f"    memory: {after_1e5:.1f} MB after 10^5 spans, {after_1e6:.1f} MB after 10^6")
         figures["memory"].append(after_1e6 / after_1e5)
@@ -415,6 +425,11 @@ def main() -> int:
         ("sustained intake, 1% scored (spans/s)", "intake", lambda v: v >= 10_000),
         ("end to end, 1% scored (spans/s)", "end_to_end", lambda v: True),
         ("added forwarding latency p99 at half load (ms)", "latency", lambda v: v <= 20),
+        (
+            "  the same, gateway only forwarding (no goal) (ms)",
+            "latency_forward_only",
+            lambda v: True,
+        ),
         ("memory after 10^6 / after 10^5 spans, downstream down", "memory", lambda v: v <= 1.2),
         ("forward rate, 2 s judge / no-I/O evaluator", "slow_ratio", lambda v: 0.9 <= v <= 1.1),
     ]

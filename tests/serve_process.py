@@ -25,6 +25,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as GrpcSpanExporter,
+)
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -32,7 +35,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource as ProtoResour
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Status, StatusCode
 
 from evaltrace.serve import Gateway, GatewayConfig
@@ -182,14 +185,21 @@ def provider(
     service: str = "shop",
     token: str | None = None,
     project: str | None = None,
+    grpc: bool = False,
 ) -> TracerProvider:
-    """A tracer provider of its own exporting to ``url`` with the SDK's OTLP/HTTP exporter."""
+    """A tracer provider of its own exporting to ``url`` with the SDK's OTLP/HTTP exporter
+    (with ``grpc``: its OTLP/gRPC exporter, ``url`` being ``HOST:PORT``)."""
     attributes = {"service.name": service}
     if project is not None:
         attributes["openinference.project.name"] = project  # Phoenix files spans by it
     made = TracerProvider(resource=Resource.create(attributes))
-    headers = {"Authorization": f"Bearer {token}"} if token else None
-    exporter = OTLPSpanExporter(endpoint=url, timeout=10, headers=headers)
+    exporter: SpanExporter
+    if grpc:
+        metadata = {"authorization": f"Bearer {token}"} if token else None
+        exporter = GrpcSpanExporter(endpoint=url, insecure=True, timeout=10, headers=metadata)
+    else:
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        exporter = OTLPSpanExporter(endpoint=url, timeout=10, headers=headers)
     made.add_span_processor(
         BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
     )
@@ -293,8 +303,9 @@ class GatewayThread:
         return self.gateway.address
 
     def metric(self, name: str, *labels: str) -> float:
+        """A counter's value for ``labels``; over every label set when none are given."""
         counter = getattr(self.gateway.metrics, name)
-        return float(counter.value(*labels))
+        return float(counter.value(*labels) if labels or not counter.labels else counter.total())
 
     def wait_for(self, name: str, at_least: float, *labels: str, timeout: float = 20) -> float:
         deadline = time.monotonic() + timeout

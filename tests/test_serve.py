@@ -9,20 +9,29 @@ test by its process id. The fault tests run the same gateway in a thread of this
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import logging
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import grpc
 import pytest
+from google.rpc.error_details_pb2 import RetryInfo
 
-from evaltrace.serve import GatewayConfig, forward_target, load_online
+from evaltrace.errors import ServeError
+from evaltrace.judges import configure_judge
+from evaltrace.serve import Gateway, GatewayConfig, forward_target, load_online
+from evaltrace.serve.grpc_intake import SERVICE
 from evaltrace.testing import OTLPReceiver
+from evaltrace.testing.fake_judge import FakeJudgeServer, serve_fake_judge
 from serve_process import (
     CHECKS,
     SLOW_CHECKS,
@@ -36,6 +45,24 @@ from serve_process import (
 )
 
 QUIET = ("--quiet-period", "0.2")
+JUDGED = """
+from evaltrace.judges import create_llm_evaluator
+
+graded = create_llm_evaluator(
+    "graded", "Right?\\n{eval_output}", choice_scores={"A": 1.0, "B": 0.0}
+)
+"""
+STUCK = """
+import time
+from pathlib import Path
+from evaltrace.evals import Evaluation
+
+
+async def holds_the_loop(evaluable):
+    Path(__file__).with_name("held").touch()
+    time.sleep(3.0)  # an async evaluator that blocks: the scoring thread's loop is held
+    return Evaluation(score=1.0)
+"""
 TOKEN = "s3cret"
 
 
@@ -55,6 +82,11 @@ def receiver() -> Iterator[OTLPReceiver]:
         started.stop()
 
 
+@pytest.fixture(scope="module")
+def judge_server() -> Iterator[FakeJudgeServer]:
+    yield from serve_fake_judge()
+
+
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     return _write_checks(tmp_path)
@@ -70,14 +102,22 @@ def downstream() -> Iterator[OTLPReceiver]:
 
 
 @pytest.fixture(scope="module")
+def grpc_port() -> int:
+    """Where the shared ``evaltrace serve`` takes OTLP/gRPC."""
+    return free_port()
+
+
+@pytest.fixture(scope="module")
 def shared(
-    tmp_path_factory: pytest.TempPathFactory, downstream: OTLPReceiver
+    tmp_path_factory: pytest.TempPathFactory, downstream: OTLPReceiver, grpc_port: int
 ) -> Iterator[ServeProcess]:
-    """One ``evaltrace serve`` for the client tests: forwarding, scoring, a token, limits."""
+    """One ``evaltrace serve`` for the client tests: forwarding, scoring, a token, limits,
+    OTLP/HTTP and OTLP/gRPC."""
     place = _write_checks(tmp_path_factory.mktemp("serve"))
     (place / "token").write_text(TOKEN + "\n")
     args = (
         *("--forward", downstream.endpoint, "--evaluators", "online.json"),
+        *("--grpc-listen", f"127.0.0.1:{grpc_port}"),
         *("--results", "r.jsonl", "--auth-token-file", "token", "--request-timeout", "1"),
         *("--max-request-bytes", "100000", "--log-format", "json", *QUIET),
     )
@@ -116,12 +156,18 @@ def _gateway(
 # -- a real client, a real process ---------------------------------------------------------
 
 
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_sdk_spans_are_forwarded_unchanged_and_scores_land_on_their_traces(
-    shared: ServeProcess, downstream: OTLPReceiver
+    shared: ServeProcess, downstream: OTLPReceiver, grpc_port: int, protocol: str
 ) -> None:
-    made = provider(shared.traces_url, token=TOKEN)
+    if protocol == "grpc":
+        made = provider(f"127.0.0.1:{grpc_port}", token=TOKEN, grpc=True)
+    else:
+        made = provider(shared.traces_url, token=TOKEN)
+    before = shared.metric("spans_received_total", protocol=protocol)
     paris, rome = app_spans(made, ["Paris", "Rome"])
     made.shutdown()
+    assert shared.metric("spans_received_total", protocol=protocol) == before + 4
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         mine = [span for span in downstream.spans if span.trace_id in (paris, rome)]
@@ -335,6 +381,27 @@ def test_assembly_past_its_bound_evicts_the_oldest_trace_and_counts_it(folder: P
         assert serve.gateway.assembler is not None and len(serve.gateway.assembler) == 2
 
 
+def test_requests_waiting_for_assembly_past_its_bound_are_forwarded_not_assembled(
+    folder: Path, receiver: OTLPReceiver
+) -> None:
+    (folder / "stuck.py").write_text(STUCK)
+    (folder / "stuck.json").write_text('{"evaluators": ["stuck.py:holds_the_loop"], "sample": 1}')
+    size = len(export_request(1))
+    with _gateway(
+        folder, receiver.endpoint, "stuck.json", max_pending_bytes=3 * size, drain_timeout=1
+    ) as serve:
+        assert post(serve.traces_url, export_request(1, seed=1))[0] == 200
+        deadline = time.monotonic() + 20
+        while not (folder / "held").exists():  # being scored: the loop is held for 3 s
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        for seed in range(2, 12):
+            assert post(serve.traces_url, export_request(1, seed=seed))[0] == 200
+        assert serve.metric("spans_not_assembled") == 2 * (10 - 3)
+        assert receiver.wait_for_spans(22)
+    assert len(_app(receiver)) == 22
+
+
 def test_cost_budget_stops_scoring_and_forwarding_goes_on(
     folder: Path, receiver: OTLPReceiver
 ) -> None:
@@ -346,12 +413,139 @@ def test_cost_budget_stops_scoring_and_forwarding_goes_on(
             assert post(serve.traces_url, export_request(1, seed=seed))[0] == 200
         assert serve.wait_for("traces_scored", 2, "SUCCESS") == 2
         assert post(serve.traces_url, export_request(3, seed=9))[0] == 200
-        assert serve.wait_for("traces_not_scored", 3, "budget") == 3
+        assert serve.wait_for("traces_not_scored", 3, "cost_per_hour") == 3
         assert serve.gateway.scorer is not None
-        assert serve.gateway.scorer.limiter.paused == "budget"
+        assert serve.gateway.scorer.limiter.paused == "cost_per_hour"
         assert serve.metric("judge_calls") == 2
         assert receiver.wait_for_spans(10 + 2)
     assert len(_app(receiver)) == 10
+
+
+def test_judge_calls_per_minute_stop_scoring_and_forwarding_goes_on(
+    folder: Path, receiver: OTLPReceiver, judge_server: FakeJudgeServer
+) -> None:
+    (folder / "judged.py").write_text(JUDGED)
+    (folder / "judged.yaml").write_text(
+        "evaluators: ['judged.py:graded']\nbudget:\n  judge_calls_per_minute: 2\n"
+    )
+    with (
+        configure_judge(
+            base_url=judge_server.base_url, api_key="k", model="judge-model", max_retries=0
+        ),
+        _gateway(folder, receiver.endpoint, "judged.yaml") as serve,
+    ):
+        for seed in range(2):  # one at a time: each trace's calls are counted once scored
+            assert post(serve.traces_url, export_request(1, seed=seed))[0] == 200
+            assert serve.wait_for("traces_scored", seed + 1, "SUCCESS") == seed + 1
+        assert serve.metric("judge_calls") == 2
+        assert post(serve.traces_url, export_request(3, seed=9))[0] == 200
+        assert serve.wait_for("traces_not_scored", 3, "judge_calls_per_minute") == 3
+        assert serve.gateway.scorer is not None
+        assert serve.gateway.scorer.limiter.paused == "judge_calls_per_minute"
+        assert serve.metric("traces_scored", "SUCCESS") == 2
+        assert receiver.wait_for_spans(10 + 2)
+    assert len(_app(receiver)) == 10
+    assert len(judge_server.requests) == 2
+
+
+# -- OTLP/gRPC ---------------------------------------------------------------------------
+
+
+def _grpc_export(
+    address: str, body: bytes, **metadata: str
+) -> tuple[grpc.StatusCode, str, dict[str, bytes]]:
+    """Call ``TraceService/Export`` with ``body`` as it is: the code, details and trailers."""
+    with grpc.insecure_channel(address) as channel:
+        export = channel.unary_unary(f"/{SERVICE}/Export")
+        try:
+            export(body, timeout=10, metadata=tuple(metadata.items()))
+        except grpc.RpcError as failed:
+            trailers = {key: value for key, value in failed.trailing_metadata() or ()}
+            return failed.code(), failed.details(), trailers
+    return grpc.StatusCode.OK, "", {}
+
+
+def _grpc_gateway(folder: Path, forward: str | None, **bounds: object) -> GatewayThread:
+    return _gateway(folder, forward, grpc_listen=("127.0.0.1", 0), **bounds)
+
+
+def _address(serve: GatewayThread) -> str:
+    assert serve.gateway.grpc is not None
+    return serve.gateway.grpc.address
+
+
+def test_grpc_spans_are_forwarded_and_counted_by_protocol(
+    folder: Path, receiver: OTLPReceiver
+) -> None:
+    with _grpc_gateway(folder, receiver.endpoint) as serve:
+        code, _, _ = _grpc_export(_address(serve), export_request(3, seed=5))
+        assert code is grpc.StatusCode.OK
+        assert receiver.wait_for_spans(6)
+        assert serve.metric("spans_received", "grpc") == 6
+        assert serve.metric("spans_received", "http") == 0
+        assert serve.metric("requests", "grpc", "OK") == 1
+
+
+def test_a_grpc_body_that_is_not_an_export_request_gets_invalid_argument(
+    folder: Path, receiver: OTLPReceiver
+) -> None:
+    with _grpc_gateway(folder, receiver.endpoint) as serve:
+        code, details, _ = _grpc_export(_address(serve), b"\xff\x00 not protobuf")
+        assert code is grpc.StatusCode.INVALID_ARGUMENT
+        assert "not a protobuf ExportTraceServiceRequest" in details
+        assert serve.metric("requests", "grpc", "INVALID_ARGUMENT") == 1
+        assert serve.metric("spans_received") == 0
+    assert receiver.attempts == 0
+
+
+def test_a_grpc_message_over_the_size_limit_gets_resource_exhausted(folder: Path) -> None:
+    with _grpc_gateway(folder, None, max_request_bytes=10_000) as serve:
+        code, _, _ = _grpc_export(_address(serve), export_request(200))
+        assert code is grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert _grpc_export(_address(serve), export_request(2))[0] is grpc.StatusCode.OK
+
+
+def test_grpc_intake_requires_the_bearer_token_in_its_metadata(folder: Path) -> None:
+    with _grpc_gateway(folder, None, auth_token=TOKEN) as serve:
+        address = _address(serve)
+        assert _grpc_export(address, export_request(1))[0] is grpc.StatusCode.UNAUTHENTICATED
+        wrong = _grpc_export(address, export_request(1), authorization="Bearer no")
+        assert wrong[0] is grpc.StatusCode.UNAUTHENTICATED
+        right = _grpc_export(address, export_request(1), authorization=f"Bearer {TOKEN}")
+        assert right[0] is grpc.StatusCode.OK
+        assert serve.metric("spans_received", "grpc") == 2
+
+
+def test_a_full_forward_queue_answers_grpc_unavailable_with_retry_info(folder: Path) -> None:
+    down = f"http://127.0.0.1:{free_port()}"
+    with _grpc_gateway(folder, down, forward_queue_bytes=100) as serve:
+        code, details, trailers = _grpc_export(_address(serve), export_request(5))
+        assert code is grpc.StatusCode.UNAVAILABLE
+        assert "the forward queue is full" in details
+        retry = RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"])
+        assert retry.retry_delay.seconds == 1
+        assert serve.metric("requests", "grpc", "UNAVAILABLE") == 1
+
+
+def test_grpc_listen_on_a_taken_port_is_refused_naming_it(folder: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = GatewayConfig(grpc_listen=("127.0.0.1", port))
+        with pytest.raises(ServeError, match=f"cannot listen for gRPC on 127.0.0.1:{port}"):
+            asyncio.run(Gateway(replace(config, port=0)).start())
+
+
+def test_without_grpcio_grpc_listen_says_which_extra_to_install() -> None:
+    code = (
+        "import sys; sys.modules['grpc'] = None\n"
+        "from evaltrace.cli.main import main\n"
+        "sys.exit(main(['serve', '--grpc-listen', '127.0.0.1:4317']))"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 2, ran.stderr
+    assert "pip install 'evaltrace[grpc]'" in ran.stderr and "--grpc-listen" in ran.stderr
 
 
 # -- SIGTERM, a real process -----------------------------------------------------------------

@@ -79,6 +79,13 @@ def test_listen_takes_host_and_port_and_refuses_anything_else() -> None:
         parse_listen("4318")
 
 
+def test_a_bad_grpc_listen_is_named_with_grpcs_port_as_the_example() -> None:
+    with pytest.raises(
+        ServeError, match=r"--grpc-listen '4317' is not HOST:PORT, e.g. 127.0.0.1:4317"
+    ):
+        parse_listen("4317", "--grpc-listen")
+
+
 def test_forward_target_reads_the_otlp_variables_as_the_sdk_does() -> None:
     env = {
         "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318",
@@ -176,20 +183,42 @@ def test_a_trace_is_ready_once_its_root_arrived_and_it_was_quiet() -> None:
     assert metrics.traces_assembled.total() == 1
 
 
+def test_judge_calls_per_minute_stop_scoring_once_the_minutes_calls_are_made() -> None:
+    now = [1000.0]
+    limiter = Limiter(judge_calls_per_minute=4, clock=lambda: now[0])
+    assert limiter.take() is None
+    limiter.spend(calls=3)  # one trace's judges made 3 calls: 1 left
+    assert limiter.take() is None
+    limiter.spend(calls=3)  # the calls were made: the bucket owes 2
+    assert limiter.take() == "judge_calls_per_minute"
+    assert limiter.paused == "judge_calls_per_minute"
+    now[0] += 30  # half a minute gives 2 calls back: nothing left
+    assert limiter.take() == "judge_calls_per_minute"
+    now[0] += 15  # one call's worth
+    assert limiter.take() is None and limiter.paused is None
+
+
+def test_traces_without_judge_calls_are_not_limited_by_judge_calls() -> None:
+    limiter = Limiter(judge_calls_per_minute=1, clock=lambda: 0.0)
+    for _ in range(100):
+        assert limiter.take() is None
+        limiter.spend(calls=0)
+
+
 def test_traces_per_minute_is_a_token_bucket() -> None:
     now = [1000.0]
-    limiter = Limiter(traces_per_minute=2, cost_per_hour=None, clock=lambda: now[0])
-    assert [limiter.take() for _ in range(3)] == [None, None, "rate_limit"]
+    limiter = Limiter(traces_per_minute=2, clock=lambda: now[0])
+    assert [limiter.take() for _ in range(3)] == [None, None, "traces_per_minute"]
     now[0] += 30  # one trace's worth refilled
-    assert [limiter.take(), limiter.take()] == [None, "rate_limit"]
+    assert [limiter.take(), limiter.take()] == [None, "traces_per_minute"]
 
 
 def test_the_cost_budget_pauses_scoring_until_the_next_hour() -> None:
     now = [3600.0 * 10]
-    limiter = Limiter(traces_per_minute=None, cost_per_hour=1.0, clock=lambda: now[0])
+    limiter = Limiter(cost_per_hour=1.0, clock=lambda: now[0])
     assert limiter.take() is None
-    limiter.spend(1.5)
-    assert limiter.take() == "budget" and limiter.paused == "budget"
+    limiter.spend(cost=1.5)
+    assert limiter.take() == "cost_per_hour" and limiter.paused == "cost_per_hour"
     now[0] += 3600
     assert limiter.take() is None and limiter.paused is None
 

@@ -37,6 +37,12 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
     "0.0.0.0:4318 listens on every interface.",
 )
 @click.option(
+    "--grpc-listen",
+    metavar="HOST:PORT",
+    help="Also take OTLP/gRPC (TraceService/Export) there, e.g. 127.0.0.1:4317 (the [grpc] "
+    "extra); off by default. Only loopback unless told, as --listen.",
+)
+@click.option(
     "--forward",
     metavar="URL",
     help="The collector every span is forwarded to (its OTLP/HTTP base URL, or its traces "
@@ -143,6 +149,7 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
 )
 def serve(
     listen: str,
+    grpc_listen: str | None,
     forward: str | None,
     evaluators_file: str | None,
     results: str | None,
@@ -159,11 +166,12 @@ def serve(
     request_timeout: float,
     drain_timeout: float,
 ) -> int:
-    """Take OTLP/HTTP spans, forward every one, and score a sample of the traces.
+    """Take OTLP spans, forward every one, and score a sample of the traces.
 
-    Apps in any language export to it as to any OTLP collector. Every request's spans are
-    forwarded unchanged to --forward; the spans are assembled into traces, the evaluators
-    file chooses some and scores them, and the scores go to the collector as
+    Apps in any language export to it as to any OTLP collector, over OTLP/HTTP (and
+    OTLP/gRPC with --grpc-listen). Every request's spans are forwarded unchanged to
+    --forward; the spans are assembled into traces, the evaluators file chooses some and
+    scores them, and the scores go to the collector as
     gen_ai.evaluation.result spans in the traces they score (and to --results). Runs until
     SIGTERM or Ctrl-C, then drains. Exit code 0 once stopped, 2 when it cannot start.
     """
@@ -188,6 +196,7 @@ def serve(
     setup_logging("json" if log_format == "json" else "plain")
     try:
         host, port = parse_listen(listen)
+        grpc_at = parse_listen(grpc_listen, "--grpc-listen") if grpc_listen is not None else None
         target = forward_target(forward)
         online = load_online(evaluators_file) if evaluators_file is not None else None
         token = _token(auth_token_file) if auth_token_file is not None else None
@@ -199,6 +208,7 @@ def serve(
     config = GatewayConfig(
         host=host,
         port=port,
+        grpc_listen=grpc_at,
         forward=target,
         online=online,
         results=Path(results) if results is not None else None,

@@ -1,8 +1,9 @@
 """``evaltrace serve``: an OTLP gateway that forwards every span and scores a sample of traces.
 
-Apps in any language export to it over OTLP/HTTP as to any collector; it forwards every
-request's spans unchanged to the collector behind it (:mod:`~evaltrace.serve.forward`),
-assembles them into traces (:mod:`~evaltrace.serve.assembly`), chooses some
+Apps in any language export to it over OTLP/HTTP (or OTLP/gRPC, with the ``[grpc]`` extra:
+:mod:`~evaltrace.serve.grpc_intake`) as to any collector; it forwards every request's spans
+unchanged to the collector behind it (:mod:`~evaltrace.serve.forward`), assembles them into
+traces (:mod:`~evaltrace.serve.assembly`), chooses some
 (:mod:`~evaltrace.serve.sampling`), and scores those through the one engine in a thread of
 its own (:mod:`~evaltrace.serve.scoring`): the scores go to the collector as
 ``gen_ai.evaluation.result`` spans in the traces they score, and to a results stream that

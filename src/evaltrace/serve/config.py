@@ -104,9 +104,12 @@ class Budget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
+    judge_calls_per_minute: int | None = Field(default=None, ge=1)
+    """Most judge calls (requests the judges sent; judge cache hits are free) a minute: a
+    token bucket refilled continuously, from which each scored trace's calls are taken."""
     traces_per_minute: int | None = Field(default=None, ge=1)
-    """Most traces scored in a minute (a token bucket refilled continuously): bounds the judge
-    calls per minute to this times the judge calls one trace takes."""
+    """Most traces scored in a minute (a token bucket refilled continuously): for evaluators
+    whose cost is their own work rather than judge calls."""
     cost_per_hour: float | None = Field(default=None, gt=0)
     """Most cost scored in an hour (a fixed hour window), as the evaluators report it in
     their details' ``cost_usd``."""
@@ -201,6 +204,8 @@ class GatewayConfig:
     """The address listened on."""
     port: int = 4318
     """The port listened on (0: a free one, logged at startup)."""
+    grpc_listen: tuple[str, int] | None = None
+    """The address and port OTLP/gRPC is taken on (the ``[grpc]`` extra); ``None``: none."""
     forward: OTLPSettings | None = None
     """Where spans are forwarded; ``None``: they are only scored."""
     online: Online | None = None
@@ -235,11 +240,12 @@ class GatewayConfig:
     """Log lines as plain text or one JSON object each."""
 
 
-def parse_listen(text: str) -> tuple[str, int]:
+def parse_listen(text: str, option: str = "--listen") -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:4318`` for IPv6) as a host and a port.
 
     Raises:
-        ServeError: ``text`` is not ``HOST:PORT`` with a port from 0 to 65535.
+        ServeError: ``text`` is not ``HOST:PORT`` with a port from 0 to 65535 (the message
+            names ``option``).
 
     Example:
         >>> parse_listen("127.0.0.1:4318")
@@ -248,8 +254,9 @@ def parse_listen(text: str) -> tuple[str, int]:
     host, colon, port = text.rpartition(":")
     host = host.strip("[]")
     if not colon or not host or not port.isdigit() or int(port) > 65535:
+        port = "4317" if option == "--grpc-listen" else "4318"
         raise ServeError(
-            f"--listen {text!r} is not HOST:PORT, e.g. 127.0.0.1:4318 (or 0.0.0.0:4318 to "
+            f"{option} {text!r} is not HOST:PORT, e.g. 127.0.0.1:{port} (or 0.0.0.0:{port} to "
             "listen on every interface)"
         )
     return host, int(port)

@@ -1,11 +1,13 @@
-"""The gateway: OTLP/HTTP intake, forwarding, assembly, sampling, scoring: :class:`Gateway`.
+"""The gateway: OTLP intake, forwarding, assembly, sampling, scoring: :class:`Gateway`.
 
 The HTTP server is aiohttp's (its parser, its limits). Intake (``POST /v1/traces``) reads a
-request, queues it for forwarding as it is, adds its spans to the traces being assembled and
-answers; it never waits for scoring. A ticker takes the complete traces, the sampler chooses,
-and the chosen ones are handed to the scoring thread.
+request, checks that it is an export request, queues its encoding for forwarding as it is,
+hands its spans to the scoring thread and answers; it never waits for assembly or scoring. In
+the scoring thread, the spans are assembled into traces, a ticker takes the complete ones, the
+sampler chooses, and the chosen ones are scored. OTLP/gRPC, when asked for, goes through
+the same checks and the same :meth:`Gateway.accept` (:mod:`evaltrace.serve.grpc_intake`).
 
-What a client gets back:
+What an HTTP client gets back:
 
 * 200 and an ``ExportTraceServiceResponse``: accepted (forwarded, or counted if it cannot be);
 * 400 with the reason: a body that is not an OTLP export request;
@@ -27,13 +29,15 @@ its last forward succeeded; ``/metrics`` the counters (:mod:`evaltrace.serve.met
 from __future__ import annotations
 
 import asyncio
+import gc
 import hmac
 import ipaddress
 import logging
 import signal
 import sys
+import threading
 import time
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -41,15 +45,19 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from evaltrace.errors import OTLPRequestError, ServeError
+from evaltrace.errors import MissingExtraError, OTLPRequestError, ServeError
 from evaltrace.results import ResultsStream
 from evaltrace.serve.assembly import Assembler, PendingTrace
 from evaltrace.serve.config import GatewayConfig
 from evaltrace.serve.forward import Forwarder
+from evaltrace.serve.intake import Refusal
 from evaltrace.serve.metrics import CONTENT_TYPE, Metrics
 from evaltrace.serve.otlp import JSON, PROTOBUF, decode_request, request_spans
 from evaltrace.serve.sampling import Sampler
 from evaltrace.serve.scoring import Chosen, Scorer
+
+if TYPE_CHECKING:
+    from evaltrace.serve.grpc_intake import GrpcIntake
 
 __all__ = ["Gateway", "run_gateway"]
 
@@ -81,6 +89,11 @@ class Gateway:
         self.address = ""
         """The intake URL, once started."""
         self._in_flight = 0
+        self._handed = 0
+        """Bytes of requests handed to the scoring thread and not assembled yet."""
+        self._handed_lock = threading.Lock()
+        self.grpc: GrpcIntake | None = None
+        """The gRPC intake, when asked for (``--grpc-listen``)."""
         self._runner: web.AppRunner | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -92,6 +105,8 @@ class Gateway:
             ServeError: The address cannot be bound, or the results file written.
         """
         config = self.config
+        if config.grpc_listen is not None:
+            _grpc_intake()  # before anything starts: a missing extra is said at once
         self._loop = asyncio.get_running_loop()
         metrics = self.metrics
         if config.forward is not None:
@@ -154,24 +169,40 @@ class Gateway:
         host, port = runner.addresses[0][:2]
         shown = f"[{host}]" if ":" in str(host) else host
         self.address = f"http://{shown}:{port}/v1/traces"
+        if config.grpc_listen is not None:
+            grpc = _grpc_intake()(self, *config.grpc_listen)
+            try:
+                await grpc.start()
+            except ServeError:
+                await runner.cleanup()
+                raise
+            self.grpc = grpc
         if self.forwarder is not None:
             self.forwarder.start()
         if self.scorer is not None:
             self.scorer.start()
-            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+            self.scorer.soon(self._start_ticker)
         self.accepting = True
         self._say_how_it_runs(str(host), int(port))
 
     def _say_how_it_runs(self, host: str, port: int) -> None:
         config = self.config
+        grpc = self.grpc
+        if grpc is not None:
+            logger.info(
+                "taking OTLP/gRPC on %s",
+                grpc.address,
+                extra={"event": "listening_grpc", "port": grpc.port},
+            )
         logger.info("listening on %s", self.address, extra={"event": "listening", "port": port})
-        if not _loopback(host):
+        hosts = [host] if grpc is None else [host, grpc.host]
+        for exposed in dict.fromkeys(item for item in hosts if not _loopback(item)):
             logger.warning(
                 "listening on %s, which is not a loopback address: anything that can reach "
                 "this machine can send spans%s",
-                host,
+                exposed,
                 "" if config.auth_token else " (--auth-token-file requires a bearer token)",
-                extra={"event": "exposed", "host": host},
+                extra={"event": "exposed", "host": exposed},
             )
         if config.forward is not None:
             logger.info(
@@ -222,7 +253,7 @@ class Gateway:
         )
         metrics.gauge(
             "scoring_paused",
-            "1 while the budget (traces per minute, cost per hour) stops scoring.",
+            "1 while the budget (judge calls or traces per minute, cost per hour) stops scoring.",
             lambda: 0 if self.scorer is None or self.scorer.limiter.paused is None else 1,
         )
 
@@ -230,24 +261,15 @@ class Gateway:
 
     async def _traces(self, request: web.Request) -> web.StreamResponse:
         response = await self._take(request)
-        self.metrics.requests.add(1, str(response.status))
+        self.metrics.requests.add(1, "http", str(response.status))
         return response
 
     async def _take(self, request: web.Request) -> web.StreamResponse:
-        if not self.accepting:
-            return _busy(503, "the gateway is stopping")
-        token = self.config.auth_token
-        if token is not None and not _authorized(request.headers.get("Authorization"), token):
-            return web.Response(
-                status=401,
-                text="a bearer token is required: Authorization: Bearer <token>\n",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        forwarder = self.forwarder
-        if forwarder is not None and forwarder.full():
-            return _busy(503, "the forward queue is full")
-        if self._in_flight >= _MAX_IN_FLIGHT:
-            return _busy(429, "too many requests at once")
+        refused = self.refusal(request.headers.get("Authorization"))
+        if refused is None and self._in_flight >= _MAX_IN_FLIGHT:
+            refused = Refusal.TOO_MANY
+        if refused is not None:
+            return _refused(refused)
         self._in_flight += 1
         try:
             try:
@@ -265,20 +287,9 @@ class Gateway:
             except OTLPRequestError as exc:
                 status = 415 if str(exc).startswith("unsupported Content-Type") else 400
                 return web.Response(status=status, text=f"{exc}\n")
-            if forwarder is not None and forwarder.full(len(encoded)):
-                return _busy(503, "the forward queue is full")
-            count = sum(
-                len(scope.spans)
-                for resource in decoded.resource_spans
-                for scope in resource.scope_spans
-            )
-            if forwarder is not None and count:
-                forwarder.offer(encoded, count)
-            if self.assembler is not None:
-                # After the forwarder's turn and this answer: assembly delays neither
-                # (bench/bench_serve.py: the added p99 latency at half load).
-                asyncio.get_running_loop().call_soon(self._assemble, decoded)
-            self.metrics.spans_received.add(count)
+            refused = self.accept(decoded, encoded, "http")
+            if refused is not None:
+                return _refused(refused)
         finally:
             self._in_flight -= 1
         if request.content_type == JSON:
@@ -287,13 +298,66 @@ class Gateway:
             body=ExportTraceServiceResponse().SerializeToString(), content_type=PROTOBUF
         )
 
-    def _assemble(self, decoded: ExportTraceServiceRequest) -> None:
-        """Add the request's spans to assembly."""
+    @property
+    def max_request_bytes(self) -> int:
+        """The largest request taken (decompressed), over either protocol."""
+        return self.config.max_request_bytes
+
+    def refusal(self, authorization: str | None, size: int = 0) -> Refusal | None:
+        """Why a request of ``size`` bytes with this ``Authorization`` is refused, if it is."""
+        if not self.accepting:
+            return Refusal.STOPPING
+        token = self.config.auth_token
+        if token is not None and not _authorized(authorization, token):
+            return Refusal.UNAUTHORIZED
+        if self.forwarder is not None and self.forwarder.full(size):
+            return Refusal.FORWARD_QUEUE_FULL
+        return None
+
+    def accept(
+        self, decoded: ExportTraceServiceRequest, encoded: bytes, protocol: str
+    ) -> Refusal | None:
+        """Take one export request, whatever protocol brought it; why not, if it was not.
+
+        Its encoding is queued for forwarding as it is; its spans go to assembly in the
+        scoring thread. Nothing here waits, and nothing of assembly, sampling or scoring runs
+        in the intake loop (bench/bench_serve.py: the added p99 latency at half load).
+        """
+        forwarder = self.forwarder
+        if forwarder is not None and forwarder.full(len(encoded)):
+            return Refusal.FORWARD_QUEUE_FULL
+        count = sum(
+            len(scope.spans)
+            for resource in decoded.resource_spans
+            for scope in resource.scope_spans
+        )
+        if forwarder is not None and count:
+            forwarder.offer(encoded, count)
+        if self.scorer is not None and count:
+            self._hand_over(decoded, len(encoded), count)
+        self.metrics.spans_received.add(count, protocol)
+        return None
+
+    def _hand_over(self, decoded: ExportTraceServiceRequest, size: int, count: int) -> None:
+        """Give a request's spans to assembly, unless what waits for it is past its bound."""
+        with self._handed_lock:
+            taken = self._handed + size <= self.config.max_pending_bytes
+            if taken:
+                self._handed += size
+        if not taken:  # scoring is behind intake: these spans were forwarded, not assembled
+            self.metrics.spans_not_assembled.add(count)
+            return
+        assert self.scorer is not None
+        self.scorer.soon(self._assemble, decoded, size, time.monotonic())
+
+    def _assemble(self, decoded: ExportTraceServiceRequest, size: int, arrived: float) -> None:
+        """In the scoring thread: add the request's spans to assembly."""
         assembler = self.assembler
         assert assembler is not None
-        now = time.monotonic()
         for resource, span in request_spans(decoded):
-            assembler.add(resource, span, now)
+            assembler.add(resource, span, arrived)
+        with self._handed_lock:
+            self._handed -= size
 
     def _send_evaluations(self, body: bytes, spans: int) -> None:
         """From the scoring thread: queue evaluation spans for forwarding, in this loop."""
@@ -312,6 +376,17 @@ class Gateway:
         forwarder.offer(body, spans, "evaluation")
 
     # -- assembly and sampling -------------------------------------------------------------
+
+    def _start_ticker(self) -> None:
+        """In the scoring thread: take the complete traces every tick."""
+        self._ticker = asyncio.get_running_loop().create_task(self._tick())
+
+    def _drain_assembly(self) -> None:
+        """In the scoring thread: stop the ticker, hand every trace held to the sampler."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+        assert self.assembler is not None
+        self._choose(self.assembler.drain())
 
     async def _tick(self) -> None:
         assembler = self.assembler
@@ -359,13 +434,14 @@ class Gateway:
             self.config.drain_timeout,
             extra={"event": "stopping"},
         )
+        if self.grpc is not None:
+            # calls under way finish (refused now that intake is closed)
+            await self.grpc.stop(max(0.0, min(1.0, deadline - time.monotonic())))
         while self._in_flight and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        await asyncio.sleep(0)  # the assembly of the last requests, scheduled after their answer
-        if self._ticker is not None:
-            self._ticker.cancel()
-        if self.assembler is not None and self.scorer is not None:
-            self._choose(self.assembler.drain())
+        if self.scorer is not None:
+            # after the assembly of the last requests, queued before it in the scoring thread
+            await asyncio.wrap_future(self.scorer.call(self._drain_assembly))
             scoring_deadline = began + self.config.drain_timeout / 2
             await asyncio.to_thread(self.scorer.close, scoring_deadline)
         if self.forwarder is not None:
@@ -382,9 +458,29 @@ class Gateway:
         )
 
 
-def _busy(status: int, why: str) -> web.Response:
+def _grpc_intake() -> type[GrpcIntake]:
+    """The gRPC intake class, imported only when gRPC is asked for (grpcio is an extra).
+
+    Raises:
+        ServeError: grpcio (or google.rpc) is not installed; the message names the extra.
+    """
+    try:
+        from evaltrace.serve.grpc_intake import GrpcIntake
+    except ModuleNotFoundError:
+        missing = MissingExtraError("evaltrace serve --grpc-listen", "grpcio", "grpc")
+        raise ServeError(str(missing)) from None
+    return GrpcIntake
+
+
+def _refused(refused: Refusal) -> web.Response:
+    if refused is Refusal.UNAUTHORIZED:
+        return web.Response(
+            status=401, text=f"{refused.value}\n", headers={"WWW-Authenticate": "Bearer"}
+        )
     return web.Response(
-        status=status, text=f"{why}; send again later\n", headers={"Retry-After": _RETRY_AFTER}
+        status=429 if refused is Refusal.TOO_MANY else 503,
+        text=f"{refused.value}; send again later\n",
+        headers={"Retry-After": _RETRY_AFTER},
     )
 
 
@@ -407,6 +503,10 @@ def _loopback(host: str) -> bool:
 async def _serve(config: GatewayConfig) -> None:
     gateway = Gateway(config)
     await gateway.start()
+    # What is loaded by now lives as long as the process: a full collection of it held the
+    # GIL for ~100 ms, every request of that moment waiting (bench/bench_serve.py: the added
+    # p99 latency at half load).
+    gc.freeze()
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

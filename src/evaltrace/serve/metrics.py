@@ -154,11 +154,16 @@ class Metrics:
 
     def __init__(self) -> None:
         self.requests = Counter(
-            "requests_total", "Export requests received, by HTTP status answered.", ("status",)
+            "requests_total",
+            "Export requests received, by protocol (http, grpc) and the status answered (an "
+            "HTTP status, a gRPC status code).",
+            ("protocol", "status"),
         )
-        """Export requests, by the status answered."""
-        self.spans_received = Counter("spans_received_total", "Spans accepted at intake.")
-        """Spans accepted (answered 200)."""
+        """Export requests, by protocol and the status answered."""
+        self.spans_received = Counter(
+            "spans_received_total", "Spans accepted at intake, by protocol.", ("protocol",)
+        )
+        """Spans accepted (answered 200 or OK), by protocol: ``http`` or ``grpc``."""
         self.spans_forwarded = Counter(
             "spans_forwarded_total",
             "Spans the forward target accepted, by kind (app spans, evaluation spans).",
@@ -173,6 +178,12 @@ class Metrics:
             "forward_retries_total", "Forward requests sent again after a failure."
         )
         """Forward requests retried."""
+        self.spans_not_assembled = Counter(
+            "spans_not_assembled_total",
+            "Spans forwarded but not assembled: requests waiting for assembly passed its bytes "
+            "bound (scoring behind intake).",
+        )
+        """Spans left out of assembly (forwarded all the same)."""
         self.traces_assembled = Counter(
             "traces_assembled_total", "Traces complete (root ended, then quiet), or timed out."
         )
@@ -219,6 +230,7 @@ class Metrics:
             self.spans_forwarded,
             self.spans_dropped,
             self.forward_retries,
+            self.spans_not_assembled,
             self.traces_assembled,
             self.traces_evicted,
             self.traces_sampled,
@@ -240,6 +252,7 @@ class Metrics:
             "spans_dropped": {
                 reason: int(count) for (reason,), count in self.spans_dropped.by_label().items()
             },
+            "spans_not_assembled": int(self.spans_not_assembled.total()),
             "traces_assembled": int(self.traces_assembled.total()),
             "traces_evicted": int(self.traces_evicted.total()),
             "traces_sampled": int(self.traces_sampled.total()),

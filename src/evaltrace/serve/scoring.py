@@ -12,21 +12,23 @@ Each scored trace's entry is appended to the results stream, and its evaluations
 forward target as ``gen_ai.evaluation.result`` spans in the trace they scored
 (:func:`~evaltrace.evals.telemetry.evaluation_spans`).
 
-The budget is checked as each trace is taken: traces per minute (a token bucket, which bounds
-the judge calls per minute to that many traces' worth) and cost per hour (as the evaluators
-report it); past either, the traces are not scored (counted) until the budget allows again.
+The budget is checked as each trace is taken: judge calls per minute (the calls each scored
+trace's judges made, as the engine records them in its entry's ``judge_usage``), traces per
+minute, and cost per hour (as the evaluators report it); past any, the traces are not scored
+(counted) until the budget allows again, and forwarding goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import math
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
@@ -48,7 +50,7 @@ from evaltrace.serve.config import Online
 from evaltrace.serve.metrics import Metrics
 from evaltrace.serve.otlp import stored_trace
 
-__all__ = ["Chosen", "Limiter", "Scorer"]
+__all__ = ["Chosen", "Limiter", "Reason", "Scorer"]
 
 logger = logging.getLogger("evaltrace.serve")
 
@@ -68,67 +70,113 @@ class Chosen:
     """When (monotonic seconds)."""
 
 
+class _Bucket:
+    """A token bucket of ``size`` tokens, refilled continuously at ``size`` a minute.
+
+    What is spent is taken whole, even past empty (the calls were made): the bucket then owes
+    it, and allows nothing until it holds one token again.
+    """
+
+    def __init__(self, size: int, now: float) -> None:
+        self.size = size
+        self.tokens = float(size)
+        self.refilled = now
+
+    def level(self, now: float) -> float:
+        """The tokens at ``now`` (after refilling)."""
+        self.tokens = min(float(self.size), self.tokens + (now - self.refilled) * self.size / 60)
+        self.refilled = now
+        return self.tokens
+
+
+Reason = Literal["judge_calls_per_minute", "traces_per_minute", "cost_per_hour"]
+"""Why scoring is paused: the budget key that stops it."""
+
+
 class Limiter:
-    """The budget of scoring: traces per minute and cost per hour.
+    """The budget of scoring: judge calls per minute, traces per minute, cost per hour.
+
+    A trace's judge calls are known once it is scored (they are what its evaluators' judges
+    sent, cache hits not counted): they are taken from a bucket of ``judge_calls_per_minute``
+    tokens refilled continuously, which may go below empty, and no trace is taken while it
+    holds less than one call. Traces already being scored when it empties finish, so the
+    calls of a minute pass the limit by at most those of ``concurrency`` traces.
 
     Args:
-        traces_per_minute: Most traces scored in a minute (a token bucket of that size,
+        judge_calls_per_minute: Most judge calls a minute; ``None``: no limit.
+        traces_per_minute: Most traces scored a minute (a token bucket of that size,
             refilled continuously); ``None``: no limit.
         cost_per_hour: Most cost in a clock hour; ``None``: no limit.
         clock: Seconds since the epoch (tests pass their own).
+
+    Example:
+        >>> now = [0.0]
+        >>> limiter = Limiter(judge_calls_per_minute=3, clock=lambda: now[0])
+        >>> limiter.take(), limiter.spend(calls=4), limiter.take()
+        (None, None, 'judge_calls_per_minute')
+        >>> now[0] += 30  # half a minute gives 1.5 calls back: 0.5 is less than a call
+        >>> limiter.take()
+        'judge_calls_per_minute'
+        >>> now[0] += 30
+        >>> limiter.take()
     """
 
     def __init__(
         self,
         *,
-        traces_per_minute: int | None,
-        cost_per_hour: float | None,
+        judge_calls_per_minute: int | None = None,
+        traces_per_minute: int | None = None,
+        cost_per_hour: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self.judge_calls_per_minute = judge_calls_per_minute
         self.traces_per_minute = traces_per_minute
         self.cost_per_hour = cost_per_hour
         self.clock = clock
-        self._tokens = float(traces_per_minute or 0)
-        self._refilled = clock()
-        self._hour = math.floor(self._refilled / 3600)
+        now = clock()
+        self._calls = (
+            None if judge_calls_per_minute is None else _Bucket(judge_calls_per_minute, now)
+        )
+        self._traces = None if traces_per_minute is None else _Bucket(traces_per_minute, now)
+        self._hour = math.floor(now / 3600)
         self.spent = 0.0
         """The cost reported in the current hour."""
-        self.paused: str | None = None
-        """Why scoring is paused now (``rate_limit``, ``budget``), or ``None``."""
+        self.paused: Reason | None = None
+        """Why scoring is paused now, or ``None``."""
         self._lock = threading.Lock()
 
-    def take(self) -> str | None:
-        """Take one trace's worth: ``None`` when it may be scored, else why not."""
+    def take(self) -> Reason | None:
+        """Take one trace to score: ``None`` when it may be scored, else why not."""
         with self._lock:
             now = self.clock()
             hour = math.floor(now / 3600)
             if hour != self._hour:
                 self._hour, self.spent = hour, 0.0
-            reason = None
+            reason: Reason | None = None
             if self.cost_per_hour is not None and self.spent >= self.cost_per_hour:
-                reason = "budget"
-            elif self.traces_per_minute is not None:
-                rate = self.traces_per_minute / 60
-                self._tokens = min(
-                    float(self.traces_per_minute), self._tokens + (now - self._refilled) * rate
-                )
-                self._refilled = now
-                if self._tokens < 1:
-                    reason = "rate_limit"
+                reason = "cost_per_hour"
+            elif self._calls is not None and self._calls.level(now) < 1:
+                reason = "judge_calls_per_minute"
+            elif self._traces is not None:
+                if self._traces.level(now) < 1:
+                    reason = "traces_per_minute"
                 else:
-                    self._tokens -= 1
+                    self._traces.tokens -= 1
             self._note(reason)
             return reason
 
-    def spend(self, cost: float) -> None:
-        """Count ``cost`` against the hour's budget."""
+    def spend(self, *, calls: int = 0, cost: float = 0.0) -> None:
+        """Count a scored trace's judge calls and cost against the budget."""
         with self._lock:
             self.spent += cost
+            if self._calls is not None and calls:
+                self._calls.level(self.clock())
+                self._calls.tokens -= calls
 
-    def _note(self, reason: str | None) -> None:
+    def _note(self, reason: Reason | None) -> None:
         if reason == self.paused:
             return
-        if reason == "budget":
+        if reason == "cost_per_hour":
             logger.warning(
                 "scoring paused: the cost budget of %g per hour is spent (%g); forwarding goes "
                 "on, scoring resumes next hour",
@@ -136,7 +184,14 @@ class Limiter:
                 self.spent,
                 extra={"event": "scoring_paused", "reason": reason},
             )
-        elif reason == "rate_limit":
+        elif reason == "judge_calls_per_minute":
+            logger.warning(
+                "scoring paused: %d judge calls per minute made already; forwarding goes on, "
+                "scoring resumes as the minute passes",
+                self.judge_calls_per_minute,
+                extra={"event": "scoring_paused", "reason": reason},
+            )
+        elif reason == "traces_per_minute":
             logger.warning(
                 "scoring paused: %d traces per minute scored already; forwarding goes on",
                 self.traces_per_minute,
@@ -227,7 +282,9 @@ class Scorer:
         self.send_spans = send_spans
         budget = online.settings.budget
         self.limiter = Limiter(
-            traces_per_minute=budget.traces_per_minute, cost_per_hour=budget.cost_per_hour
+            judge_calls_per_minute=budget.judge_calls_per_minute,
+            traces_per_minute=budget.traces_per_minute,
+            cost_per_hour=budget.cost_per_hour,
         )
         self.run_id = new_run_id()
         self.depth = 0
@@ -275,8 +332,32 @@ class Scorer:
             self.metrics.traces_not_scored.add(1, "queue_full")
             return False
         assert self._loop is not None and self._queue is not None
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, chosen)
+        if threading.get_ident() == self._thread.ident:
+            self._queue.put_nowait(chosen)  # in order with what this thread queued already
+        else:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, chosen)
         return True
+
+    def soon(self, function: Callable[..., None], *args: Any) -> None:
+        """Run ``function(*args)`` in the scoring thread, soon (from any thread, never waiting)."""
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(function, *args)
+
+    def call(self, function: Callable[[], None]) -> concurrent.futures.Future[None]:
+        """Run ``function`` in the scoring thread (from any thread); done once it ran."""
+        assert self._loop is not None
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                function()
+            except BaseException as exc:  # handed to whoever waits on ``done``
+                done.set_exception(exc)
+            else:
+                done.set_result(None)
+
+        self._loop.call_soon_threadsafe(run)
+        return done
 
     async def next(self) -> Chosen | None:
         """The next chosen trace (in the scoring thread); ``None`` once closed and empty."""
@@ -350,8 +431,7 @@ class Scorer:
         calls, hits, cost = _spend(result)
         self.metrics.judge_calls.add(calls)
         self.metrics.judge_cache_hits.add(hits)
-        if cost:
-            self.limiter.spend(cost)
+        self.limiter.spend(calls=calls, cost=cost)
         if self.results is not None and not self._results_failed:
             try:
                 self.results.add(result)
