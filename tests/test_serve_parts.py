@@ -54,6 +54,16 @@ def test_evaluators_file_problems_name_the_file_the_line_and_the_field(tmp_path:
     assert "online.yaml:9:15: sampling.rules[0].sample" in text
 
 
+def test_evaluators_file_problems_are_said_of_an_evaluators_file_not_a_dataset(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "online.yaml").write_text("evaluators: [ExactMatch]\nsample: 2\n")
+    with pytest.raises(DatasetError) as raised:
+        load_online(tmp_path / "online.yaml")
+    assert str(raised.value).startswith("1 problem in evaluators file ")
+    assert "dataset" not in str(raised.value)
+
+
 def test_an_evaluator_that_does_not_resolve_is_named_with_its_place(tmp_path: Path) -> None:
     (tmp_path / "online.yaml").write_text("evaluators:\n  - ExactMatch\n  - ExactMatsh\n")
     with pytest.raises(DatasetError) as raised:

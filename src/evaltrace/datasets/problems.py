@@ -101,6 +101,8 @@ class DatasetError(EvaltraceError, ValueError):
 
     Args:
         problems: The problems found (at least one).
+        subject: What kind of file the problems are in, for the message (``"dataset"``, or
+            ``"evaluators file"`` for ``evaltrace serve``'s).
 
     Example:
         >>> error = DatasetError([DatasetProblem(file="a.json", message="the file is empty")])
@@ -111,7 +113,9 @@ class DatasetError(EvaltraceError, ValueError):
         'DatasetFileNotFoundError'
     """
 
-    def __new__(cls, problems: Sequence[DatasetProblem]) -> DatasetError:  # noqa: D102
+    def __new__(  # noqa: D102
+        cls, problems: Sequence[DatasetProblem], *, subject: str = "dataset"
+    ) -> DatasetError:
         if cls is DatasetError:
             missing = {problem.missing for problem in problems}
             cls = next((error for kind, error in _BY_MISSING.items() if kind in missing), cls)
@@ -119,11 +123,13 @@ class DatasetError(EvaltraceError, ValueError):
             return cast(DatasetError, OSError.__new__(cls, problems))
         return super().__new__(cls, problems)
 
-    def __init__(self, problems: Sequence[DatasetProblem]) -> None:
+    def __init__(self, problems: Sequence[DatasetProblem], *, subject: str = "dataset") -> None:
         if not problems:
             raise ValueError("a DatasetError needs at least one problem")
         self.problems: list[DatasetProblem] = list(problems)
         """Every problem found, in the order found."""
+        self.subject = subject
+        """What kind of file the problems are in, as the message says."""
         self.valid_parts: Any = None
         """What of the dataset is valid, when the file's own validation failed (a
         :class:`~evaltrace.datasets.loading.ValidParts`): :func:`prepare_dataset` checks it
@@ -134,7 +140,8 @@ class DatasetError(EvaltraceError, ValueError):
         files = list(dict.fromkeys(problem.file for problem in self.problems))
         count = len(self.problems)
         noun = "problem" if count == 1 else "problems"
-        subject = f"dataset {files[0]}" if len(files) == 1 else f"{len(files)} dataset files"
+        many = f"{len(files)} dataset files" if self.subject == "dataset" else f"{len(files)} files"
+        subject = f"{self.subject} {files[0]}" if len(files) == 1 else many
         lines = [f"{count} {noun} in {subject}:"]
         lines += [f"  {problem}" for problem in self.problems[:MAX_LISTED_PROBLEMS]]
         if count > MAX_LISTED_PROBLEMS:

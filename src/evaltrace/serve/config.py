@@ -46,6 +46,7 @@ from evaltrace.constants import (
     SERVE_TRACE_TIMEOUT,
 )
 from evaltrace.datasets import (
+    DatasetError,
     EvaluatorSpec,
     ReferenceLoader,
     ResolvedEvaluator,
@@ -182,12 +183,17 @@ def load_online(path: str | os.PathLike[str]) -> Online:
             evaluator that does not resolve.
     """
     file = os.fspath(path)
-    data, text = read_document(path)
-    settings = validate_document(data, OnlineEvaluators, file=file, text=text)
-    base_dir = Path(path).absolute().parent
-    evaluators = resolve_evaluators(
-        settings.evaluators, file=file, base_dir=base_dir, loader=ReferenceLoader()
-    )
+    try:
+        data, text = read_document(path)
+        settings = validate_document(data, OnlineEvaluators, file=file, text=text)
+        evaluators = resolve_evaluators(
+            settings.evaluators,
+            file=file,
+            base_dir=Path(path).absolute().parent,
+            loader=ReferenceLoader(),
+        )
+    except DatasetError as exc:  # the same problems, said of an evaluators file
+        raise DatasetError(exc.problems, subject="evaluators file") from None
     return Online(
         file=Path(path),
         settings=settings,
