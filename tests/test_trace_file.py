@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import sys
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -378,3 +379,16 @@ def test_children_kept_after_their_stored_trace_is_let_go_keep_their_parent(
     del stored
 
     assert [child.parent.span.name for child in children if child.parent] == ["run0", "run0"]
+
+
+def test_a_stored_trace_made_without_its_roots_raises_only_that_they_are_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    unraisable: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+
+    with pytest.raises(TypeError, match="roots"):
+        StoredTrace(trace_id="0" * 32)  # type: ignore[call-arg]
+    gc.collect()
+
+    assert unraisable == []

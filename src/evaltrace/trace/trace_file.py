@@ -130,8 +130,10 @@ class StoredTrace:
 
     def __del__(self) -> None:
         # A trace scored and let go is freed at once, not by the garbage collector
-        # (bench_stored.py, bench/README.md), when nothing else refers to it.
-        unlink_unshared(self.roots)
+        # (bench_stored.py, bench/README.md), when nothing else refers to it. One whose
+        # making failed has no roots.
+        if hasattr(self, "roots"):
+            unlink_unshared(self.roots)
 
 
 class TraceFile:

@@ -6,7 +6,7 @@ import operator
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from evaltrace.capture.codec import json_text
 from evaltrace.trace.spans import (
@@ -268,6 +268,15 @@ def split_traces(trace: Iterable[ObservationNode]) -> list[list[ObservationNode]
     return list(traces.values())
 
 
+_COUNTS_EVERY_REFERENCE: Final = sys.implementation.name == "cpython" and sys.version_info < (
+    3,
+    14,
+)
+"""Whether ``sys.getrefcount`` counts every reference: CPython before 3.14, whose interpreter
+may skip counting some of them. Elsewhere a trace is left to the garbage collector, as a
+wrong count would drop the parent links of a tree still in use."""
+
+
 def unlink_unshared(roots: list[ObservationNode]) -> None:
     """Drop the parent links of a trace that only the caller's one reference reaches.
 
@@ -282,6 +291,8 @@ def unlink_unshared(roots: list[ObservationNode]) -> None:
     Args:
         roots: The roots, held by the caller alone when the trace is unshared.
     """
+    if not _COUNTS_EVERY_REFERENCE:
+        return
     probe: list[ObservationNode] = []
     # Each count is taken beside that of a fresh object held the same way, so that what the
     # interpreter holds while counting cancels out.
