@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final, overload
+from typing import Any, Final
 
 from evaltrace.datasets._json import strict_decoder
-from evaltrace.datasets.jsonl import SeenNames
+from evaltrace.datasets.jsonl import OffsetEntries, SeenNames
 from evaltrace.datasets.model import (
     Dataset,
     DatasetEntry,
@@ -38,7 +38,7 @@ _PLACEHOLDER: Final[dict[str, Any]] = {"entry_kwargs": {}}
 _SPACE: Final = re.compile(r"[ \t\r\n]*")
 
 
-class PackedEntries(Sequence[DatasetEntry]):
+class PackedEntries(OffsetEntries):
     """A dataset's entries kept as their JSON text, each validated again when asked for.
 
     About the size of the entries in the file (and 8 bytes an entry), where the entries'
@@ -51,22 +51,10 @@ class PackedEntries(Sequence[DatasetEntry]):
     """
 
     def __init__(self, data: bytes | bytearray, offsets: array[int]) -> None:
+        super().__init__(offsets)
         self._data = data
-        self._offsets = offsets
 
-    def __len__(self) -> int:
-        return len(self._offsets) - 1
-
-    @overload
-    def __getitem__(self, index: int) -> DatasetEntry: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[DatasetEntry]: ...
-
-    def __getitem__(self, index: int | slice) -> DatasetEntry | Sequence[DatasetEntry]:
-        if isinstance(index, slice):
-            return [self[position] for position in range(len(self))[index]]
-        position = range(len(self))[index]  # IndexError, and negative positions, as a list
+    def _entry(self, position: int) -> DatasetEntry:
         text = self._data[self._offsets[position] : self._offsets[position + 1]]
         return with_default_name(DatasetEntry.model_validate_json(text), position, copy=False)
 

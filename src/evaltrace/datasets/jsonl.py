@@ -51,6 +51,7 @@ from evaltrace.datasets.problems import DatasetError, DatasetProblem, describe_v
 __all__ = [
     "JSONL_SUFFIX",
     "JsonlEntries",
+    "OffsetEntries",
     "SeenNames",
     "is_jsonl",
     "jsonl_lines",
@@ -77,7 +78,37 @@ def is_jsonl(path: str | os.PathLike[str]) -> bool:
     return Path(path).suffix.lower() == JSONL_SUFFIX
 
 
-class JsonlEntries(Sequence[DatasetEntry]):
+class OffsetEntries(Sequence[DatasetEntry]):
+    """Entries kept as where each one's text starts, each read when asked for.
+
+    Args:
+        offsets: Where each entry's text starts, then where the last one ends.
+    """
+
+    def __init__(self, offsets: array[int]) -> None:
+        self._offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    @overload
+    def __getitem__(self, index: int) -> DatasetEntry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[DatasetEntry]: ...
+
+    def __getitem__(self, index: int | slice) -> DatasetEntry | Sequence[DatasetEntry]:
+        if isinstance(index, slice):
+            return [self[position] for position in range(len(self))[index]]
+        position = range(len(self))[index]  # IndexError, and negative positions, as a list
+        return self._entry(position)
+
+    def _entry(self, position: int) -> DatasetEntry:
+        """The entry at ``position`` (0 to ``len(self) - 1``), read afresh."""
+        raise NotImplementedError
+
+
+class JsonlEntries(OffsetEntries):
     """The entries of a JSONL dataset file, each parsed from its line when asked for.
 
     Holds where each entry's line starts (and the line numbers, when blank lines make them
@@ -98,23 +129,11 @@ class JsonlEntries(Sequence[DatasetEntry]):
         """The dataset file."""
         self.file = file
         """How problems name the file."""
-        self._offsets = offsets
+        super().__init__(offsets)
         self._lines = lines
         self._stream: IO[bytes] | None = None
 
-    def __len__(self) -> int:
-        return len(self._offsets) - 1
-
-    @overload
-    def __getitem__(self, index: int) -> DatasetEntry: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[DatasetEntry]: ...
-
-    def __getitem__(self, index: int | slice) -> DatasetEntry | Sequence[DatasetEntry]:
-        if isinstance(index, slice):
-            return [self[position] for position in range(len(self))[index]]
-        position = range(len(self))[index]  # IndexError, and negative positions, as a list
+    def _entry(self, position: int) -> DatasetEntry:
         stream = self._open()
         stream.seek(self._offsets[position])
         return self._parse(position, stream.read(self._offsets[position + 1] - stream.tell()))

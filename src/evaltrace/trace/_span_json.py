@@ -156,7 +156,7 @@ def read_own_line(line: str | bytes) -> ReadSpan:
     try:
         # One pass instead of decoding, checking and copying each field: the reader's 19%
         # of evaluate_traces (bench_stored.py, bench/README.md).
-        return (_LINE or _line_reader()).validate_json(line), ()
+        return own_line_validator()(line), ()
     except ValidationError:
         return read_line_by_fields(line)
 
