@@ -268,11 +268,12 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
         evaluable = case  # carries its output: scored as it is, nothing runs
     else:
         assert scoring.runnable is not None, "a source of entries to run names its runnable"
+        inputs = entry.inputs()
         run = await run_captured(
             scoring.runnable,
             entry.input,
-            inputs=entry.inputs(),
-            entry=entry.label,
+            inputs=inputs,
+            entry=entry.label if inputs is not None else None,  # quoted about missing inputs
             timeout=scoring.timeout,
         )
         roots = run.trace
