@@ -157,7 +157,9 @@ def checked_model(cls: type[ModelT], fields: dict[str, Any]) -> ModelT:
     model equals ``cls(**fields)``, its set fields and field order included, for a fraction
     of the cost. Missing fields get their defaults (a factory's a fresh value); every
     required field must be given. Giving anything validation would change or refuse makes a
-    model that breaks its own rules: only for values checked where they were made.
+    model that breaks its own rules: only for values checked where they were made, and for
+    models with no private attributes and no extra fields (:class:`NamedData`,
+    :class:`Evaluable`, :class:`~evaltrace.evals.Evaluation`).
 
     Example:
         >>> checked_model(NamedData, {"name": "answer", "value": 4}) == NamedData(
