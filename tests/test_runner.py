@@ -96,6 +96,24 @@ async def test_partial_trace_of_a_raising_runnable_is_kept() -> None:
 
 
 @pytest.mark.anyio
+async def test_the_run_span_records_its_kind_mark_input_and_output() -> None:
+    async def app(question: str) -> str:
+        return question.upper()
+
+    run = await run_captured(app, "q")
+
+    (span,) = run.handler.raw_spans
+    assert dict(span.attributes or {}) == {
+        "openinference.span.kind": "CHAIN",
+        "evaltrace.run": True,
+        "input.value": '"q"',
+        "input.mime_type": "application/json",
+        "output.value": '"Q"',
+        "output.mime_type": "application/json",
+    }
+
+
+@pytest.mark.anyio
 async def test_runnable_timeout_is_errored() -> None:
     async def slow(question: str) -> str:
         await anyio.sleep(30)

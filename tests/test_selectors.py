@@ -6,13 +6,15 @@ from typing import Any
 
 import pytest
 from opentelemetry import context as otel_context
+from pydantic import BaseModel
 
 from evaltrace import capture_traces, run_and_evaluate, wrap
 from evaltrace.capture import config
 from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import DuplicateWrapNameError, MultipleTracesError, NoTraceError
 from evaltrace.evals import by_kind, by_name, first_llm_call, last_llm_call, root, select
-from evaltrace.evals.evaluable import Evaluable, NamedData
+from evaltrace.evals.evaluable import Evaluable, NamedData, checked_model
+from evaltrace.evals.evaluation import Evaluation
 from evaltrace.trace import ObservationNode, build_trace, split_traces
 from span_factory import T0, Spans, wrap_event
 
@@ -511,3 +513,45 @@ async def test_the_entrys_metadata_is_kept_beside_the_calls() -> None:
     assert metadata["topic"] == "greetings"
     assert metadata["llm_model"] == "as the entry says"  # the entry's value wins
     assert metadata["llm_total_tokens"] == 10
+
+
+def test_root_gives_the_evaluable_validation_would_build(spans: Spans) -> None:
+    app = spans.start("app", 0, attributes=decorated("app", {"question": "Hi"}, {"text": "Hello"}))
+    spans.end(app, 1)
+
+    evaluable = root(build_trace(spans.finished()))
+
+    validated = Evaluable(
+        eval_input=[NamedData(name="question", value="Hi")],
+        eval_output=[NamedData(name="output", value={"text": "Hello"})],
+        eval_metadata=None,
+    )
+    assert repr(evaluable) == repr(validated)
+    assert evaluable.model_fields_set == validated.model_fields_set
+    assert evaluable.model_dump_json() == validated.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    ("model", "fields"),
+    [
+        (NamedData, {"name": "answer", "value": {"text": "Hello"}}),
+        (Evaluable, {"eval_output": [NamedData(name="output", value=4)], "description": "d"}),
+        (Evaluation, {"score": 0.5, "evaluator": "exact"}),
+        (Evaluation, {"label": "positive", "evaluator": "tone"}),
+    ],
+)
+def test_checked_model_equals_the_validated_model(model: type[BaseModel], fields: Any) -> None:
+    checked = checked_model(model, fields)
+    validated = model(**fields)
+
+    assert checked == validated
+    assert repr(checked) == repr(validated)
+    assert checked.model_fields_set == validated.model_fields_set
+    assert checked.model_dump_json() == validated.model_dump_json()
+
+
+def test_checked_model_makes_each_default_of_a_factory_anew() -> None:
+    first = checked_model(Evaluation, {"score": 1.0})
+    second = checked_model(Evaluation, {"score": 1.0})
+
+    assert first.details == {} and first.details is not second.details

@@ -12,6 +12,7 @@ from evaltrace.trace import (
     LLMSpan,
     ObservationNode,
     SpanError,
+    SpanEventRecord,
     SpanRecord,
     build_trace,
     build_trace_and_cycles,
@@ -432,3 +433,43 @@ def test_a_trace_whose_parent_starts_after_its_child_is_linked_as_any_other() ->
     roots, cycles = build_trace_and_cycles([child, parent])
 
     assert names(roots) == ["parent"] and names(roots[0].children) == ["child"] and cycles == []
+
+
+def test_a_record_copies_every_field_of_a_finished_sdk_span(spans: Spans) -> None:
+    parent = spans.start("parent", 0)
+    span = spans.start("step", 1, parent=parent, attributes={"n": 3, "tags": ("a", "b")})
+    span.add_event("note", {"k": "v"}, timestamp=spans.t0 + 2)
+    span.set_status(Status(StatusCode.ERROR, "it broke"))
+    spans.end(span, 4)
+    spans.end(parent, 5)
+    finished = spans.finished()[0]
+
+    record = SpanRecord.from_readable(finished)
+
+    context, parent_context = finished.context, finished.parent
+    assert context is not None and parent_context is not None
+    assert record == SpanRecord(
+        trace_id=context.trace_id,
+        span_id=context.span_id,
+        parent_span_id=parent_context.span_id,
+        name="step",
+        start_time_ns=spans.t0 + 1_000_000,
+        end_time_ns=spans.t0 + 4_000_000,
+        attributes={"n": 3, "tags": ("a", "b")},
+        events=(SpanEventRecord(name="note", timestamp_ns=spans.t0 + 2, attributes={"k": "v"}),),
+        status_code="ERROR",
+        status_description="it broke",
+        kind="INTERNAL",
+        resource_attributes=finished.resource.attributes,
+    )
+
+
+def test_a_record_holds_its_own_copy_of_the_span_attributes(spans: Spans) -> None:
+    span = spans.start("step", 0, attributes={"n": 3})
+    spans.end(span, 1)
+    finished = spans.finished()[0]
+
+    record = SpanRecord.from_readable(finished)
+    record.attributes["n"] = 4
+
+    assert finished.attributes == {"n": 3}

@@ -569,7 +569,8 @@ def _finish(span: Span, attributes: Mapping[str, Any], strings: bool = False) ->
     Args:
         span: The span to finish.
         attributes: Its attributes.
-        strings: Whether every value of ``attributes`` is a ``str`` (see :func:`_put_strings`).
+        strings: Whether every value of ``attributes`` is stored as it is given (a ``str``,
+            ``bool``, ``int`` or ``float``; see :func:`_put_strings`).
     """
     try:
         if not (strings and _put_strings(span, attributes)):
@@ -591,15 +592,20 @@ def _attribute_store_known() -> bool:
 
 _ATTRIBUTE_STORE_KNOWN: Final = _attribute_store_known()
 
+_STORED_AS_GIVEN: Final = frozenset({str, bool, int, float})
+"""Attribute value types the SDK stores unchanged (a ``str`` when no length limit is set)."""
 
-def _put_strings(span: Span, attributes: Mapping[str, str]) -> bool:
-    """Put string ``attributes`` straight into an SDK span's attribute store; whether it could.
+
+def _put_strings(span: Span, attributes: Mapping[str, Any]) -> bool:
+    """Put plain ``attributes`` straight into an SDK span's attribute store; whether it could.
 
     ``Span.set_attributes`` checks the mapping and each value (abstract-class ``isinstance``
     calls, a lock per value): a fifth of a captured decorated call (the captured ``@wrap``
-    figure of bench/README.md). A ``str`` needs none of it when no length limit is set, so
-    on a recording span of the OpenTelemetry SDK with no attributes yet, no value length
-    limit and room for them all, they are stored as ``set_attributes`` would store them.
+    figure of bench/README.md), and of the runner's root span (bench_runner.py's c=50
+    figure, bench/README.md). A ``bool``, ``int`` or ``float`` needs none of it, nor does a
+    ``str`` when no length limit is set, so on a recording span of the OpenTelemetry SDK with
+    no attributes yet, no value length limit and room for them all, they are stored as
+    ``set_attributes`` would store them.
     Anything else (another span class or SDK layout, limits, attributes the app put on the
     span, an ended span) is left to ``set_attributes``.
     """
@@ -686,7 +692,9 @@ class _SpanCall:
             self._content = False
             return
         self._attributes: dict[str, Any] = {conv.SPAN_KIND: kind}
-        self._strings = not extra  # else values of any type: see _finish
+        # Values of any type are checked by the SDK (see _finish); the runner's root span
+        # carries a bool beside the strings (bench_runner.py's c=50 figure, bench/README.md).
+        self._strings = not extra or all(type(v) in _STORED_AS_GIVEN for v in extra.values())
         if extra:
             self._attributes.update(extra)
         self.span = rt.tracer.start_span(span_name)

@@ -268,11 +268,12 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
         evaluable = case  # carries its output: scored as it is, nothing runs
     else:
         assert scoring.runnable is not None, "a source of entries to run names its runnable"
+        inputs = entry.inputs()
         run = await run_captured(
             scoring.runnable,
             entry.input,
-            inputs=entry.inputs(),
-            entry=entry.label,
+            inputs=inputs,
+            entry=entry.label if inputs is not None else None,  # quoted about missing inputs
             timeout=scoring.timeout,
         )
         roots = run.trace
@@ -301,7 +302,9 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
         )
         # The entry's judge calls are counted apart from every other entry's.
         with collect_judge_usage() as judges:
-            evaluations = await evaluate_all(prepared, ctx, scoring.timeout, label=entry.label)
+            evaluations = await evaluate_all(
+                prepared, ctx, scoring.timeout, label=entry.label, names=entry.evaluators.names
+            )
         judge_usage = judges.usage()
     if roots:
         export_evaluations(evaluations, roots, threshold=scoring.threshold)
@@ -557,14 +560,17 @@ async def evaluate_all(
     timeout: float | None,
     *,
     label: str,
+    names: Sequence[str] | None = None,
 ) -> list[Evaluation]:
     """Score one entry with each evaluator, concurrently; the results in evaluator order.
 
     The row never ends short: a failure outside any evaluator (or a cancellation that is not
     one of the caller) errors the evaluations that did not come back, and only a cancellation
-    of the caller is raised.
+    of the caller is raised. ``names`` are the evaluators' names when known already (an
+    entry's plan holds them), else read from ``evaluators``.
     """
-    names = [prepared.name for prepared in evaluators]
+    if names is None:
+        names = [prepared.name for prepared in evaluators]
     try:
         evaluations = await _evaluate_concurrently(evaluators, ctx, timeout)
     except Exception as exc:  # a failure outside any evaluator still errors only its row

@@ -40,7 +40,7 @@ from evaltrace.errors import (
     InvalidEvaluatorResultError,
 )
 from evaltrace.evals.context import EvaluatorContext
-from evaltrace.evals.evaluable import Evaluable
+from evaltrace.evals.evaluable import Evaluable, checked_model
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.trace.tree import ObservationNode
 
@@ -315,9 +315,13 @@ def _coerce(result: object, name: str) -> Evaluation:
         item = getattr(result, "item", None)
         if callable(item) and hasattr(result, "dtype"):  # a numpy scalar: np.bool_, np.float32...
             result = item()
+    # Scores and labels checked here are not validated again: building the evaluation was a
+    # tenth of an entry's CPU in a run (bench_runner.py's c=50 figure, bench/README.md).
     if isinstance(result, bool):
-        return Evaluation(score=1.0 if result else 0.0, evaluator=name)
+        return checked_model(Evaluation, {"score": 1.0 if result else 0.0, "evaluator": name})
     if isinstance(result, str):
+        if result and type(result) is str:
+            return checked_model(Evaluation, {"label": result, "evaluator": name})
         if result:
             return Evaluation(label=result, evaluator=name)
         raise InvalidEvaluatorResultError(
@@ -327,7 +331,7 @@ def _coerce(result: object, name: str) -> Evaluation:
     if isinstance(result, int | float):
         score = float(result)
         if math.isfinite(score) and 0.0 <= score <= 1.0:
-            return Evaluation(score=score, evaluator=name)
+            return checked_model(Evaluation, {"score": score, "evaluator": name})
         raise InvalidEvaluatorResultError(
             f"evaluator {name!r} returned the score {safe_repr(result)}; "
             "a score must be a finite number between 0 and 1"

@@ -20,7 +20,7 @@ from pydantic import JsonValue
 
 from evaltrace.capture.codec import is_truncated
 from evaltrace.errors import MultipleTracesError, NoTraceError
-from evaltrace.evals.evaluable import Evaluable, NamedData
+from evaltrace.evals.evaluable import Evaluable, NamedData, checked_model
 from evaltrace.trace.spans import LLMSpan, ObserveSpan
 from evaltrace.trace.tree import ObservationNode, SpanPredicate, split_traces, walk_trace
 from evaltrace.trace.values import collect_values, wrap_records
@@ -62,11 +62,10 @@ _NAMES_LISTED = 20
 _TRACES_LISTED = 5
 
 
-# Selectors build named data with ``model_construct``: every value comes from the capture codec
-# or from decoding span attributes, so it is JSON data already, and skipping validation keeps
-# the per-run cost of evaluation low. ``root`` builds its evaluable validated: for a model of
-# lists of named data, pydantic's validation costs half of ``model_construct``, which fills
-# each default in Python (bench_stored.py, bench/README.md).
+# Selectors build their named data and evaluables with ``checked_model``: every value comes
+# from the capture codec or from decoding span attributes, so it is JSON data already, and
+# validating it again (or ``model_construct``, which copies each default) was a sixth of an
+# entry's CPU in a run (bench_runner.py's c=50 figure, bench/README.md).
 
 
 def root(trace: Sequence[ObservationNode]) -> Evaluable:
@@ -109,6 +108,18 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     """
     if not trace:
         raise _no_span(trace, "a root span")
+    if len(trace) == 1 and not trace[0].children and not trace[0].span.named_values:
+        # One span and nothing recorded (a run of an undecorated app): its input and output
+        # are the run's, read without gathering values (bench_runner.py's c=50 figure).
+        span = trace[0].span
+        return checked_model(
+            Evaluable,
+            {
+                "eval_input": _arguments(span.input),
+                "eval_output": [_named_data("output", span.output)],
+                "eval_metadata": llm_metadata(span) if isinstance(span, LLMSpan) else None,
+            },
+        )
     traces = split_traces(trace)
     if len(traces) > 1:
         _check_names(traces)
@@ -116,18 +127,21 @@ def root(trace: Sequence[ObservationNode]) -> Evaluable:
     inputs = collect_values((value for value in recorded if value.purpose == "input"), "input")
     outputs = collect_values((value for value in recorded if value.purpose != "input"), "output")
     first = traces[0][0].span
-    return Evaluable(
-        eval_input=(_named(inputs) if inputs else _arguments(_root_with(traces, "input").input)),
-        eval_output=(
-            _named(outputs)
-            if outputs
-            else [
-                NamedData.model_construct(name="output", value=_root_with(traces, "output").output)
-            ]
-        ),
-        eval_metadata=(
-            llm_metadata(first) if len(traces) == 1 and isinstance(first, LLMSpan) else None
-        ),
+    return checked_model(
+        Evaluable,
+        {
+            "eval_input": (
+                _named(inputs) if inputs else _arguments(_root_with(traces, "input").input)
+            ),
+            "eval_output": (
+                _named(outputs)
+                if outputs
+                else [_named_data("output", _root_with(traces, "output").output)]
+            ),
+            "eval_metadata": (
+                llm_metadata(first) if len(traces) == 1 and isinstance(first, LLMSpan) else None
+            ),
+        },
     )
 
 
@@ -312,23 +326,24 @@ def _no_span(trace: Sequence[ObservationNode], looked_for: str) -> NoTraceError:
 def _span_evaluable(span: ObserveSpan | LLMSpan) -> Evaluable:
     if isinstance(span, LLMSpan):
         return _llm_evaluable(span)
-    return Evaluable.model_construct(
-        eval_input=_arguments(span.input),
-        eval_output=[NamedData.model_construct(name="output", value=span.output)],
+    return checked_model(
+        Evaluable,
+        {"eval_input": _arguments(span.input), "eval_output": [_named_data("output", span.output)]},
     )
 
 
 def _llm_evaluable(span: LLMSpan) -> Evaluable:
     messages: list[JsonValue] = [message.as_dict() for message in span.input_messages]
-    outputs = [NamedData.model_construct(name="output", value=span.output_text)]
+    outputs = [_named_data("output", span.output_text)]
     if span.tool_calls:
         calls: list[JsonValue] = [call.as_dict() for call in span.tool_calls]
-        outputs.append(NamedData.model_construct(name="tool_calls", value=calls))
-    inputs = [NamedData.model_construct(name="messages", value=messages)]
+        outputs.append(_named_data("tool_calls", calls))
+    inputs = [_named_data("messages", messages)]
     if not messages:  # an LLM span by its kind alone: its arguments are what the model was asked
         inputs += [item for item in _arguments(span.input) if item.name != "messages"]
-    return Evaluable.model_construct(
-        eval_input=inputs, eval_output=outputs, eval_metadata=llm_metadata(span)
+    return checked_model(
+        Evaluable,
+        {"eval_input": inputs, "eval_output": outputs, "eval_metadata": llm_metadata(span)},
     )
 
 
@@ -425,12 +440,16 @@ def _arguments(value: Any) -> list[NamedData]:
         return []
     if isinstance(value, dict) and not is_truncated(value):
         return [
-            NamedData.model_construct(name=name, value=item)
+            _named_data(name, item)
             for name, item in value.items()
             if isinstance(name, str) and name
         ]
-    return [NamedData.model_construct(name="input", value=value)]
+    return [_named_data("input", value)]
+
+
+def _named_data(name: str, value: JsonValue) -> NamedData:
+    return checked_model(NamedData, {"name": name, "value": value})
 
 
 def _named(values: dict[str, JsonValue]) -> list[NamedData]:
-    return [NamedData.model_construct(name=name, value=value) for name, value in values.items()]
+    return [_named_data(name, value) for name, value in values.items()]

@@ -104,6 +104,8 @@ def app_model_usage(roots: Iterable[ObservationNode]) -> dict[str, ModelUsage]:
     """
     order: list[ObservationNode] = []
     stack = list(roots)
+    if len(stack) == 1 and not stack[0].children and not isinstance(stack[0].span, LLMSpan):
+        return {}  # a run that made no model call, at once (bench_runner.py's c=50 figure)
     while stack:
         node = stack.pop()
         order.append(node)
