@@ -114,7 +114,7 @@ def app_model_usage(roots: Iterable[ObservationNode]) -> dict[str, ModelUsage]:
     counts: dict[str, list[int]] = {}
     for node in reversed(order):
         inner = False
-        # A loop, not any() over a generator for every node: a tenth of what counting a
+        # A loop, not any() over a generator for every node: a sixth of what counting a
         # stored trace's calls cost (bench_stored.py, bench/README.md).
         for child in node.children:
             if id(child) in below:

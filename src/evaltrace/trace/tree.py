@@ -299,8 +299,9 @@ def unlink_unshared(roots: list[ObservationNode]) -> None:
     # interpreter holds while counting cancels out.
     if type(roots) is not list or sys.getrefcount(roots) - sys.getrefcount(probe) != 1:
         return
-    # One pass over the tree, one count per node and list: the checks in several passes
-    # were a tenth of reading a stored trace (bench_stored.py, bench/README.md).
+    # One pass over the tree, one count per node and list: 4 us a trace of 10 spans
+    # instead of 13 us in several passes, 7% of reading one (bench_stored.py,
+    # bench/README.md).
     found = _nodes_and_lists(roots)
     if found is None:
         return

@@ -321,7 +321,7 @@ def _model_call(view: LLMSpan) -> dict[str, Any]:
 
 def _names_a_call(attributes: Mapping[str, Any]) -> bool:
     """Whether an attribute is named under a model call's conventions (``llm.``, ``gen_ai.``)."""
-    # A loop rather than any() over a generator: half the cost, for every model call's span
+    # A loop rather than any() over a generator: a third less, for every model call's span
     # of a stored trace (bench_stored.py, bench/README.md).
     for key in attributes:
         if key.startswith(_MODEL_CALL_PREFIXES):
