@@ -381,6 +381,36 @@ def test_children_kept_after_their_stored_trace_is_let_go_keep_their_parent(
     assert [child.parent.span.name for child in children if child.parent] == ["run0", "run0"]
 
 
+def test_a_stored_trace_whose_node_is_listed_twice_keeps_its_links_when_let_go(
+    tmp_path: Path, no_collector: None
+) -> None:
+    stored = first_trace(tmp_path)
+    root = stored.roots[0]
+    child = root.children[0]
+    root.children.append(child)  # the same node twice: counted once more than a tree holds it
+    kept = weakref.ref(child)
+
+    del stored, root
+
+    assert kept() is not None and child.parent is not None
+    assert child.parent.span.name == "run0"
+
+
+def test_a_stored_trace_whose_child_names_another_parent_keeps_its_links_when_let_go(
+    tmp_path: Path, no_collector: None
+) -> None:
+    stored = first_trace(tmp_path)
+    first, second = stored.roots[0].children
+    second.parent = first  # not the node that lists it: not a tree as the readers build it
+    kept = weakref.ref(second)
+
+    del stored, first, second
+
+    survivor = kept()
+    assert survivor is not None and survivor.parent is not None
+    gc.collect()
+
+
 def test_a_stored_trace_made_without_its_roots_raises_only_that_they_are_missing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

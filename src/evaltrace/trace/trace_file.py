@@ -47,11 +47,12 @@ from evaltrace.trace._span_json import (
     JSONL_HINT,
     TOO_DEEP,
     ReadSpan,
-    add_span,
+    conflict_message,
     cycle_message,
     own_line_validator,
     read_line_by_fields,
     read_span_object,
+    same_span,
     span_objects,
     unreadable,
 )
@@ -59,7 +60,7 @@ from evaltrace.trace.spans import SpanRecord
 from evaltrace.trace.tree import (
     ObservationNode,
     ParentCycle,
-    build_trace_and_cycles,
+    build_from_records,
     unlink_unshared,
 )
 
@@ -296,56 +297,50 @@ class TraceFile:
     def _trace(self, file: IO[bytes], key: bytes) -> StoredTrace:
         trace_id = key.decode("ascii")
         problems = list(self._trace_problems.get(key, ()))
-        spans: dict[tuple[int, int], tuple[ReadSpan, str]] = {}
-        numbers: list[int] = []  # the line of each span, in the order of ``spans``
+        spans = _Spans(self.path)
         for span, place, number in self._read.get(key, ()):
-            conflict = add_span(spans, span, place)
+            conflict = spans.add(span, place, number)
             if conflict:
                 problems.append(_conflict(place, number, conflict, trace_id))
-            elif len(spans) > len(numbers):
-                numbers.append(number)
         lines = self._lines.get(key)
         if lines is not None:
-            # Each line straight through the validator of its usual shape, and its span kept
-            # unless its ids are taken: the calls around them were a tenth of reading a trace
-            # (bench_stored.py, bench/README.md). Other lines are read field by field.
+            # Each line straight through the validator of its usual shape, its span kept
+            # unless its ids are taken, its place in the file written out only for an error:
+            # 6% less to read a trace than with a place and a pair per line (bench_stored.py,
+            # bench/README.md). Other lines are read field by field.
             validate = own_line_validator()
-            path = self.path
+            records = spans.records
+            numbers = spans.numbers
             for number, text in _lines_of(file, lines):
-                place = f"{path}, line {number}"
-                read: ReadSpan | None
                 try:
-                    read = (validate(text), ())
+                    record = validate(text)
                 except ValidationError:
+                    place = f"{self.path}, line {number}"
                     read = self._own_line(text, place, number, trace_id, problems)
-                    if read is None:
-                        continue
-                record = read[0]
-                if (record.trace_id, record.span_id) not in spans:
-                    spans[(record.trace_id, record.span_id)] = (read, place)
+                    if read is not None:
+                        conflict = spans.add(read, None, number)
+                        if conflict:
+                            problems.append(_conflict(place, number, conflict, trace_id))
+                    continue
+                span_key = (record.trace_id, record.span_id)
+                if span_key not in records:
+                    records[span_key] = record
                     numbers.append(number)
                     continue
-                conflict = add_span(spans, read, place)
+                conflict = spans.add((record, ()), None, number)
                 if conflict:
+                    place = f"{self.path}, line {number}"
                     problems.append(_conflict(place, number, conflict, trace_id))
-        records: list[SpanRecord] = []
-        values: list[WrapRecord] = []
-        for (record, named), _ in spans.values():
-            records.append(record)
-            if named:
-                values.extend(named)
-        if values:
-            values.sort(key=lambda value: value.timestamp_ns)
-        roots, cycles = build_trace_and_cycles(records, values)
+        roots, cycles = build_from_records(spans.records, spans.values())
         if cycles:
-            where = {span_key: position for position, span_key in enumerate(spans)}
+            where = {span_key: position for position, span_key in enumerate(spans.records)}
             for cycle in cycles:
                 first = cycle.spans[0]
                 position = where[(first.trace_id, first.span_id)]
                 problems.append(
                     TraceFileProblem(
-                        place=spans[(first.trace_id, first.span_id)][1],
-                        line=numbers[position],
+                        place=spans.place((first.trace_id, first.span_id), position),
+                        line=spans.numbers[position],
                         message=cycle_message(cycle),
                         trace_id=trace_id,
                     )
@@ -382,10 +377,61 @@ class TraceFile:
         return None
 
 
+class _Spans:
+    """The spans of one trace, each kept once, with where in the file each one is."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.records: dict[tuple[int, int], SpanRecord] = {}
+        """Each span under its ids, in the order they were read."""
+        self.numbers: list[int] = []
+        """The line of each span, in the order of :attr:`records`."""
+        self.places: dict[tuple[int, int], str] = {}
+        """Where a span is, for one that is not alone on its line (an OTLP batch's)."""
+        self.named: dict[tuple[int, int], tuple[WrapRecord, ...]] = {}
+        """The values the file stored beside a span, for those beside which it stored some."""
+
+    def add(self, span: ReadSpan, place: str | None, number: int) -> str:
+        """Keep ``span`` (at ``place``, else alone on line ``number``) unless its ids are taken.
+
+        Returns:
+            An empty string when it was kept or is a copy of the span kept under its ids;
+            else why it cannot be read (naming where the other span is).
+        """
+        record, named = span
+        key = (record.trace_id, record.span_id)
+        first = self.records.get(key)
+        if first is None:
+            self.records[key] = record
+            self.numbers.append(number)
+            if place is not None:
+                self.places[key] = place
+            if named:
+                self.named[key] = named
+            return ""
+        if same_span((first, self.named.get(key, ())), span):
+            return ""
+        position = list(self.records).index(key)
+        return conflict_message(record, self.place(key, position))
+
+    def place(self, key: tuple[int, int], position: int) -> str:
+        """Where the span kept under ``key`` (the ``position``-th kept) is in the file."""
+        return self.places.get(key) or f"{self.path}, line {self.numbers[position]}"
+
+    def values(self) -> list[WrapRecord]:
+        """The values stored beside the spans, by time."""
+        values = [value for named in self.named.values() for value in named]
+        values.sort(key=_timestamp)
+        return values
+
+
+def _timestamp(value: WrapRecord) -> int:
+    return value.timestamp_ns
+
+
 def _conflict(place: str, number: int, conflict: str, trace_id: str) -> TraceFileProblem:
     """A span found twice with other content, at ``place`` (the conflict names both)."""
-    message = conflict.removeprefix(f"{place}: ")
-    return TraceFileProblem(place=place, line=number, message=message, trace_id=trace_id)
+    return TraceFileProblem(place=place, line=number, message=conflict, trace_id=trace_id)
 
 
 def _lines_of(file: IO[bytes], lines: array[int]) -> Iterator[tuple[int, bytes]]:

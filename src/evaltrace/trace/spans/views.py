@@ -276,7 +276,7 @@ def _model_call(view: LLMSpan) -> dict[str, Any]:
     """The fields of a model call, read together from the span (see :attr:`LLMSpan.source`)."""
     record = view.record
     attributes = record.attributes
-    by_conventions = any(key.startswith(_MODEL_CALL_PREFIXES) for key in attributes)
+    by_conventions = _names_a_call(attributes)
     if not by_conventions:
         # A model call by its kind (``@wrap(kind="llm")``): its input and output may be the
         # request and response of the client call it wraps. Their text is decoded only when
@@ -319,6 +319,16 @@ def _model_call(view: LLMSpan) -> dict[str, Any]:
     }
 
 
+def _names_a_call(attributes: Mapping[str, Any]) -> bool:
+    """Whether an attribute is named under a model call's conventions (``llm.``, ``gen_ai.``)."""
+    # A loop rather than any() over a generator: a third less, for every model call's span
+    # of a stored trace (bench_stored.py, bench/README.md).
+    for key in attributes:
+        if key.startswith(_MODEL_CALL_PREFIXES):
+            return True
+    return False
+
+
 _REQUEST: Final = ('"messages"', '"input"', '"instructions"')
 """The keys of which an OpenAI request holds one (at its top, or one level down)."""
 _RESPONSE: Final = ('"choices"', '"output"', '"role"')
@@ -341,7 +351,12 @@ def _may_hold(value: Any, mime_type: Any, keys: tuple[str, ...]) -> bool:
         return False
     if not value.lstrip().startswith("{"):
         return False
-    return "\\" in value or any(key in value for key in keys)
+    if "\\" in value:
+        return True
+    for key in keys:  # not any() over a generator: see _names_a_call
+        if key in value:
+            return True
+    return False
 
 
 _NO_CALL: Mapping[str, Any] = {
