@@ -152,8 +152,8 @@ class JsonlEntries(LazyEntries):
     def _entry(self, position: int) -> DatasetEntry:
         stream = self._open()
         after, offset, line = self._next
-        skip = 0
-        if after != position:  # not the entry after the one read last: from the mark before
+        skip = position - after
+        if not 0 <= skip <= position % _EVERY:  # read on from the mark before: it is nearer
             offset, line = self._mark_before(position)
             skip = position % _EVERY
         stream.seek(offset)
