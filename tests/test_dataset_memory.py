@@ -21,7 +21,9 @@ import pytest
 from evaltrace.datasets import DatasetError, load_dataset, prepare_dataset
 from evaltrace.datasets.fingerprint import run_fingerprint
 from evaltrace.datasets.sharding import Shard
+from evaltrace.evals import Evaluation
 from evaltrace.results import latency_summary, scan_entries
+from evaltrace.results.run_statistics import StatisticsTally
 from evaltrace.results.usage import UsageTally
 
 APP = """\
@@ -227,3 +229,20 @@ def test_the_latency_of_a_run_is_summed_up_without_copying_its_durations() -> No
     assert summary is not None
     assert summary.p95_s == float(np.percentile(durations, 95))
     assert summary.max_s == float(durations.max())
+
+
+def test_the_statistics_of_pass_fail_scores_hold_no_number_per_score() -> None:
+    count = 100_000
+    tally = StatisticsTally(threshold=0.5)
+    passed, failed = (
+        [Evaluation(score=1.0, evaluator="exact")],
+        [Evaluation(score=0.0, evaluator="exact")],
+    )
+    for index in range(count):
+        tally.add_evaluations(failed if index % 4 == 0 else passed, index)
+
+    _, peak = traced(lambda: tally.statistics(confidence=0.95, resamples=1000, seed=0))
+
+    assert peak < 256 * 1024, f"{peak / count:.1f} B a score at the peak"
+    exact = tally.statistics(confidence=0.95, resamples=1000, seed=0).evaluators[0]
+    assert (exact.n, exact.passed, exact.mean) == (count, count * 3 // 4, 0.75)
