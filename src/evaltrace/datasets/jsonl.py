@@ -73,9 +73,10 @@ _ENTRY_ONLY: Final = _ENTRY_KEYS - _HEADER_KEYS
 _PLACEHOLDER: Final[dict[str, Any]] = {"entry_kwargs": {}}
 _ENTRY_AT: Final = re.compile(r"entries\[(\d+)\]")
 _EVERY: Final = 64
-"""Where one entry in this many starts is kept: 8 bytes an entry made a 10**6-entry run peak
-above 1.2x a 10**5-entry one (bench/README.md, bench_dataset_memory.py); reaching an entry
-reads at most this many lines past the one kept before it."""
+"""Where one entry in this many starts is kept: 8 bytes an entry would be 7.6 MiB of the
+16 MiB a 10**6-entry run may add over a 10**5-entry one (goal 1.2x, bench/README.md,
+bench_dataset_memory.py); reaching an entry reads at most this many lines past the one kept
+before it."""
 
 
 def is_jsonl(path: str | os.PathLike[str]) -> bool:
@@ -572,10 +573,10 @@ class _Reader:
 class NameHashes:
     """The entry names seen, as their 64-bit hashes, to find the repeated ones at the end.
 
-    8 bytes a name, sorted in place once all are in: a hash table of them took 16-24 bytes a
-    name as it grew, and made a 10**6-entry JSONL run peak above 1.2x a 10**5-entry one
-    (bench/README.md, bench_dataset_memory.py). Two names with one hash are only suspects,
-    confirmed by reading the names again.
+    8 bytes a name, sorted in place once all are in and then let go: a hash table of them
+    took 16-24 bytes a name, and its last growth alone raised a 10**6-entry run's peak by
+    13 MiB (bench/README.md, bench_dataset_memory.py). Two names with one hash are only
+    suspects, confirmed by reading the names again.
 
     Example:
         >>> names = NameHashes()
