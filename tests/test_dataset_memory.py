@@ -23,6 +23,7 @@ from evaltrace.datasets.fingerprint import run_fingerprint
 from evaltrace.datasets.sharding import Shard
 from evaltrace.evals import Evaluation
 from evaltrace.results import latency_summary, scan_entries
+from evaltrace.results.folder import DuplicateEntryError
 from evaltrace.results.run_statistics import StatisticsTally
 from evaltrace.results.usage import UsageTally
 
@@ -246,3 +247,27 @@ def test_the_statistics_of_pass_fail_scores_hold_no_number_per_score() -> None:
     assert peak < 256 * 1024, f"{peak / count:.1f} B a score at the peak"
     exact = tally.statistics(confidence=0.95, resamples=1000, seed=0).evaluators[0]
     assert (exact.n, exact.passed, exact.mean) == (count, count * 3 // 4, 0.75)
+
+
+def test_entries_a_few_places_out_of_order_are_found_holding_nothing_per_entry(
+    tmp_path: Path,
+) -> None:
+    indexes = list(range(5_000))
+    for place in (10, 11, 2_000, 4_990):  # finished a place or two early, as a run writes them
+        indexes[place], indexes[place + 2] = indexes[place + 2], indexes[place]
+    path = entries_file(tmp_path / "entries.jsonl", indexes)
+
+    found = scan_entries([path])
+
+    assert len(found.where) == 0
+    assert [json.loads(line)["index"] for line in found.lines()] == list(range(5_000))
+
+
+def test_an_entry_written_twice_a_few_places_apart_is_a_duplicate(tmp_path: Path) -> None:
+    first = entries_file(tmp_path / "a.jsonl", [0, 2, 1])
+    second = entries_file(tmp_path / "b.jsonl", [3, 2])
+
+    with pytest.raises(DuplicateEntryError) as raised:
+        scan_entries([first, second])
+
+    assert raised.value.index == 2 and raised.value.files == (first, second)
