@@ -18,14 +18,17 @@ from evaltrace.statistics import (
     Interval,
     bootstrap_counts,
     bootstrap_means,
+    bootstrap_means_of_counts,
     bootstrap_p_value,
     detectable_difference,
     holm,
     mcnemar_exact,
+    mean_of_counts,
     normal_quantile,
     percentile_interval,
     sign_test_minimum,
     standard_error,
+    standard_error_of_counts,
     wilcoxon_signed_rank,
     wilson_interval,
 )
@@ -345,3 +348,34 @@ def test_exact_wilcoxon_p_values_are_those_of_every_sign_assignment() -> None:
     high = sum(total >= observed for total in sums) / 256
 
     assert wilcoxon_signed_rank(differences).p_value == pytest.approx(min(1, 2 * min(low, high)))
+
+
+# -- statistics of counted values ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("distinct", [1, 2, 5, 64, 65])
+def test_bootstrap_means_of_counts_equal_those_of_the_repeated_values(distinct: int) -> None:
+    rng = np.random.default_rng(distinct)
+    values = rng.choice(np.linspace(0.0, 1.0, 101), size=distinct, replace=False)
+    counts = rng.integers(1, 50, size=distinct)
+
+    counted = bootstrap_means_of_counts(values, counts, resamples=300, seed=[7, 3])
+
+    repeated = np.sort(np.repeat(values, counts))
+    assert (counted == bootstrap_means(repeated, resamples=300, seed=[7, 3])).all()
+
+
+def test_the_mean_and_standard_error_of_counts_equal_scipys_of_the_repeated_values() -> None:
+    values, counts = [0.1, 0.7, 0.3], [3_000, 11, 250]
+    repeated = np.repeat(values, counts)
+
+    assert mean_of_counts(values, counts) == pytest.approx(float(np.mean(repeated)), abs=1e-15)
+    assert standard_error_of_counts(values, counts) == pytest.approx(
+        scipy_stats.sem(repeated), abs=1e-15
+    )
+    assert standard_error_of_counts([0.5], [1]) is None
+
+
+def test_a_count_for_each_value_is_required() -> None:
+    with pytest.raises(StatisticsInputError, match="2 values but 1 counts"):
+        mean_of_counts([0.0, 1.0], [3])

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from statistics import NormalDist
 from typing import Final, Literal
 
@@ -45,15 +46,18 @@ __all__ = [
     "WilcoxonResult",
     "bootstrap_counts",
     "bootstrap_means",
+    "bootstrap_means_of_counts",
     "bootstrap_p_value",
     "check_confidence",
     "detectable_difference",
     "holm",
     "mcnemar_exact",
+    "mean_of_counts",
     "normal_quantile",
     "percentile_interval",
     "sign_test_minimum",
     "standard_error",
+    "standard_error_of_counts",
     "wilcoxon_signed_rank",
     "wilson_interval",
 ]
@@ -258,6 +262,117 @@ def bootstrap_means(
         drawn = rng.integers(0, scores.size, size=(size, scores.size))
         out[start : start + size] = ordered[drawn].mean(axis=1)
     return out
+
+
+def bootstrap_means_of_counts(
+    values: ArrayLike, counts: ArrayLike, *, resamples: int, seed: int | Sequence[int]
+) -> Floats:
+    """:func:`bootstrap_means` of ``values``, each repeated as often as ``counts`` says.
+
+    The same means, seed for seed, as ``bootstrap_means(np.repeat(values, counts), ...)``,
+    without making the repeated values when there are few distinct ones: a run of 10**6
+    entries of a pass/fail evaluator holds two numbers, not 10**6.
+
+    Args:
+        values: The distinct values, in any order.
+        counts: How many times each one occurs.
+        resamples: How many resamples.
+        seed: The seed of the resamples.
+
+    Raises:
+        StatisticsInputError: No values, or a value that is not finite.
+        ValueError: ``resamples`` is not a whole number >= 1.
+
+    Example:
+        >>> same = bootstrap_means([0.0, 0.0, 1.0], resamples=5, seed=1)
+        >>> bool((bootstrap_means_of_counts([1.0, 0.0], [1, 2], resamples=5, seed=1) == same).all())
+        True
+    """
+    distinct, times = _counted(values, counts)
+    if (
+        distinct.size > _FEW_DISTINCT
+        or not distinct.size
+        or not np.isfinite(distinct).all()
+        or (distinct[1:] == distinct[:-1]).any()
+    ):
+        return bootstrap_means(np.repeat(distinct, times), resamples=resamples, seed=seed)
+    rng = _generator(seed, resamples)
+    total = int(times.sum())
+    frequencies = times / total
+    out = np.empty(resamples)
+    for start, size in _blocks(resamples, distinct.size):  # as _multinomial_counts draws
+        drawn = rng.multinomial(total, frequencies, size=size).astype(np.float64)
+        out[start : start + size] = drawn @ distinct / total
+    return out
+
+
+def mean_of_counts(values: ArrayLike, counts: ArrayLike) -> float:
+    """The mean of ``values``, each repeated as often as ``counts`` says, correctly rounded.
+
+    Raises:
+        StatisticsInputError: No values.
+
+    Example:
+        >>> mean_of_counts([0.0, 1.0], [3, 1])
+        0.25
+    """
+    distinct, times = _counted(values, counts)
+    if not distinct.size:
+        raise StatisticsInputError("a statistic of no scores cannot be computed; got no scores")
+    return float(_exact_mean(distinct, times))
+
+
+def standard_error_of_counts(values: ArrayLike, counts: ArrayLike) -> float | None:
+    """:func:`standard_error` of ``values``, each repeated as often as ``counts`` says.
+
+    Computed in exact arithmetic from the distinct values, then rounded: the same figure as
+    :func:`standard_error` of the repeated values, to within rounding. ``None`` with fewer
+    than two values.
+
+    Example:
+        >>> round(standard_error_of_counts([0.0, 1.0], [2, 2]), 4)
+        0.2887
+    """
+    distinct, times = _counted(values, counts)
+    total = int(times.sum())
+    if total < 2:
+        return None
+    mean = _exact_mean(distinct, times)
+    spread = sum(
+        (
+            time * (Fraction(value) - mean) ** 2
+            for value, time in zip(distinct.tolist(), times.tolist(), strict=True)
+        ),
+        Fraction(0),
+    )
+    return math.sqrt(float(Fraction(total, total - 1) * spread)) / total
+
+
+def _counted(values: ArrayLike, counts: ArrayLike) -> tuple[Floats, NDArray[np.int64]]:
+    """The values that occur, ascending, and how often each one does."""
+    distinct = np.asarray(values, dtype=np.float64).ravel()
+    times = np.asarray(counts, dtype=np.int64).ravel()
+    if distinct.size != times.size:
+        raise StatisticsInputError(
+            f"every value needs its count; got {distinct.size} values but {times.size} counts"
+        )
+    order = np.argsort(distinct, kind="stable")
+    occurring = times[order] > 0
+    return distinct[order][occurring], times[order][occurring]
+
+
+def _exact_mean(distinct: Floats, times: NDArray[np.int64]) -> Fraction:
+    total = int(times.sum())
+    return (
+        sum(
+            (
+                Fraction(value) * time
+                for value, time in zip(distinct.tolist(), times.tolist(), strict=True)
+            ),
+            Fraction(0),
+        )
+        / total
+    )
 
 
 def bootstrap_counts(

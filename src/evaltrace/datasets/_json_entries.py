@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from evaltrace.datasets._json import strict_decoder
-from evaltrace.datasets.jsonl import OffsetEntries, SeenNames
+from evaltrace.datasets.jsonl import LazyEntries, NameHashes
 from evaltrace.datasets.model import (
     Dataset,
     DatasetEntry,
@@ -38,7 +38,7 @@ _PLACEHOLDER: Final[dict[str, Any]] = {"entry_kwargs": {}}
 _SPACE: Final = re.compile(r"[ \t\r\n]*")
 
 
-class PackedEntries(OffsetEntries):
+class PackedEntries(LazyEntries):
     """A dataset's entries kept as their JSON text, each validated again when asked for.
 
     About the size of the entries in the file (and 8 bytes an entry), where the entries'
@@ -51,7 +51,8 @@ class PackedEntries(OffsetEntries):
     """
 
     def __init__(self, data: bytes | bytearray, offsets: array[int]) -> None:
-        super().__init__(offsets)
+        super().__init__(len(offsets) - 1)
+        self._offsets = offsets
         self._data = data
 
     def _entry(self, position: int) -> DatasetEntry:
@@ -147,7 +148,7 @@ class _Reader:
         at = self._space(self._expect("[", at))
         data = bytearray()
         offsets = array("q", [0])
-        names = SeenNames()
+        names = NameHashes()
         stored: bool | None = None
         evaluators = dataset.evaluators
         if text.startswith("]", at):
@@ -164,8 +165,9 @@ class _Reader:
             if stored is None:
                 stored = entry.stored
             name = entry.name if entry.name is not None else str(index)
-            if entry.stored != stored or names.add(name):
-                raise _Left  # mixed, or perhaps a name seen before: reported by the other path
+            if entry.stored != stored:
+                raise _Left  # mixed: reported by the other path
+            names.add(name)
             data += text[start:at].encode("utf-8")
             offsets.append(len(data))
             at = self._space(at)
@@ -173,6 +175,8 @@ class _Reader:
                 at = self._space(at + 1)
                 continue
             break
+        if names.repeated():
+            raise _Left  # perhaps a name seen twice: reported by the other path
         return PackedEntries(data, offsets), self._expect("]", at)
 
     def _decode(self, at: int) -> tuple[Any, int]:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from evaltrace.datasets.entries import PreparedDataset
+from evaltrace.datasets.model import EvaluatorSpec
 from evaltrace.datasets.references import reference_file
 from evaltrace.datasets.sharding import Shard
 from evaltrace.evals.evaluator import evaluator_name
@@ -47,19 +48,18 @@ def run_fingerprint(
     """
     dataset = prepared.dataset
     entries = hashlib.sha256()
+    # One pass, keeping only the distinct references: a list of each entry's evaluators made
+    # a 10**6-entry run hold 64 MiB before its first entry (bench_dataset_memory.py).
+    references = dict.fromkeys([dataset.runnable or "", *_references(dataset.evaluators)])
     for entry in dataset.entries:
         entries.update(entry.model_dump_json().encode("utf-8"))
         entries.update(b"\n")
+        if entry.evaluators:
+            references.update(dict.fromkeys(_references(entry.evaluators)))
     described = {
         "specs": [spec.model_dump(mode="json", by_alias=True) for spec in dataset.evaluators],
         "used": _evaluators_used(prepared),
     }
-    references = [dataset.runnable or ""] + [
-        spec.name
-        for specs in [dataset.evaluators, *(entry.evaluators or [] for entry in dataset.entries)]
-        for spec in specs
-        if spec.check is None  # a check's name is its type and value, never a reference
-    ]
     return RunFingerprint(
         evaltrace=version(),
         dataset=entries.hexdigest(),
@@ -74,6 +74,11 @@ def run_fingerprint(
         epochs=epochs,
         reducer=reducer,
     )
+
+
+def _references(specs: Iterable[EvaluatorSpec]) -> list[str]:
+    """The names of ``specs`` that refer to code (a check's name is its type and value)."""
+    return [spec.name for spec in specs if spec.check is None]
 
 
 def _evaluators_used(prepared: PreparedDataset) -> list[str]:

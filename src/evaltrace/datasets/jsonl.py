@@ -4,10 +4,10 @@ Line 1 holds everything a dataset file holds but its entries (``name``, ``runnab
 ``evaluators``, ``epochs``, ``reducer``, ``$schema``), as one JSON object; each further line
 holds one entry. Blank lines are skipped. The file is read once, line by line, when it is
 loaded (:func:`load_jsonl_dataset`): every line is checked as the JSON and YAML forms are (and
-every problem reported at once, each with its line), and where each entry's line starts is
-kept (8 bytes an entry), nothing more. Afterwards an entry is parsed again from its line when
-it is asked for (:class:`JsonlEntries`), so a run over a dataset of 10**6 entries never holds
-them all, and a shard (``--shard K/N``) parses only its own entries' lines while it runs.
+every problem reported at once, each with its line), and where every 64th entry's line starts
+is kept, nothing more. Afterwards an entry is parsed again from its line when it is asked for
+(:class:`JsonlEntries`), so a run over a dataset of 10**6 entries never holds them all, and a
+shard (``--shard K/N``) parses only its own entries' lines while it runs.
 
 Example:
     >>> import json, pathlib, tempfile
@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Final, overload
 
+import numpy as np
 from pydantic import ValidationError
 
 from evaltrace.datasets._json import parse_json
@@ -51,8 +52,8 @@ from evaltrace.datasets.problems import DatasetError, DatasetProblem, describe_v
 __all__ = [
     "JSONL_SUFFIX",
     "JsonlEntries",
-    "OffsetEntries",
-    "SeenNames",
+    "LazyEntries",
+    "NameHashes",
     "is_jsonl",
     "jsonl_lines",
     "load_jsonl_dataset",
@@ -71,6 +72,11 @@ _ENTRY_ONLY: Final = _ENTRY_KEYS - _HEADER_KEYS
 # The header is validated as a dataset of this one entry.
 _PLACEHOLDER: Final[dict[str, Any]] = {"entry_kwargs": {}}
 _ENTRY_AT: Final = re.compile(r"entries\[(\d+)\]")
+_EVERY: Final = 64
+"""Where one entry in this many starts is kept: 8 bytes an entry would be 7.6 MiB of the
+16 MiB a 10**6-entry run may add over a 10**5-entry one (goal 1.2x, bench/README.md,
+bench_dataset_memory.py); reaching an entry reads at most this many lines past the one kept
+before it."""
 
 
 def is_jsonl(path: str | os.PathLike[str]) -> bool:
@@ -78,18 +84,18 @@ def is_jsonl(path: str | os.PathLike[str]) -> bool:
     return Path(path).suffix.lower() == JSONL_SUFFIX
 
 
-class OffsetEntries(Sequence[DatasetEntry]):
-    """Entries kept as where each one's text starts, each read when asked for.
+class LazyEntries(Sequence[DatasetEntry]):
+    """Entries kept as their place in a text, each read when asked for.
 
     Args:
-        offsets: Where each entry's text starts, then where the last one ends.
+        count: How many entries there are.
     """
 
-    def __init__(self, offsets: array[int]) -> None:
-        self._offsets = offsets
+    def __init__(self, count: int) -> None:
+        self._count = count
 
     def __len__(self) -> int:
-        return len(self._offsets) - 1
+        return self._count
 
     @overload
     def __getitem__(self, index: int) -> DatasetEntry: ...
@@ -108,51 +114,88 @@ class OffsetEntries(Sequence[DatasetEntry]):
         raise NotImplementedError
 
 
-class JsonlEntries(OffsetEntries):
+class JsonlEntries(LazyEntries):
     """The entries of a JSONL dataset file, each parsed from its line when asked for.
 
-    Holds where each entry's line starts (and the line numbers, when blank lines make them
-    differ from the positions), never the entries. Each entry asked for is a new object; an
-    omitted name is its position, as in the other forms.
+    Holds where every 64th entry's line starts (and its line number, when blank lines make
+    line numbers differ from the positions), never the entries: an entry is reached by
+    reading on from the one kept before it, or from the entry read last. Each entry asked
+    for is a new object; an omitted name is its position, as in the other forms.
 
     Args:
         path: The file, checked by :func:`load_jsonl_dataset`.
         file: How problems name it.
-        offsets: Where each entry's line starts, then where the last one ends.
-        lines: Each entry's line number, or ``None`` when entry ``i`` is on line ``i + 2``.
+        count: How many entries the file holds.
+        marks: Where the line of entry ``0``, ``64``, ``128``, ... starts.
+        lines: The line number of each of those entries, or ``None`` when entry ``i`` is on
+            line ``i + 2``.
     """
 
     def __init__(
-        self, path: Path, *, file: str, offsets: array[int], lines: array[int] | None
+        self,
+        path: Path,
+        *,
+        file: str,
+        count: int,
+        marks: array[int],
+        lines: array[int] | None,
     ) -> None:
         self.path = path
         """The dataset file."""
         self.file = file
         """How problems name the file."""
-        super().__init__(offsets)
+        super().__init__(count)
+        self._marks = marks
         self._lines = lines
         self._stream: IO[bytes] | None = None
+        self._next = (-1, 0, 0)  # the entry after the one read last: position, offset, line
 
     def _entry(self, position: int) -> DatasetEntry:
         stream = self._open()
-        stream.seek(self._offsets[position])
-        return self._parse(position, stream.read(self._offsets[position + 1] - stream.tell()))
+        after, offset, line = self._next
+        skip = position - after
+        if not 0 <= skip <= position % _EVERY:  # read on from the mark before: it is nearer
+            offset, line = self._mark_before(position)
+            skip = position % _EVERY
+        stream.seek(offset)
+        number, text, offset = _next_entry_line(stream, line, skip, offset)
+        if not text:
+            raise self._changed(position)
+        self._next = (position + 1, offset, number)
+        return self._parse(position, text)
 
     def __iter__(self) -> Iterator[DatasetEntry]:
+        if not len(self):
+            return
         with self.path.open("rb") as stream:
-            stream.seek(self._offsets[0])
+            offset, line = self._mark_before(0)
+            stream.seek(offset)
             for position in range(len(self)):
-                size = self._offsets[position + 1] - self._offsets[position]
-                yield self._parse(position, stream.read(size))
+                line, text, offset = _next_entry_line(stream, line, 0, offset)
+                if not text:
+                    raise self._changed(position)
+                yield self._parse(position, text)
 
     def line_of(self, position: int) -> int:
         """The 1-based line number of the entry at ``position``."""
-        return self._lines[position] if self._lines is not None else position + 2
+        if self._lines is None:
+            return position + 2
+        offset, line = self._mark_before(position)
+        stream = self._open()
+        stream.seek(offset)
+        number, _, _ = _next_entry_line(stream, line, position % _EVERY, offset)
+        return number
+
+    def _mark_before(self, position: int) -> tuple[int, int]:
+        """The mark at or before ``position``: where its line starts, the line number before."""
+        mark = position // _EVERY
+        line = self._lines[mark] if self._lines is not None else mark * _EVERY + 2
+        return self._marks[mark], line - 1
 
     def __reduce__(self) -> tuple[Any, ...]:  # an open file does not cross processes
         return (
             _rebuild,
-            (self.path, self.file, self._offsets, self._lines),
+            (self.path, self.file, len(self), self._marks, self._lines),
         )
 
     def _open(self) -> IO[bytes]:
@@ -165,22 +208,61 @@ class JsonlEntries(OffsetEntries):
         try:
             entry = DatasetEntry.model_validate_json(text)
         except ValidationError:
-            raise DatasetError(
-                [
-                    DatasetProblem(
-                        file=self.file,
-                        location=f"entries[{position}]",
-                        line=self.line_of(position),
-                        message="the line changed after the dataset was loaded",
-                        hint="load the dataset again",
-                    )
-                ]
-            ) from None
+            raise self._changed(position) from None
         return with_default_name(entry, position, copy=False)
 
+    def _changed(self, position: int) -> DatasetError:
+        self._next = (-1, 0, 0)
+        try:
+            line: int | None = self.line_of(position)
+        except OSError:
+            line = None
+        return DatasetError(
+            [
+                DatasetProblem(
+                    file=self.file,
+                    location=f"entries[{position}]",
+                    line=line,
+                    message="the line changed after the dataset was loaded",
+                    hint="load the dataset again",
+                )
+            ]
+        )
 
-def _rebuild(path: Path, file: str, offsets: array[int], lines: array[int] | None) -> JsonlEntries:
-    return JsonlEntries(path, file=file, offsets=offsets, lines=lines)
+
+def _rebuild(
+    path: Path, file: str, count: int, marks: array[int], lines: array[int] | None
+) -> JsonlEntries:
+    return JsonlEntries(path, file=file, count=count, marks=marks, lines=lines)
+
+
+def _next_entry_line(
+    stream: IO[bytes], line: int, skip: int, offset: int
+) -> tuple[int, bytes, int]:
+    """The next entry's line from ``stream``, past ``skip`` entries' lines and blank lines.
+
+    Args:
+        stream: The file, at ``offset``, the start of the line after line ``line``.
+        line: The number of the line before.
+        skip: How many entries' lines to pass first.
+        offset: Where ``stream`` is.
+
+    Returns:
+        The entry's line number, its text (empty at the end of the file), and where the line
+        after it starts.
+    """
+    while True:
+        raw = stream.readline()
+        if not raw:
+            return line + 1, b"", offset
+        line += 1
+        offset += len(raw)
+        if not raw.strip():
+            continue
+        if skip:
+            skip -= 1
+            continue
+        return line, raw, offset
 
 
 def load_jsonl_dataset(path: str | os.PathLike[str], *, file: str | None = None) -> Dataset:
@@ -235,10 +317,10 @@ class _Reader:
         self.header: dict[str, Any] | None = None
         self.header_line = 0
         self.evaluators: list[EvaluatorSpec] | None = []
-        self.offsets = array("q")
+        self.count = 0
+        self.marks = array("q")
         self.lines: array[int] | None = None
-        self.names = SeenNames()
-        self.suspects: set[str] = set()  # names perhaps seen twice, confirmed by a second pass
+        self.names = NameHashes()
         self.stored: bool | None = None
 
     def read(self, stream: IO[bytes]) -> None:
@@ -264,9 +346,10 @@ class _Reader:
                 )
                 continue
             self._read_entry(data, number, start)
-        self.offsets.append(offset)
-        if self.suspects:
-            self._report_duplicates(stream)
+        suspects = self.names.repeated()
+        self.names = NameHashes()
+        if suspects:
+            self._report_duplicates(stream, suspects)
             self.problems.sort(key=lambda problem: problem.line or 0)
 
     def dataset(self, path: Path) -> Dataset:
@@ -274,7 +357,7 @@ class _Reader:
             self._problem(
                 None, "the file is empty", expected="a header line, then one entry per line"
             )
-        elif len(self.offsets) <= 1:
+        elif not self.count:
             self.problems.append(
                 DatasetProblem(
                     file=self.file,
@@ -291,7 +374,7 @@ class _Reader:
         )
         # Absolute: the entries may be read from another folder (a Ray worker's).
         dataset.entries = JsonlEntries(
-            path.absolute(), file=self.file, offsets=self.offsets, lines=self.lines
+            path.absolute(), file=self.file, count=self.count, marks=self.marks, lines=self.lines
         )
         return dataset
 
@@ -387,12 +470,14 @@ class _Reader:
             self.evaluators = None
 
     def _read_entry(self, data: object, number: int, start: int) -> None:
-        index = len(self.offsets)
-        self.offsets.append(start)
-        if self.lines is None and number != index + 2:
-            self.lines = array("q", range(2, index + 2))
-        if self.lines is not None:
-            self.lines.append(number)
+        index = self.count
+        self.count += 1
+        if self.lines is None and number != index + 2:  # the marks so far are on line i + 2
+            self.lines = array("q", range(2, index + 2, _EVERY))
+        if not index % _EVERY:
+            self.marks.append(start)
+            if self.lines is not None:
+                self.lines.append(number)
         if data is _UNREAD:
             return
         if not isinstance(data, dict):
@@ -441,24 +526,36 @@ class _Reader:
             self.stored = entry.stored  # reported once, where the mix starts
 
     def _check_name(self, index: int, given: str | None, number: int) -> None:
-        name = str(index) if given is None else given
-        if self.names.add(name):
-            self.suspects.add(name)
+        self.names.add(str(index) if given is None else given)
 
-    def _report_duplicates(self, stream: IO[bytes]) -> None:
-        """Read the entries' names again, to name each duplicate and its first entry."""
+    def _report_duplicates(self, stream: IO[bytes], suspects: set[int]) -> None:
+        """Read the entries' names again, to name each duplicate and its first entry.
+
+        Args:
+            stream: The file.
+            suspects: The hashes of the names perhaps seen twice (two names may share one).
+        """
         first: dict[str, int] = {}
-        for index in range(len(self.offsets) - 1):
-            stream.seek(self.offsets[index])
+        offset, line = self.marks[0], (self.lines[0] if self.lines is not None else 2) - 1
+        stream.seek(offset)
+        index = -1
+        while index + 1 < self.count:
+            line, raw, offset = _next_entry_line(stream, line, 0, offset)
+            if not raw:
+                break
             try:
-                data = json.loads(stream.read(self.offsets[index + 1] - self.offsets[index]))
+                data = json.loads(raw)
             except (ValueError, RecursionError):
+                index += 1
                 continue  # reported already
+            if self._is_header(data):
+                continue  # a second header, reported already: not an entry
+            index += 1
             given = data.get("name") if isinstance(data, dict) else 0
             if given is not None and not isinstance(given, str):
                 continue
             name = str(index) if given is None else given
-            if name not in self.suspects:
+            if hash(name) not in suspects:
                 continue
             other = first.setdefault(name, index)
             if other != index:
@@ -466,51 +563,41 @@ class _Reader:
                     DatasetProblem(
                         file=self.file,
                         location=f"entries[{index}].name",
-                        line=self.lines[index] if self.lines is not None else index + 2,
+                        line=line,
                         message=f"duplicate entry name {name!r}, also the name of entries[{other}]",
                         hint="give each entry a unique name",
                     )
                 )
 
 
-class SeenNames:
-    """The entry names seen, as 64-bit hashes in an open-addressed table.
+class NameHashes:
+    """The entry names seen, as their 64-bit hashes, to find the repeated ones at the end.
 
-    At most 32 bytes a name, where a set of the names takes about 100: a 10**6-entry JSONL
-    dataset is checked in flat memory (bench_dataset_memory.py). Two names with one hash
-    are only suspects, confirmed by reading the names again.
+    8 bytes a name, sorted in place once all are in and then let go: a hash table of them
+    took 16-24 bytes a name, and its last growth alone raised a 10**6-entry run's peak by
+    13 MiB (bench/README.md, bench_dataset_memory.py). Two names with one hash are only
+    suspects, confirmed by reading the names again.
+
+    Example:
+        >>> names = NameHashes()
+        >>> for name in ["a", "b", "a"]:
+        ...     names.add(name)
+        >>> names.repeated() == {hash("a")}
+        True
     """
 
     def __init__(self) -> None:
-        self._table = array("q", bytes(8 * 1024))
-        self._count = 0
+        self._hashes = array("q")
 
-    def add(self, name: str) -> bool:
-        """Add ``name``; whether a name with its hash was added before."""
-        key = hash(name) or 1  # 0 marks an empty slot
-        table = self._table
-        mask = len(table) - 1
-        slot = key & mask
-        while table[slot]:
-            if table[slot] == key:
-                return True
-            slot = (slot + 1) & mask
-        table[slot] = key
-        self._count += 1
-        if self._count * 2 > len(table):
-            self._grow()
-        return False
+    def add(self, name: str) -> None:
+        """Add ``name``."""
+        self._hashes.append(hash(name))
 
-    def _grow(self) -> None:
-        old = self._table
-        table = self._table = array("q", bytes(16 * len(old)))
-        mask = len(table) - 1
-        for key in old:
-            if key:
-                slot = key & mask
-                while table[slot]:
-                    slot = (slot + 1) & mask
-                table[slot] = key
+    def repeated(self) -> set[int]:
+        """The hashes added more than once (the names are sorted by hash in the process)."""
+        hashes = np.frombuffer(self._hashes, dtype=np.int64)  # a view: sorted in place
+        hashes.sort()
+        return set(hashes[1:][hashes[1:] == hashes[:-1]].tolist())
 
 
 _UNREAD: Final = object()  # a line whose problem is already reported

@@ -551,25 +551,36 @@ _FILE_MASK: Final = (1 << _FILE_BITS) - 1
 class EntryLines:
     """Where each entry's line is, in one or more ``entries.jsonl`` files, by entry index.
 
-    Built by :func:`scan_entries`; 8 bytes per entry, whatever the entries hold.
+    Built by :func:`scan_entries`: nothing per entry when the files hold entries ``0`` to
+    ``count - 1`` in index order, or nearly (as a run writes them: an entry finishes at most a
+    few thousand places early), else 8 bytes per entry, whatever the entries hold.
     """
 
     files: list[Path]
     """The files scanned."""
     where: array[int]
-    """For each entry index: its line's offset and its file (``offset << 16 | file``), or -1."""
+    """For each entry index: its line's offset and its file (``offset << 16 | file``), or -1;
+    empty when :attr:`in_order`."""
     count: int
     """The lines read."""
+    in_order: bool = False
+    """Whether the lines read are entries ``0, 1, ..., count - 1``, each at most
+    ``_WINDOW`` lines before its place in index order (then :attr:`where` is empty)."""
 
     def __len__(self) -> int:
         return self.count
 
     def has(self, index: int) -> bool:
         """Whether an entry of this index was read."""
+        if self.in_order:
+            return 0 <= index < self.count
         return 0 <= index < len(self.where) and self.where[index] >= 0
 
     def lines(self) -> Iterator[bytes]:
         """Each entry's line (without its end), in index order."""
+        if self.in_order:
+            yield from self._lines_in_order()
+            return
         streams = [open(path, "rb") for path in self.files]
         try:
             for place in self.where:
@@ -581,6 +592,26 @@ class EntryLines:
         finally:
             for stream in streams:
                 stream.close()
+
+    def _lines_in_order(self) -> Iterator[bytes]:
+        left = self.count
+        due = 0
+        early: dict[int, bytes] = {}  # lines read before their turn: at most _WINDOW
+        for path in self.files:
+            with open(path, "rb") as stream:
+                for number, line in enumerate(stream, start=1):
+                    if not left or not line.endswith(b"\n"):  # a last line cut short: skipped
+                        break
+                    left -= 1
+                    index = _entry_index(line, path, number)
+                    if index != due:
+                        early[index] = line
+                        continue
+                    yield line.rstrip(b"\n")
+                    due += 1
+                    while due in early:
+                        yield early.pop(due).rstrip(b"\n")
+                        due += 1
 
 
 def scan_entries(
@@ -602,6 +633,9 @@ def scan_entries(
     paths = [Path(file) for file in files]
     if len(paths) > 1 << _FILE_BITS:
         raise ValueError(f"at most {1 << _FILE_BITS} files of entries, got {len(paths)}")
+    # Nothing kept while the lines are entries 0, 1, 2, ... in order: 8 bytes an entry made
+    # a 10**6-entry run peak 8 MiB higher at its end (bench_dataset_memory.py).
+    window: _Window | None = _Window()
     where: array[int] = array("q")
     count = 0
     for number, path in enumerate(paths):
@@ -615,6 +649,15 @@ def scan_entries(
                 if not line.endswith(b"\n"):
                     break
                 index = _entry_index(line, path, line_number)
+                if window is not None and window.add(index):
+                    offset += len(line)
+                    count += 1
+                    if visit is not None:
+                        visit(line)
+                    continue
+                if window is not None:  # a repeat, or too far out of order: where each is
+                    window = None
+                    where = _first_lines(paths, count)
                 if index >= len(where):  # grown as needed: entries finish nearly in order
                     where.extend(array("q", [-1]) * max(index + 1 - len(where), len(where) // 8))
                 first = where[index]
@@ -630,11 +673,66 @@ def scan_entries(
                 count += 1
                 if visit is not None:
                     visit(line)
+    if window is not None and window.early:  # entries missing: where each one read is
+        where = _first_lines(paths, count)
+        window = None
     last = len(where)
     while last and where[last - 1] < 0:  # the room grown past the last index
         last -= 1
     del where[last:]
-    return EntryLines(files=paths, where=where, count=count)
+    return EntryLines(files=paths, where=where, count=count, in_order=window is not None)
+
+
+_WINDOW: Final = 4096
+"""How far before its place in index order an entry's line may be for :func:`scan_entries`
+to keep nothing per entry. A run writes each entry as it finishes: of a 10**6-entry run's
+lines, 31 came a few places early, and an offset for each entry then raised the run's peak
+by 8 MiB (bench_dataset_memory.py)."""
+
+
+class _Window:
+    """The entry indexes read so far, while they are ``0, 1, 2, ...`` give or take a few."""
+
+    __slots__ = ("due", "early")
+
+    def __init__(self) -> None:
+        self.due = 0
+        """The lowest index not read yet."""
+        self.early: set[int] = set()
+        """The indexes read above it."""
+
+    def add(self, index: int) -> bool:
+        """Take ``index``; ``False`` if it was read before or is too far ahead."""
+        if index == self.due:
+            self.due += 1
+            early = self.early
+            while self.due in early:
+                early.remove(self.due)
+                self.due += 1
+            return True
+        if index < self.due or index in self.early or len(self.early) >= _WINDOW:
+            return False
+        self.early.add(index)
+        return True
+
+
+def _first_lines(paths: Sequence[Path], count: int) -> array[int]:
+    """Where the first ``count`` lines of ``paths`` are, as :attr:`EntryLines.where` says."""
+    where: array[int] = array("q")
+    read = 0
+    for number, path in enumerate(paths):
+        offset = 0
+        with open(path, "rb") as stream:
+            for line_number, line in enumerate(stream, start=1):
+                if read == count or not line.endswith(b"\n"):  # a line cut short: skipped
+                    break
+                index = _entry_index(line, path, line_number)
+                if index >= len(where):
+                    where.extend(array("q", [-1]) * max(index + 1 - len(where), len(where) // 8))
+                where[index] = offset << _FILE_BITS | number
+                offset += len(line)
+                read += 1
+    return where
 
 
 def _entry_index(line: bytes, path: Path, line_number: int) -> int:
