@@ -16,6 +16,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace._safe_text import safe_repr
+from evaltrace.evals.evaluable import checked_model
 from evaltrace.trace import LLMMessage, LLMSpan, ObservationNode
 
 __all__ = [
@@ -118,66 +119,67 @@ def compact_trace(
 
 
 def _compact(node: ObservationNode, origin: int, limit: int) -> TraceSpan:
-    # model_construct: these nodes are built from parsed spans, field by field, so the
-    # validation a large run would pay per span (tens of thousands) checks nothing new.
+    # Built from parsed spans, field by field: validating them again checks nothing new, and
+    # pydantic's model_construct cost as much as the rest (bench_cli.py's --traces row).
     span = node.span
-    record = span.record
     error = None
     if span.status == "error" and span.error is not None:
         error = (
             f"{span.error.type}: {span.error.message}" if span.error.type else span.error.message
         )
-    # Every field is given: model_construct looks a missing one's default factory up slowly.
+    given = span.input
+    produced = span.output
     fields: dict[str, Any] = {
-        "model": None,
-        "input_tokens": None,
-        "output_tokens": None,
-        "messages": [],
-    }
-    if isinstance(span, LLMSpan):
-        fields = {
-            "model": span.model,
-            "input_tokens": span.usage.input_tokens,
-            "output_tokens": span.usage.output_tokens,
-            "messages": [
-                *(_message("in", message, limit) for message in span.input_messages),
-                *(_message("out", message, limit) for message in span.output_messages),
-            ],
-        }
-    return TraceSpan.model_construct(
-        name=span.name,
-        kind=span.kind,
-        status=span.status,
-        start_ms=(record.start_time_ns - origin) / 1_000_000,
-        duration_ms=span.duration_ms,
-        error=error,
-        input=None if span.input is None else _text(span.input, limit),
-        output=None if span.output is None else _text(span.output, limit),
-        values=[
-            TraceValue.model_construct(
-                name=value.name, purpose=value.purpose, value=_text(value.value, limit)
+        "name": span.name,
+        "kind": span.kind,
+        "status": span.status,
+        "start_ms": (span.record.start_time_ns - origin) / 1_000_000,
+        "duration_ms": span.duration_ms,
+        "error": error,
+        "input": None if given is None else _text(given, limit),
+        "output": None if produced is None else _text(produced, limit),
+        "values": [
+            checked_model(
+                TraceValue,
+                {"name": value.name, "purpose": value.purpose, "value": _text(value.value, limit)},
             )
             for value in span.named_values
         ],
-        children=[_compact(child, origin, limit) for child in node.children],
-        **fields,
-    )
+    }
+    if isinstance(span, LLMSpan):
+        fields["model"] = span.model
+        fields["input_tokens"] = span.usage.input_tokens
+        fields["output_tokens"] = span.usage.output_tokens
+        fields["messages"] = [
+            *(_message("in", message, limit) for message in span.input_messages),
+            *(_message("out", message, limit) for message in span.output_messages),
+        ]
+    fields["children"] = [_compact(child, origin, limit) for child in node.children]
+    return checked_model(TraceSpan, fields)
 
 
 def _message(direction: str, message: LLMMessage, limit: int) -> TraceMessage:
-    return TraceMessage.model_construct(
-        direction=direction,
-        role=message.role,
-        content=None if message.content is None else _cut(message.content, limit),
-        tool_calls=[_cut(f"{call.name}({call.arguments})", limit) for call in message.tool_calls],
-    )
+    fields: dict[str, Any] = {
+        "direction": direction,
+        "role": message.role,
+        "content": None if message.content is None else _cut(message.content, limit),
+    }
+    if message.tool_calls:
+        fields["tool_calls"] = [
+            _cut(f"{call.name}({call.arguments})", limit) for call in message.tool_calls
+        ]
+    return checked_model(TraceMessage, fields)
+
+
+_JSON: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""One encoder for every value: ``json.dumps`` with options makes a new one per call."""
 
 
 def _text(value: Any, limit: int) -> str:
     if isinstance(value, str):
         return _cut(value, limit)
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        text = _JSON.encode(value)
     except (TypeError, ValueError, RecursionError):
         text = safe_repr(value)
     return _cut(text, limit)
