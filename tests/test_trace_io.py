@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from evaltrace.evals import last_llm_call, root
 from evaltrace.trace import (
     LLMSpan,
     ObservationNode,
+    SpanRecord,
     build_trace,
     load_traces,
     save_traces,
@@ -171,6 +173,69 @@ def test_span_to_json_writes_a_line_load_traces_reads(spans: Spans, tmp_path: Pa
     path.write_text("".join(span_to_json(span) + "\n" for span in finished), encoding="utf-8")
 
     assert load_traces(path) == build_trace(finished)
+
+
+class Opaque:
+    def __str__(self) -> str:
+        return "opaque value"
+
+
+@pytest.mark.parametrize(
+    ("value", "read_back"),
+    [
+        ("Où ? 東京 \u2028 \x01", "Où ? 東京 \u2028 \x01"),
+        ("lone \ud800 surrogate", "lone \ud800 surrogate"),
+        (2**70, 2**70),
+        (
+            [1.5e-07, 1e16, float("inf"), float("-inf")],
+            [1.5e-07, 1e16, float("inf"), float("-inf")],
+        ),
+        ((1, ("a", None)), [1, ["a", None]]),
+        (Opaque(), "opaque value"),
+    ],
+    ids=["unicode", "lone-surrogate", "big-int", "floats", "tuples", "no-json-type"],
+)
+def test_a_written_line_holds_what_the_json_module_would_write(value: Any, read_back: Any) -> None:
+    record = SpanRecord(
+        trace_id=1,
+        span_id=2,
+        parent_span_id=None,
+        name="s",
+        kind="INTERNAL",
+        start_time_ns=0,
+        end_time_ns=1,
+        status_code="UNSET",
+        status_description=None,
+        attributes={"value": value},
+        events=(),
+        resource_attributes={},
+    )
+    line = span_to_json(record)
+
+    assert "\n" not in line
+    line.encode("utf-8")  # a lone surrogate is written as an escape, not as itself
+    assert json.loads(line)["attributes"]["value"] == read_back
+    expected = json.dumps({"value": value}, ensure_ascii=False, separators=(",", ":"), default=str)
+    assert json.loads(line)["attributes"] == json.loads(expected)
+
+
+def test_a_written_nan_reads_back_as_nan() -> None:
+    record = SpanRecord(
+        trace_id=1,
+        span_id=2,
+        parent_span_id=None,
+        name="s",
+        kind="INTERNAL",
+        start_time_ns=0,
+        end_time_ns=1,
+        status_code="UNSET",
+        status_description=None,
+        attributes={"value": float("nan")},
+        events=(),
+        resource_attributes={},
+    )
+
+    assert math.isnan(json.loads(span_to_json(record))["attributes"]["value"])
 
 
 def test_otlp_json_export_loads_into_the_same_tree(spans: Spans) -> None:

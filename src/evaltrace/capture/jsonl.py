@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["span_line"]
+__all__ = ["encode_span_document", "span_document", "span_line"]
 
 
 def span_line(
@@ -56,6 +56,46 @@ def span_line(
         >>> line[:61]
         '{"trace_id":"00000000000000000000000000000001","span_id":"000'
     """
+    return encode_span_document(
+        span_document(
+            trace_id=trace_id,
+            span_id=span_id,
+            parent_span_id=parent_span_id,
+            name=name,
+            kind=kind,
+            start_time_ns=start_time_ns,
+            end_time_ns=end_time_ns,
+            status_code=status_code,
+            status_description=status_description,
+            attributes=attributes,
+            events=events,
+            resource=resource,
+            named_values=named_values,
+        )
+    )
+
+
+def span_document(
+    *,
+    trace_id: int,
+    span_id: int,
+    parent_span_id: int | None,
+    name: str,
+    kind: str,
+    start_time_ns: int,
+    end_time_ns: int,
+    status_code: str,
+    status_description: str | None,
+    attributes: Mapping[str, Any] | None,
+    events: Iterable[tuple[str, int, Mapping[str, Any] | None]],
+    resource: Mapping[str, Any] | None,
+    named_values: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The JSON document of a line of the trace format: :func:`span_line` before encoding.
+
+    The arguments are :func:`span_line`'s. For a writer with an encoder of its own; what it
+    cannot encode, :func:`encode_span_document` can.
+    """
     data: dict[str, Any] = {
         "trace_id": f"{trace_id:032x}",
         "span_id": f"{span_id:016x}",
@@ -74,6 +114,15 @@ def span_line(
     }
     if named_values:
         data["named_values"] = named_values
+    return data
+
+
+def encode_span_document(data: Mapping[str, Any]) -> str:
+    """A :func:`span_document` as a line (without the newline).
+
+    Non-ASCII text is kept as it is, lone surrogates as escapes; a value JSON has no type for
+    is written as its ``str()``.
+    """
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     try:
         text.encode("utf-8")

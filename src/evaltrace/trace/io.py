@@ -24,7 +24,9 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from evaltrace.capture.jsonl import span_line
+from pydantic_core import PydanticSerializationError, to_json
+
+from evaltrace.capture.jsonl import encode_span_document, span_document
 from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import NotATraceFileError, TraceFormatError
 from evaltrace.trace._fields import Invalid
@@ -218,7 +220,7 @@ def _record_line(record: SpanRecord, named_values: Iterable[WrapRecord]) -> str:
         }
         for value in named_values
     ]
-    line = span_line(
+    document = span_document(
         trace_id=record.trace_id,
         span_id=record.span_id,
         parent_span_id=record.parent_span_id,
@@ -233,6 +235,13 @@ def _record_line(record: SpanRecord, named_values: Iterable[WrapRecord]) -> str:
         resource=record.resource_attributes,
         named_values=values,
     )
+    try:
+        # pydantic-core's encoder writes a line in a third of json.dumps's time: re-encoding
+        # spans was a seventh of `evaltrace test --traces` (bench_cli.py, bench/README.md).
+        # The same JSON values; what it refuses (a lone surrogate) goes to the json module.
+        line = to_json(document, inf_nan_mode="constants", fallback=str).decode()
+    except PydanticSerializationError:
+        line = encode_span_document(document)
     return line + "\n"
 
 
