@@ -29,6 +29,7 @@ from evaltrace import Evaluable, Evaluation, save_traces, wrap
 from evaltrace.engine import evaluate_inputs
 from evaltrace.judges import Repeated
 from evaltrace.llm.calls import ModelUsage
+from evaltrace.llm.prices import ModelPrice, PriceTable
 from evaltrace.metrics import compute_dataset_evaluator_results
 from evaltrace.results import (
     DatasetScorecard,
@@ -40,6 +41,7 @@ from evaltrace.results import (
     write_scorecard,
 )
 from evaltrace.results.model import CompletionStatus, EntryResult, RunResult
+from evaltrace.results.scorecard import DatasetEntryResult, scorecard_row
 from evaltrace.results.usage import latency_summary
 from evaltrace.testing import FakeJudgeServer
 from evaltrace.trace import capture_traces
@@ -201,6 +203,26 @@ def test_the_summary_counts_statuses_and_the_pass_rate(card: DatasetScorecard) -
     }
     assert card.pass_rate == 0.25
     assert (card.name, card.run_id, card.duration_s) == ("geography", "20260101-120000-abc", 1.25)
+
+
+def test_each_row_equals_the_row_validation_makes_of_its_fields(card: DatasetScorecard) -> None:
+    for row in card.entries:
+        assert row == DatasetEntryResult(**dict(row))
+        assert row.model_fields_set == DatasetEntryResult(**dict(row)).model_fields_set
+
+
+def test_a_row_with_a_baseline_and_usage_equals_the_validated_row(run_folder: Path) -> None:
+    run = RunResult.model_validate_json((run_folder / "result.json").read_text(encoding="utf-8"))
+    entry = run.entries[0].model_copy(
+        update={"usage": {"gpt-4o-mini": ModelUsage(calls=2, input_tokens=10, output_tokens=5)}}
+    )
+    prices = PriceTable(models={"gpt-4o-mini": ModelPrice(input=1.0, output=2.0)})
+
+    row = scorecard_row(entry, baseline=run.entries[1], prices=prices)
+
+    assert (row.in_baseline, row.model_calls, row.tokens) == (True, 2, 15)
+    assert row.cost is not None
+    assert row == DatasetEntryResult(**dict(row))
 
 
 def test_evaluators_may_differ_per_entry(card: DatasetScorecard) -> None:

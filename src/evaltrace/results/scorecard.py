@@ -44,7 +44,7 @@ from evaltrace.constants import (
     SCORECARD_TRACE_SPANS,
 )
 from evaltrace.errors import TraceFormatError
-from evaltrace.evals.evaluable import NamedData, Unset
+from evaltrace.evals.evaluable import NamedData, Unset, checked_model
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.judges.strategies import RepeatedDetails
 from evaltrace.llm.calls import ModelUsage, total_usage
@@ -193,31 +193,30 @@ def scorecard_row(
         >>> scorecard_row(EntryResult(index=0, name="a")).name
         'a'
     """
-    return DatasetEntryResult(
-        **_entry_spend(entry, prices),
-        index=entry.index,
-        name=entry.name,
-        description=entry.description,
-        status=entry.status,
-        input=entry.input,
-        eval_input=entry.eval_input,
-        output=entry.output,
-        eval_output=entry.eval_output,
-        has_expectation=entry.has_expectation,
-        expectation=None if isinstance(entry.expectation, Unset) else entry.expectation,
-        metadata=entry.eval_metadata,
-        evaluations=[
+    fields: dict[str, Any] = {
+        "index": entry.index,
+        "name": entry.name,
+        "description": entry.description,
+        "status": entry.status,
+        "input": entry.input,
+        "eval_input": entry.eval_input,
+        "output": entry.output,
+        "eval_output": entry.eval_output,
+        "has_expectation": entry.has_expectation,
+        "expectation": None if isinstance(entry.expectation, Unset) else entry.expectation,
+        "metadata": entry.eval_metadata,
+        "evaluations": [
             evaluation.with_evaluator(_position_name(position))
             for position, evaluation in enumerate(entry.evaluations)
         ],
-        error=entry.error,
-        duration_s=entry.duration_s,
-        trace_ids=entry.trace_ids,
-        trace=compact_trace(trace),
-        trace_problem=trace_problem,
-        in_baseline=baseline is not None,
-        baseline_status=None if baseline is None else baseline.status,
-        baseline_scores=(
+        "error": entry.error,
+        "duration_s": entry.duration_s,
+        "trace_ids": entry.trace_ids,
+        "trace": compact_trace(trace),
+        "trace_problem": trace_problem,
+        "in_baseline": baseline is not None,
+        "baseline_status": None if baseline is None else baseline.status,
+        "baseline_scores": (
             {}
             if baseline is None
             else {
@@ -225,7 +224,11 @@ def scorecard_row(
                 for position, evaluation in enumerate(baseline.evaluations)
             }
         ),
-    )
+        **_entry_spend(entry, prices),
+    }
+    # Every value comes from a saved entry, validated already, or is built here: validating
+    # the row again was a tenth of adding it (bench_cli.py's --traces row, bench/README.md).
+    return checked_model(DatasetEntryResult, fields)
 
 
 class EvaluatorSummary(BaseModel):
