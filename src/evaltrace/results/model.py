@@ -47,11 +47,11 @@ from pydantic import (
 from evaltrace.constants import DEFAULT_THRESHOLD
 from evaltrace.errors import MissingExtraError
 from evaltrace.evals.evaluable import (
-    UNSET,
     HasExpectation,
     NamedData,
     Unset,
     encode_unless_json,
+    expectation_field,
 )
 from evaltrace.evals.evaluation import Evaluation, EvaluationError
 from evaltrace.llm.calls import ModelUsage, total_usage
@@ -306,7 +306,7 @@ class EntryResult(HasExpectation):
     """What the runnable returned (``None`` when it raised or was not run)."""
     eval_output: list[NamedData] | None = None
     """What the evaluators scored (``None`` when nothing could be selected)."""
-    expectation: JsonValue | Unset = UNSET
+    expectation: JsonValue | Unset = expectation_field()
     """The expectation; :data:`~evaltrace.UNSET` (left out of the JSON) when there was none."""
     eval_metadata: dict[str, JsonValue] | None = None
     """Extra data the entry gave its evaluators."""
