@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evaltrace.datasets import DatasetError, load_dataset, prepare_dataset
+from evaltrace.datasets import DatasetError, load_dataset, prepare_dataset, select_entries
 from evaltrace.datasets.fingerprint import run_fingerprint
-from evaltrace.datasets.sharding import Shard
+from evaltrace.datasets.sharding import Shard, shard_positions
+from evaltrace.engine import RunConfig
 from evaltrace.evals import Evaluation
 from evaltrace.results import latency_summary, scan_entries
 from evaltrace.results.folder import DuplicateEntryError
@@ -166,6 +167,32 @@ def test_the_fingerprint_of_a_jsonl_run_holds_nothing_per_entry(tmp_path: Path) 
 
     assert peak < 256 * 1024, f"{peak / count:.1f} B an entry at the peak"
     assert fingerprint() == expected
+
+
+def test_choosing_a_shard_of_a_jsonl_run_adds_about_16_bytes_an_entry(tmp_path: Path) -> None:
+    count = 30_000
+    path = write_jsonl(tmp_path, [HEADER, *(entry(number) for number in range(count))])
+    prepared = prepare_dataset(path)
+    select_entries(prepared, RunConfig(), shard="2/3")  # imports and caches made once
+
+    _, whole = traced(lambda: select_entries(prepared, RunConfig()))
+    kept, peak = traced(lambda: select_entries(prepared, RunConfig(), shard="2/3"))
+
+    assert peak - whole < 20 * count, f"{(peak - whole) / count:.1f} B an entry more at the peak"
+    assert kept - whole < 4 * count, f"{(kept - whole) / count:.1f} B an entry more kept"
+
+
+def test_a_shard_is_the_same_whether_its_names_are_a_list_or_read_one_by_one(
+    tmp_path: Path,
+) -> None:
+    count = 3_000
+    path = write_jsonl(tmp_path, [HEADER, *(entry(number) for number in range(count))])
+    prepared = prepare_dataset(path)
+    names = [f"e{number}" for number in range(count)]
+
+    for k in (1, 2, 3):
+        chosen = select_entries(prepared, RunConfig(), shard=f"{k}/3")
+        assert list(chosen.positions) == list(shard_positions("big", names, Shard(k, 3)))
 
 
 # -- the end of the run ---------------------------------------------------------------------

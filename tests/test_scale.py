@@ -12,6 +12,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from evaltrace import load_traces
@@ -23,6 +24,7 @@ from evaltrace.datasets import (
     run_dataset,
     shard_positions,
 )
+from evaltrace.datasets.sharding import order_by_key, shard_key
 from evaltrace.results import (
     ENTRIES_FILE,
     RESULT_FILE,
@@ -138,6 +140,17 @@ def test_a_shards_entries_depend_on_their_names_only_never_on_their_order() -> N
     assert {backwards[p] for p in shard_positions("faq", backwards, Shard(2, 3))} == forwards
     # Fixed by SHA-256, so the same on every machine and Python (never the salted hash()).
     assert sorted(forwards)[:4] == ["entry-12", "entry-14", "entry-17", "entry-20"]
+
+
+def test_entries_whose_digests_share_a_prefix_are_ordered_by_the_whole_digest_then_name() -> None:
+    names = [f"entry-{i}" for i in range(40)]
+    keys = [shard_key("faq", name) for name in names]
+    # Prefixes of one bit: most entries share theirs, and the whole key must order them.
+    prefixes = np.array([key[0][0] >> 7 for key in keys], dtype=np.uint64)
+
+    order = order_by_key(prefixes, lambda position: keys[position])
+
+    assert list(order) == sorted(range(len(names)), key=lambda position: keys[position])
 
 
 @pytest.mark.anyio

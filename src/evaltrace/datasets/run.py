@@ -25,7 +25,7 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Final, TypeAlias
+from typing import Final, TypeAlias, overload
 
 from evaltrace._safe_text import exception_text
 from evaltrace.concurrency import pending
@@ -588,7 +588,7 @@ def select_entries(
         entry_filter=entry_filter if isinstance(entry_filter, str) else None,
     )
     positions: Sequence[int] = (
-        shard_positions(name, list(_selected_names(data, selected)), chosen_shard)
+        shard_positions(name, _SelectedNames(data, selected), chosen_shard)
         if chosen_shard.count > 1
         else range(len(selected))
     )
@@ -618,6 +618,32 @@ def _selected_names(data: Dataset, selected: Sequence[int]) -> Iterator[str]:
     if isinstance(selected, range) and selected == range(len(data.entries)):
         return (entry.name or str(i) for i, entry in enumerate(data.entries))
     return (data.entries[i].name or str(i) for i in selected)
+
+
+class _SelectedNames(Sequence[str]):
+    """The names of the selected entries, each read when asked (never a list of them all)."""
+
+    def __init__(self, data: Dataset, selected: Sequence[int]) -> None:
+        self._data = data
+        self._selected = selected
+
+    def __len__(self) -> int:
+        return len(self._selected)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        position = self._selected[index]
+        return self._data.entries[position].name or str(position)
+
+    def __iter__(self) -> Iterator[str]:
+        return _selected_names(self._data, self._selected)
 
 
 def _executor_for(data: Dataset, executor: Executor | None) -> Executor | None:

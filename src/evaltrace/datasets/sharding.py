@@ -19,9 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
+
+import numpy as np
+import numpy.typing as npt
 
 from evaltrace._safe_text import safe_repr
 from evaltrace.errors import EvaltraceError
@@ -80,12 +84,17 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-def _key(dataset: str, name: str) -> tuple[bytes, str]:
+def shard_key(dataset: str, name: str) -> tuple[bytes, str]:
+    """What orders an entry among the shards: its salted SHA-256 digest, then its name."""
     return hashlib.sha256(f"{dataset}\0{name}".encode()).digest(), name
 
 
 def shard_positions(dataset: str, names: Sequence[str], shard: Shard) -> Sequence[int]:
     """The positions in ``names`` of the entries in ``shard``, in ascending order.
+
+    ``names`` is read once in order, and again only for the rare entries whose digests share
+    their first 8 bytes: a sequence that reads each name when asked (a JSONL dataset's) is
+    never held whole.
 
     Args:
         dataset: The dataset's name (what the digest is salted with).
@@ -94,8 +103,48 @@ def shard_positions(dataset: str, names: Sequence[str], shard: Shard) -> Sequenc
     """
     if shard.count == 1:
         return range(len(names))
-    order = sorted(range(len(names)), key=lambda position: _key(dataset, names[position]))
-    return sorted(order[shard.index - 1 :: shard.count])
+    # 8 bytes an entry, not a list of (digest, name) keys: choosing a shard of a JSONL
+    # dataset peaked at ~220 bytes an entry (tests/test_dataset_memory.py).
+    prefixes = np.fromiter(
+        (_prefix(shard_key(dataset, name)[0]) for name in names),
+        dtype=np.uint64,
+        count=len(names),
+    )
+    order = order_by_key(prefixes, lambda position: shard_key(dataset, names[position]))
+    del prefixes
+    chosen = np.sort(order[shard.index - 1 :: shard.count]).astype(np.int64, copy=False)
+    del order
+    positions = array("q")
+    positions.frombytes(chosen.data.cast("B"))
+    return positions
+
+
+def _prefix(digest: bytes) -> int:
+    return int.from_bytes(digest[:8], "big")
+
+
+def order_by_key(
+    prefixes: npt.NDArray[np.uint64], key: Callable[[int], tuple[bytes, str]]
+) -> npt.NDArray[np.intp]:
+    """Positions ordered by their keys, given each key's leading bytes as a number.
+
+    The positions whose prefixes are equal are put in order by their whole key (``key``).
+    ``prefixes`` is sorted in place (no copy of it is made).
+    """
+    order = np.argsort(prefixes)  # equal prefixes are put in order below
+    prefixes.sort()
+    ranked = prefixes
+    shared = np.flatnonzero(ranked[1:] == ranked[:-1])
+    start = 0
+    for index in shared.tolist():  # runs of equal prefixes: almost never, past a few entries
+        if index < start:
+            continue
+        end = index + 1
+        while end < len(ranked) and ranked[end] == ranked[index]:
+            end += 1
+        order[index:end] = sorted(order[index:end].tolist(), key=key)
+        start = end
+    return order
 
 
 def selection_digest(names: Iterable[str]) -> str:
