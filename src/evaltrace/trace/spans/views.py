@@ -186,12 +186,13 @@ class LLMSpan(SpanView):
     if not TYPE_CHECKING:
 
         def __getattr__(self, name: str) -> Any:
-            if name not in _CALL_FIELDS:
+            position = _CALL_FIELDS.get(name)
+            if position is None:
                 return SpanView.__getattr__(self, name)
-            fields = _model_call(self)
-            for key, value in fields.items():
-                _set(self, key, value)
-            return fields[name]
+            values = _model_call(self)
+            for setter, value in zip(_CALL_SETTERS, values, strict=True):
+                setter(self, value)
+            return values[position]
 
 
 def span_view(record: SpanRecord, named_values: Iterable[WrapRecord] = ()) -> ObserveSpan | LLMSpan:
@@ -215,7 +216,14 @@ def span_view(record: SpanRecord, named_values: Iterable[WrapRecord] = ()) -> Ob
         >>> view.kind, view.duration_ms
         ('unknown', 2.0)
     """
-    kind: type[ObserveSpan | LLMSpan] = LLMSpan if is_llm(record.attributes) else ObserveSpan
+    attributes = record.attributes
+    raw = attributes.get(conv.SPAN_KIND)
+    # The usual kinds by table, is_llm's rules for the rest: is_llm was ~0.6 us of each
+    # span's 1.5 us view (bench_stored.py, bench/README.md).
+    llm = _LLM_BY_KIND.get(raw) if type(raw) is str else None
+    if llm is None:
+        llm = is_llm(attributes)
+    kind: type[ObserveSpan | LLMSpan] = LLMSpan if llm else ObserveSpan
     view: ObserveSpan | LLMSpan = _new(kind)
     # Writes to a frozen view as it is made, and below as each field is first read: eager
     # views cost ~7 us a span that nothing reads (bench_stored.py, bench/README.md).
@@ -228,6 +236,24 @@ def span_view(record: SpanRecord, named_values: Iterable[WrapRecord] = ()) -> Ob
 
 _new = object.__new__
 
+_USUAL_KINDS: Final = (
+    "LLM",
+    "CHAIN",
+    "TOOL",
+    "AGENT",
+    "RETRIEVER",
+    "EMBEDDING",
+    "RERANKER",
+    "GUARDRAIL",
+    "EVALUATOR",
+    "PROMPT",
+    "UNKNOWN",
+)
+_LLM_BY_KIND: Final[Mapping[str, bool]] = {
+    **{kind: kind == "LLM" for kind in _USUAL_KINDS},
+    **{kind.lower(): kind == "LLM" for kind in _USUAL_KINDS},
+}
+"""Whether a span of each usual OpenInference kind is a model call, as :func:`is_llm` says."""
 
 _set = object.__setattr__
 
@@ -272,8 +298,11 @@ _READERS: Mapping[str, Callable[[SpanView], Any]] = {
 """How each field of a view is read from its record, when first asked for."""
 
 
-def _model_call(view: LLMSpan) -> dict[str, Any]:
-    """The fields of a model call, read together from the span (see :attr:`LLMSpan.source`)."""
+def _model_call(view: LLMSpan) -> tuple[Any, ...]:
+    """The fields of a model call (in :data:`_CALL_ORDER`), read together from the span.
+
+    See :attr:`LLMSpan.source` for where they are read from.
+    """
     record = view.record
     attributes = record.attributes
     by_conventions = _names_a_call(attributes)
@@ -290,33 +319,33 @@ def _model_call(view: LLMSpan) -> dict[str, Any]:
         ):
             call = openai_call(view.input, view.output)
         if call is not None:
-            return {
-                **_NO_CALL,
-                "model": call.model,
-                "input_messages": call.input_messages,
-                "output_messages": call.output_messages,
-                "usage": call.usage,
-                "finish_reasons": call.finish_reasons,
-                "parameters": call.parameters,
-                "tools": call.tools,
-                "source": "input_output",
-            }
+            return (
+                call.model,
+                None,
+                call.input_messages,
+                call.output_messages,
+                call.usage,
+                call.finish_reasons,
+                call.parameters,
+                call.tools,
+                "input_output",
+            )
         if not record.events:
-            return {**_NO_CALL, "usage": _NO_USAGE, "parameters": {}}
+            return (None, None, (), (), _NO_USAGE, (), {}, (), "kind")
     inputs = input_messages(record)
     outputs, output_finish_reasons = output_messages(record)
-    return {
-        "model": llm_model(attributes),
-        "provider": llm_provider(attributes),
-        "input_messages": inputs,
-        "output_messages": outputs,
-        "usage": token_usage(attributes),
-        "finish_reasons": finish_reasons(attributes, output_finish_reasons, view.output),
-        "parameters": request_parameters(attributes),
-        "tools": tool_definitions(attributes),
+    return (
+        llm_model(attributes),
+        llm_provider(attributes),
+        inputs,
+        outputs,
+        token_usage(attributes),
+        finish_reasons(attributes, output_finish_reasons, view.output),
+        request_parameters(attributes),
+        tool_definitions(attributes),
         # Events alone (GenAI messages as span events) record a call only when they hold one.
-        "source": "conventions" if by_conventions or inputs or outputs else "kind",
-    }
+        "conventions" if by_conventions or inputs or outputs else "kind",
+    )
 
 
 def _names_a_call(attributes: Mapping[str, Any]) -> bool:
@@ -359,22 +388,29 @@ def _may_hold(value: Any, mime_type: Any, keys: tuple[str, ...]) -> bool:
     return False
 
 
-_NO_CALL: Mapping[str, Any] = {
-    "model": None,
-    "provider": None,
-    "input_messages": (),
-    "output_messages": (),
-    "finish_reasons": (),
-    "tools": (),
-    "source": "kind",
-}
-"""The fields of a model call that a span records nothing of (the defaults of LLMSpan)."""
-
 _NO_USAGE: Final = TokenUsage()
 """The token counts of a span that recorded none (frozen: one is shared)."""
 
-_CALL_FIELDS = frozenset({*_NO_CALL, "usage", "parameters"})
-"""The fields of :class:`LLMSpan` that :func:`_model_call` reads, all at once."""
+_CALL_ORDER: Final = (
+    "model",
+    "provider",
+    "input_messages",
+    "output_messages",
+    "usage",
+    "finish_reasons",
+    "parameters",
+    "tools",
+    "source",
+)
+"""The fields of :class:`LLMSpan` that :func:`_model_call` reads, all at once, in its order."""
+
+_CALL_FIELDS: Final[Mapping[str, int]] = {name: at for at, name in enumerate(_CALL_ORDER)}
+"""The position of each field of a model call in what :func:`_model_call` returns."""
+
+# Each field written through its slot, not a dict of fields and a setattr each: half of
+# reading a model call's usage (bench_stored.py, bench/README.md).
+_CALL_SETTERS: Final = tuple(LLMSpan.__dict__[name].__set__ for name in _CALL_ORDER)
+"""The slot setters of the fields of a model call, in :data:`_CALL_ORDER`."""
 
 
 def _datetime(ns: int) -> datetime:
