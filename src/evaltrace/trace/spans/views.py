@@ -429,8 +429,8 @@ _CALL_ORDER: Final = (
 _CALL_FIELDS: Final[Mapping[str, int]] = {name: at for at, name in enumerate(_CALL_ORDER)}
 """The position of each field of a model call in what :func:`_model_call` returns."""
 
-# Each field written through its slot, not a dict of fields and a setattr each: half of
-# reading a model call's usage (bench_stored.py, bench/README.md).
+# Each field written through its slot, not a dict of fields and a setattr each: a model
+# call's usage read in 5.1 us instead of 10.0 us (bench_stored.py's spans, timeit).
 _CALL_SETTERS: Final = tuple(LLMSpan.__dict__[name].__set__ for name in _CALL_ORDER)
 """The slot setters of the fields of a model call, in :data:`_CALL_ORDER`."""
 
