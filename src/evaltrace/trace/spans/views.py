@@ -227,10 +227,10 @@ def span_view(record: SpanRecord, named_values: Iterable[WrapRecord] = ()) -> Ob
     view: ObserveSpan | LLMSpan = _new(kind)
     # Writes to a frozen view as it is made, and below as each field is first read: eager
     # views cost ~7 us a span that nothing reads (bench_stored.py, bench/README.md).
-    _set(view, "record", record)
+    _set_record(view, record)
     values = named_values if type(named_values) is tuple else tuple(named_values)
     if values or not record.events:  # none given, and no event to read them from
-        _set(view, "named_values", values)
+        _set_named_values(view, values)
     if llm and not record.events and not _may_record_a_call(attributes):
         # A model call by its kind alone that records nothing of one: its fields are known
         # now, and counting a trace's model calls reads them at once, not each through a
@@ -263,6 +263,10 @@ _LLM_BY_KIND: Final[Mapping[str, bool]] = {
 """Whether a span of each usual OpenInference kind is a model call, as :func:`is_llm` says."""
 
 _set = object.__setattr__
+# Through the slots themselves, not object.__setattr__ and a name, the two fields every
+# view is made with: 0.46 us instead of 0.58 us a view (bench_stored.py's spans, timeit).
+_set_record = SpanView.__dict__["record"].__set__
+_set_named_values = SpanView.__dict__["named_values"].__set__
 
 
 def _kind(view: SpanView) -> str:
