@@ -401,6 +401,8 @@ class TraceFile:
 class _Spans:
     """The spans of one trace, each kept once, with where in the file each one is."""
 
+    __slots__ = ("named", "numbers", "path", "places", "records")
+
     def __init__(self, path: str) -> None:
         self.path = path
         self.records: dict[tuple[int, int], SpanRecord] = {}
@@ -441,6 +443,8 @@ class _Spans:
 
     def values(self) -> list[WrapRecord]:
         """The values stored beside the spans, by time."""
+        if not self.named:  # evaltrace's own lines store none
+            return []
         values = [value for named in self.named.values() for value in named]
         values.sort(key=_timestamp)
         return values
