@@ -49,7 +49,7 @@ _TEXT_LIMIT = 120
 _MESSAGES_SHOWN = 3
 
 
-@dataclass
+@dataclass(slots=True, weakref_slot=True)
 class ObservationNode:
     """One span of a trace and the spans started under it, ordered by start time.
 

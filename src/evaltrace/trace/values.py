@@ -69,10 +69,14 @@ def wrap_records(trace: Sequence[ObservationNode]) -> list[WrapRecord]:
     # this runs for every stored trace scored (bench_stored.py, bench/README.md).
     while stack:
         node = stack.pop()
-        records.extend(node.span.named_values)
-        if node.children:
-            stack.extend(reversed(node.children))
-    records.sort(key=_timestamp)
+        values = node.span.named_values
+        if values:
+            records.extend(values)
+        children = node.children
+        if children:
+            stack.extend(reversed(children))
+    if len(records) > 1:
+        records.sort(key=_timestamp)
     return records
 
 
