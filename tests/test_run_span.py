@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
 from evaltrace.capture.runspan import RunSpans
 from evaltrace.engine import run_captured
+from evaltrace.trace import build_trace
 
 
 def run_python(code: str) -> subprocess.CompletedProcess[str]:
@@ -217,3 +218,19 @@ def test_root_spans_of_another_sampler_go_through_the_tracer() -> None:
 
     assert not spans.by_hand
     assert not spans.start("answer").get_span_context().trace_flags.sampled
+
+
+@pytest.mark.anyio
+async def test_the_tree_of_a_run_of_one_span_is_the_one_build_trace_gives() -> None:
+    tracer = trace.get_tracer("app")
+
+    async def app(question: str) -> str:
+        return question
+
+    with tracer.start_as_current_span("request"):  # the run span's parent is not captured
+        run = await run_captured(app, "q")
+
+    (node,) = run.trace
+    assert run.trace == build_trace(run.handler.raw_spans)
+    assert node.parent is None and node.children == []
+    assert node.span.input == "q" and node.span.output == "q"
