@@ -136,7 +136,7 @@ class MemoryTraceHandler(InstrumentationHandler):
             # The tree of one span with no values: its node, without the ordering and the
             # linking of spans (a run of an undecorated app, bench_runner.py's c=50 figure).
             (raw,) = raws
-            record = raw if type(raw) is SpanRecord else SpanRecord.from_readable(raw)
+            record = raw if isinstance(raw, SpanRecord) else SpanRecord.from_readable(raw)
             trace = [ObservationNode(span=span_view(record))]
         else:
             trace = build_trace(raws, values)
