@@ -195,14 +195,16 @@ def test_a_root_span_started_by_hand_has_every_field_the_sdk_gives_one() -> None
         span.set_attribute("k", "v")
         span.end()
 
-    assert type(by_hand) is type(by_sdk)
+    assert isinstance(by_hand, type(by_sdk))
+    lists = {"_events", "_links"}  # made on first use (see below)
+    per_span = {"_context", "_lock", "_start_time", "_end_time", "_attributes"}
     hand, sdk = vars(by_hand), vars(by_sdk)
-    assert hand.keys() == sdk.keys()
-    per_span = {"_context", "_lock", "_start_time", "_end_time", "_attributes", "_events", "_links"}
+    assert hand.keys() == sdk.keys() - lists
     assert {k: v for k, v in hand.items() if k not in per_span} == {
-        k: v for k, v in sdk.items() if k not in per_span
+        k: v for k, v in sdk.items() if k not in per_span | lists
     }
     hand_context, sdk_context = by_hand.get_span_context(), by_sdk.get_span_context()
+    assert hand_context.is_valid and hand_context.span_id != sdk_context.span_id
     assert (hand_context.trace_flags, hand_context.trace_state, hand_context.is_remote) == (
         sdk_context.trace_flags,
         sdk_context.trace_state,
@@ -210,6 +212,25 @@ def test_a_root_span_started_by_hand_has_every_field_the_sdk_gives_one() -> None
     )
     assert dict(by_hand.attributes or {}) == dict(by_sdk.attributes or {}) == {"k": "v"}
     assert by_hand.attributes is not by_sdk.attributes
+    assert (by_hand.events, by_hand.links) == (by_sdk.events, by_sdk.links) == ((), ())
+    assert (by_hand.dropped_events, by_hand.dropped_links) == (0, 0)
+
+
+def test_events_and_links_of_spans_started_by_hand_are_each_their_own() -> None:
+    provider = TracerProvider()
+    tracer = provider.get_tracer("evaltrace")
+    spans = RunSpans(tracer)
+    first, second, other = spans.start("a"), spans.start("b"), tracer.start_span("c")
+
+    first.add_event("one")
+    first.add_event("two")
+    second.add_link(other.get_span_context(), {"why": "retry"})
+    for span in (first, second, other):
+        span.end()
+    first.add_event("after the end")
+
+    assert [event.name for event in first.events] == ["one", "two"] and first.links == ()
+    assert second.events == () and [link.attributes for link in second.links] == [{"why": "retry"}]
 
 
 def test_root_spans_of_another_sampler_go_through_the_tracer() -> None:

@@ -1,18 +1,19 @@
 """The root span of a run, started by hand where the SDK's general path would add nothing.
 
-``Tracer.start_span`` asks the sampler, builds the trace flags, builds the span through its
-constructor (its attribute store, event and link lists, a dozen fields) and fans ``on_start``
-out: about 40% of capturing one run (bench_runner.py's c=50 figure, bench/README.md). For the
-root of a new trace on a tracer with the SDK's defaults (the ``parentbased_always_on``
-sampler, no tracer metrics, the tracer enabled) every one of those steps comes to a known
-result: the span is recorded and sampled, its trace state is empty, its fields other than
-the name, ids, lock, stores and start time are the same for every span of the tracer. So
-:class:`RunSpans` fills a span of the SDK's own class with those fields, taken once from a
-span the SDK's constructor built, and starts it on the tracer's processors as the SDK does.
-Everything else (a parent span, another sampler or tracer, an SDK whose spans are laid out
-otherwise) goes through ``Tracer.start_span``.
+``Tracer.start_span`` asks the sampler, builds the trace flags and the span context, builds
+the span through its constructor (its attribute store, event and link lists, a dozen fields)
+and fans ``on_start`` out: about 40% of capturing one run (bench_runner.py's c=50 figure,
+bench/README.md). For the root of a new trace on a tracer with the SDK's defaults (the
+``parentbased_always_on`` sampler, random ids, no tracer metrics, the tracer enabled) each of
+those steps comes to a known result: the span is recorded and sampled, its trace state is
+empty, and its fields other than the name, ids, lock, attribute store and start time are
+the same for every span of the tracer. So :class:`RunSpans` fills a span of the SDK's own
+class with those fields, taken once from a span the SDK's constructor built, and starts it
+on the tracer's processors as the SDK does. Its event and link lists are made when first
+used. Everything else (a parent span, another sampler, id generator or tracer, an SDK laid
+out otherwise) goes through ``Tracer.start_span``.
 
-The span is the SDK's ``Span``: the app's code annotates it, parents its own spans to it, and
+The span is an SDK ``Span``: the app's code annotates it and parents its own spans to it, and
 the tracer's processors (evaltrace's capture, the app's exporters) see it start and end like
 any other.
 """
@@ -29,6 +30,7 @@ from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Span as SDKSpan
 from opentelemetry.sdk.trace import Tracer as SDKTracer
 from opentelemetry.sdk.trace import sampling
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.util import BoundedList
 from opentelemetry.trace import INVALID_SPAN_CONTEXT, Span, SpanContext, TraceFlags
 
@@ -76,7 +78,11 @@ class RunSpans:
         self._tracer = tracer
         self._template: dict[str, Any] | None = None
         """The fields every span of the tracer shares; ``None``: start each through it."""
-        if type(tracer) is not SDKTracer or tracer.sampler is not sampling.DEFAULT_ON:
+        if (
+            type(tracer) is not SDKTracer
+            or tracer.sampler is not sampling.DEFAULT_ON
+            or type(tracer.id_generator) is not RandomIdGenerator  # ids never 0, in range
+        ):
             return
         metrics = getattr(tracer, "_tracer_metrics", None)
         if type(metrics).__name__ != "NoOpTracerMetrics" or not hasattr(tracer, "_is_enabled"):
@@ -84,12 +90,18 @@ class RunSpans:
         probe = _probe(tracer, metrics)
         if probe is None or probe.__dict__.keys() != _LAYOUT:
             return
-        self._span_class = type(probe)
+        if type(probe) is not _SDK_SPAN or not _contexts_known(self._flags_of(tracer)):
+            return
         self._template = {k: v for k, v in probe.__dict__.items() if k not in _PER_SPAN}
         self._ids = tracer.id_generator
         self._limits = tracer._span_limits
-        random = getattr(TraceFlags, "RANDOM_TRACE_ID", 0) if self._ids.is_trace_id_random() else 0
-        self._flags = TraceFlags(TraceFlags.SAMPLED | random)
+        self._flags = self._flags_of(tracer)
+
+    @staticmethod
+    def _flags_of(tracer: SDKTracer) -> TraceFlags:
+        """The trace flags of a root span the tracer samples."""
+        random = tracer.id_generator.is_trace_id_random()
+        return TraceFlags(TraceFlags.SAMPLED | (getattr(TraceFlags, "RANDOM_TRACE_ID", 0) * random))
 
     @property
     def by_hand(self) -> bool:
@@ -106,14 +118,16 @@ class RunSpans:
             or not tracer._is_enabled()  # type: ignore[attr-defined]
         ):
             return tracer.start_span(name)
-        span: SDKSpan = object.__new__(self._span_class)
+        span: SDKSpan = object.__new__(_RunSpan)
         fields = span.__dict__
         fields.update(template)
         limits = self._limits
         ids = self._ids
         fields["_name"] = name
-        fields["_context"] = SpanContext(
-            ids.generate_trace_id(), ids.generate_span_id(), False, self._flags
+        # The tuple SpanContext() makes, without the checks of ids the generator made valid.
+        fields["_context"] = _new_context(
+            SpanContext,
+            (ids.generate_trace_id(), ids.generate_span_id(), False, self._flags, _NO_STATE, True),
         )
         fields["_lock"] = threading.Lock()
         fields["_attributes"] = BoundedAttributes(
@@ -122,8 +136,6 @@ class RunSpans:
             immutable=False,
             max_value_len=limits.max_span_attribute_length,
         )
-        fields["_events"] = BoundedList(limits.max_events)
-        fields["_links"] = BoundedList(limits.max_links)
         fields["_start_time"] = time_ns()
         template["_span_processor"].on_start(span, parent_context=None)
         return span
@@ -158,3 +170,71 @@ def _probe(tracer: SDKTracer, metrics: Any) -> SDKSpan | None:
     except TypeError:
         return None
     return span
+
+
+_new_context = tuple.__new__
+_NO_STATE: Final = SpanContext(1, 1, False).trace_state
+"""The trace state of a root span the default sampler samples: empty."""
+
+
+def _contexts_known(flags: TraceFlags) -> bool:
+    """Whether ``SpanContext`` is the tuple :meth:`RunSpans.start` makes of valid ids."""
+    made = SpanContext(3, 5, False, flags)
+    by_hand = _new_context(SpanContext, (3, 5, False, flags, _NO_STATE, True))
+    return (
+        made == by_hand and by_hand.is_valid and by_hand.span_id == 5 and len(made.trace_state) == 0
+    )
+
+
+class _NoneAfterEnd(tuple[Any, ...]):
+    """The events or links of a run span that ended without any: empty, shared by all.
+
+    A late ``append`` (another thread's, racing the end) is dropped, as the SDK drops an
+    event added to an ended span.
+    """
+
+    __slots__ = ()
+
+    def append(self, item: object) -> None:
+        """Drop ``item``: the span has ended."""
+
+    def extend(self, items: object) -> None:
+        """Drop ``items``: the span has ended."""
+
+
+_NONE_AFTER_END: Final = _NoneAfterEnd()
+
+
+class _MadeOnFirstUse:
+    """A run span's event or link list, made when first used before the span ends.
+
+    Most runs add no event or link to their root span: two lists, each with its deque and
+    lock, were a sixth of starting the span and six of the objects the garbage collector
+    tracks for every row a run returns (bench_runner.py's c=50 figure, bench/README.md).
+    """
+
+    def __init__(self, limit: str) -> None:
+        self._limit = limit
+        self._name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, span: SDKSpan | None, owner: type) -> Any:
+        if span is None:
+            return self
+        if span._end_time is not None:  # ended with none: what the SDK's copy reads
+            return _NONE_AFTER_END
+        made: Any = BoundedList(getattr(span._limits, self._limit))
+        return span.__dict__.setdefault(self._name, made)  # one list, whichever thread won
+
+
+_SDK_SPAN: Final[type[SDKSpan]] = getattr(sdk_trace, "_Span", SDKSpan)
+"""The class of the spans ``Tracer.start_span`` makes."""
+
+
+class _RunSpan(_SDK_SPAN):  # type: ignore[misc,valid-type]
+    """An SDK span whose event and link lists are made on first use."""
+
+    _events = _MadeOnFirstUse("max_events")
+    _links = _MadeOnFirstUse("max_links")
