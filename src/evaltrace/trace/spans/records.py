@@ -87,7 +87,7 @@ class SpanRecord:
             The record.
         """
         if type(span) in _LAID_OUT:
-            return _from_fields(span.__dict__)
+            return _from_fields(span)
         context = span.context
         parent = span.parent
         start = span.start_time or 0
@@ -202,31 +202,33 @@ _STATUS_NAMES: Final[Mapping[OtelStatusCode, StatusCode]] = {
 }
 
 
-def _from_fields(fields: Mapping[str, Any]) -> SpanRecord:
-    """A record of the SDK span whose instance dict is ``fields``.
+def _from_fields(span: ReadableSpan) -> SpanRecord:
+    """A record of an SDK span laid out as :data:`_LAID_OUT` says.
 
     What the span's properties return, read from the fields behind them: a finished span
     no longer changes. The properties (one call each, the kind and status names through the
     enum's ``name``) were a third of copying the span, once per entry in a run
-    (bench_runner.py's c=50 figure, bench/README.md).
+    (bench_runner.py's c=50 figure, bench/README.md). The fields are read one by one, not
+    through the span's ``__dict__``, which would make the dict the interpreter otherwise
+    keeps the span without: one more object the garbage collector tracks per row.
     """
-    context = fields["_context"]
-    parent = fields["_parent"]
-    start = fields["_start_time"] or 0
-    stored = fields["_attributes"]
+    context = span._context
+    parent = span._parent
+    start = span._start_time or 0
+    stored = span._attributes
     store = stored._dict if type(stored) is BoundedAttributes else None
-    events = fields["_events"]
-    status = fields["_status"]
-    kind = fields["_kind"]
+    events = span._events
+    status = span._status
+    kind = span._kind
     record = _new_record(SpanRecord)
     _set_fields(
         record,
         context.trace_id if context is not None else 0,
         context.span_id if context is not None else 0,
         parent.span_id if parent is not None else None,
-        fields["_name"],
+        span._name,
         start,
-        fields["_end_time"] or start,
+        span._end_time or start,
         # A finished span's attributes no longer change: the SDK's own dict is copied at
         # once, not read back key by key through the read-only view.
         store.copy() if type(store) is dict else dict(stored or {}),
@@ -234,6 +236,6 @@ def _from_fields(fields: Mapping[str, Any]) -> SpanRecord:
         _STATUS_NAMES.get(status.status_code, "UNSET"),
         status.description,
         _KIND_NAMES.get(kind) or kind.name,
-        fields["_resource"].attributes,
+        span._resource.attributes,
     )
     return record
