@@ -15,7 +15,9 @@ import anyio
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import Span as SDKSpan
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
 from evaltrace.capture.runspan import RunSpans
@@ -255,3 +257,26 @@ async def test_the_tree_of_a_run_of_one_span_is_the_one_build_trace_gives() -> N
     assert run.trace == build_trace(run.handler.raw_spans)
     assert node.parent is None and node.children == []
     assert node.span.input == "q" and node.span.output == "q"
+
+
+@pytest.mark.parametrize(
+    ("limit", "kept", "dropped"), [(None, {"a": 1, "b": 2}, 0), (1, {"b": 2}, 1)]
+)
+def test_processors_see_the_attributes_of_a_span_started_by_hand_and_the_ones_it_dropped(
+    limit: int | None, kept: dict[str, int], dropped: int
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=SpanLimits(max_span_attributes=limit))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    spans = RunSpans(provider.get_tracer("evaltrace"))
+    assert spans.by_hand
+
+    span = spans.start("answer")
+    span.set_attribute("a", 1)
+    span.set_attribute("b", 2)
+    span.end()
+    span.set_attribute("c", 3)  # ignored: the span has ended
+
+    (exported,) = exporter.get_finished_spans()
+    assert dict(exported.attributes or {}) == kept
+    assert exported.dropped_attributes == dropped
