@@ -698,7 +698,7 @@ class _SpanCall:
         self._attributes: dict[str, Any] = {conv.SPAN_KIND: kind}
         # Values of any type are checked by the SDK (see _finish); the runner's root span
         # carries a bool beside the strings (bench_runner.py's c=50 figure, bench/README.md).
-        self._strings = not extra or all(type(v) in _STORED_AS_GIVEN for v in extra.values())
+        self._strings = not extra or _STORED_AS_GIVEN.issuperset(map(type, extra.values()))
         if extra:
             self._attributes.update(extra)
         self.span = rt.run_spans.start(span_name) if run else rt.tracer.start_span(span_name)
