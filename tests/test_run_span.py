@@ -14,6 +14,7 @@ import textwrap
 import anyio
 import pytest
 from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Span as SDKSpan
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -280,3 +281,19 @@ def test_processors_see_the_attributes_of_a_span_started_by_hand_and_the_ones_it
     (exported,) = exporter.get_finished_spans()
     assert dict(exported.attributes or {}) == kept
     assert exported.dropped_attributes == dropped
+
+
+def test_a_span_started_by_hand_carries_the_resource_the_provider_gave_its_tracers_last() -> None:
+    provider = TracerProvider(resource=Resource.create({"service.name": "shop"}))
+    tracer = provider.get_tracer("evaltrace")
+    spans = RunSpans(tracer)
+    spans.start("before").end()
+
+    # What the provider does in a forked child: its tracers get a new resource.
+    provider._update_resource(Resource({"process.pid": 42}))
+    span = spans.start("after")
+    span.end()
+
+    assert span.resource is tracer.resource
+    assert span.resource.attributes["process.pid"] == 42
+    assert span.resource.attributes["service.name"] == "shop"

@@ -116,8 +116,12 @@ class RunSpans:
             template is None
             or otel_trace.get_current_span().get_span_context().is_valid
             or not tracer._is_enabled()  # type: ignore[attr-defined]
+            or tracer.sampler is not sampling.DEFAULT_ON  # type: ignore[attr-defined]
         ):
             return tracer.start_span(name)
+        if tracer.resource is not template["_resource"]:  # type: ignore[attr-defined]
+            # The provider gave its tracers a new resource (as it does in a forked child).
+            template["_resource"] = tracer.resource  # type: ignore[attr-defined]
         span: SDKSpan = object.__new__(_RunSpan)
         fields = span.__dict__
         fields.update(template)
