@@ -39,7 +39,8 @@ __all__ = ["RunSpans"]
 _PER_SPAN: Final = frozenset(
     {"_name", "_context", "_lock", "_attributes", "_events", "_links", "_start_time"}
 )
-"""The fields of an SDK span that :meth:`RunSpans.start` sets for each span."""
+"""The fields of an SDK span that are each span's own: set by :meth:`RunSpans.start`, or
+(the event and link lists) made on first use."""
 
 _LAYOUT: Final = _PER_SPAN | {
     "_end_time",
@@ -72,7 +73,7 @@ class RunSpans:
         >>> span.end()
     """
 
-    __slots__ = ("_flags", "_ids", "_limits", "_span_class", "_template", "_tracer")
+    __slots__ = ("_flags", "_ids", "_limits", "_template", "_tracer")
 
     def __init__(self, tracer: otel_trace.Tracer) -> None:
         self._tracer = tracer
