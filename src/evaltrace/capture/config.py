@@ -48,6 +48,7 @@ from evaltrace.capture.instrumentors import (
     enable_instrumentors,
     find_instrumentors,
 )
+from evaltrace.capture.runspan import RunSpans
 from evaltrace.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -104,6 +105,8 @@ class Runtime:
         self.codec = settings.codec()
         self.provider = provider
         self.tracer = provider.get_tracer("evaltrace")
+        self.run_spans = RunSpans(self.tracer)
+        """Starts the root span of each run (``run_captured``) on :attr:`tracer`."""
         self.processor = processor
         self.owns_provider = owns_provider
         self.otlp_added = False

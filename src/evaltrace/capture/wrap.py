@@ -644,7 +644,9 @@ def start_span_call(
     span_name: str, kind: str, input_value: Any, attributes: Mapping[str, Any] | None = None
 ) -> _SpanCall:
     """Start a span recording ``input_value`` as its input; the caller ends it."""
-    return _SpanCall(span_name, _check_kind(kind), _FixedInput(input_value), (), {}, attributes)
+    return _SpanCall(
+        span_name, _check_kind(kind), _FixedInput(input_value), (), {}, attributes, run=True
+    )
 
 
 class _SpanCall:
@@ -675,6 +677,8 @@ class _SpanCall:
         args: Any,
         kwargs: Any,
         extra: Mapping[str, Any] | None = None,
+        *,
+        run: bool = False,
     ) -> None:
         rt = _config.RUNTIME or _config.runtime()
         self._rt = rt
@@ -694,10 +698,10 @@ class _SpanCall:
         self._attributes: dict[str, Any] = {conv.SPAN_KIND: kind}
         # Values of any type are checked by the SDK (see _finish); the runner's root span
         # carries a bool beside the strings (bench_runner.py's c=50 figure, bench/README.md).
-        self._strings = not extra or all(type(v) in _STORED_AS_GIVEN for v in extra.values())
+        self._strings = not extra or _STORED_AS_GIVEN.issuperset(map(type, extra.values()))
         if extra:
             self._attributes.update(extra)
-        self.span = rt.tracer.start_span(span_name)
+        self.span = rt.run_spans.start(span_name) if run else rt.tracer.start_span(span_name)
         self._content = recorded and rt.settings.capture_content and self.span.is_recording()
         if self._content:
             try:

@@ -132,7 +132,14 @@ class MemoryTraceHandler(InstrumentationHandler):
     def _build(
         self, raws: list[ReadableSpan | SpanRecord], values: list[WrapRecord]
     ) -> list[ObservationNode]:
-        trace = build_trace(raws, values)
+        if len(raws) == 1 and not values:
+            # The tree of one span with no values: its node, without the ordering and the
+            # linking of spans (a run of an undecorated app, bench_runner.py's c=50 figure).
+            (raw,) = raws
+            record = raw if isinstance(raw, SpanRecord) else SpanRecord.from_readable(raw)
+            trace = [ObservationNode(span=span_view(record))]
+        else:
+            trace = build_trace(raws, values)
         if self._content:
             for node in walk_trace(trace):
                 node.span = self._with_content(node.span)
