@@ -180,6 +180,18 @@ class Opaque:
         return "opaque value"
 
 
+def record_holding(value: Any) -> SpanRecord:
+    """A span whose one attribute, ``value``, holds ``value``."""
+    return SpanRecord(
+        trace_id=1,
+        span_id=2,
+        name="s",
+        start_time_ns=0,
+        end_time_ns=1,
+        attributes={"value": value},
+    )
+
+
 @pytest.mark.parametrize(
     ("value", "read_back"),
     [
@@ -196,21 +208,7 @@ class Opaque:
     ids=["unicode", "lone-surrogate", "big-int", "floats", "tuples", "no-json-type"],
 )
 def test_a_written_line_holds_what_the_json_module_would_write(value: Any, read_back: Any) -> None:
-    record = SpanRecord(
-        trace_id=1,
-        span_id=2,
-        parent_span_id=None,
-        name="s",
-        kind="INTERNAL",
-        start_time_ns=0,
-        end_time_ns=1,
-        status_code="UNSET",
-        status_description=None,
-        attributes={"value": value},
-        events=(),
-        resource_attributes={},
-    )
-    line = span_to_json(record)
+    line = span_to_json(record_holding(value))
 
     assert "\n" not in line
     line.encode("utf-8")  # a lone surrogate is written as an escape, not as itself
@@ -220,22 +218,9 @@ def test_a_written_line_holds_what_the_json_module_would_write(value: Any, read_
 
 
 def test_a_written_nan_reads_back_as_nan() -> None:
-    record = SpanRecord(
-        trace_id=1,
-        span_id=2,
-        parent_span_id=None,
-        name="s",
-        kind="INTERNAL",
-        start_time_ns=0,
-        end_time_ns=1,
-        status_code="UNSET",
-        status_description=None,
-        attributes={"value": float("nan")},
-        events=(),
-        resource_attributes={},
-    )
+    line = span_to_json(record_holding(float("nan")))
 
-    assert math.isnan(json.loads(span_to_json(record))["attributes"]["value"])
+    assert math.isnan(json.loads(line)["attributes"]["value"])
 
 
 def test_otlp_json_export_loads_into_the_same_tree(spans: Spans) -> None:
