@@ -126,9 +126,10 @@ def app_model_usage(roots: Iterable[ObservationNode]) -> dict[str, ModelUsage]:
     counts: dict[str, list[int]] = {}
     for span in calls:
         usage = span.usage
-        row = counts.get(span.model or UNKNOWN_MODEL)
+        model = span.model or UNKNOWN_MODEL
+        row = counts.get(model)
         if row is None:
-            row = counts[span.model or UNKNOWN_MODEL] = [0, 0, 0, 0, 0]
+            row = counts[model] = [0, 0, 0, 0, 0]
         row[0] += 1
         if usage.input_tokens is None and usage.output_tokens is None:
             row[4] += 1
