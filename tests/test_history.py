@@ -26,6 +26,7 @@ from evaltrace.results.history import (
     run_history,
     save_history_page,
 )
+from evaltrace.results.model import EntrySelection
 from evaltrace.results.run_statistics import run_statistics
 from evaltrace.results.scorecard import SCORECARD_FILE
 from test_comparison import write_runs
@@ -50,6 +51,7 @@ def save_run(
     statistics: bool = True,
     scorecard: bool = False,
     folder: str | None = None,
+    selection: EntrySelection | None = None,
 ) -> Path:
     """Save a run of ``name`` started ``day`` days after START, its ``failing`` entries at 0."""
     run_id = (START + timedelta(days=day)).strftime("%Y%m%dT%H%M%S.%fZ")
@@ -58,6 +60,7 @@ def save_run(
         run_id=run_id,
         started_at=START + timedelta(days=day),
         evaluators=["exact"],
+        selection=selection,
         entries=[
             EntryResult(
                 index=i,
@@ -158,6 +161,53 @@ def test_runs_of_different_datasets_are_kept_apart_and_compared_with_their_own(
     chat, qa = history.datasets
     assert len(chat.runs) == 1 and chat.runs[0].previous is None
     assert qa.runs[1].previous == qa.runs[0].run_id and qa.runs[1].mark == ""
+
+
+def _shard(shard: int, shards: int, entry_filter: str | None = None) -> EntrySelection:
+    return EntrySelection(
+        entries=60, digest="ab" * 32, shard=shard, shards=shards, entry_filter=entry_filter
+    )
+
+
+def test_runs_of_a_shard_are_kept_apart_from_whole_runs_of_the_same_dataset(
+    tmp_path: Path,
+) -> None:
+    save_run(tmp_path, 0)
+    save_run(tmp_path, 1, range(10), selection=_shard(1, 2))
+    save_run(tmp_path, 2, selection=_shard(1, 1))  # a selection of one shard: the whole run
+    save_run(tmp_path, 3, range(10), selection=_shard(1, 2))
+    save_run(tmp_path, 4, selection=_shard(2, 2))
+
+    history = run_history([tmp_path], resamples=200)
+
+    assert [(d.name, d.part, d.title) for d in history.datasets] == [
+        ("qa", None, "qa"),
+        ("qa", "shard 1/2", "qa (shard 1/2)"),
+        ("qa", "shard 2/2", "qa (shard 2/2)"),
+    ]
+    whole, first, second = history.datasets
+    assert [run.started_at for run in whole.runs] == [START, START + timedelta(days=2)]
+    assert whole.runs[1].mark == ""  # not compared with the shard's run, 10 failures worse
+    assert len(first.runs) == 2 and first.runs[1].previous == first.runs[0].run_id
+    assert len(second.runs) == 1 and second.runs[0].previous is None
+
+
+def test_runs_given_an_entry_filter_are_kept_apart_and_named_by_it(tmp_path: Path) -> None:
+    save_run(tmp_path, 0)
+    save_run(tmp_path, 1, range(10), selection=_shard(1, 1, "smoke"))
+    save_run(tmp_path, 2, selection=_shard(2, 3, "smoke"))
+
+    history = run_history([tmp_path], resamples=0)
+
+    assert [d.title for d in history.datasets] == [
+        "qa",
+        "qa (entries matching -k 'smoke')",
+        "qa (entries matching -k 'smoke', shard 2/3)",
+    ]
+    text = render_history(history)
+    assert "qa (entries matching -k 'smoke'): 1 runs" in text
+    page = generate_history_html(history, page=str(tmp_path / "history.html"))
+    assert "qa (entries matching -k &#39;smoke&#39;, shard 2/3)</h2>" in page
 
 
 def test_a_run_saved_without_statistics_gets_them_from_its_entries(tmp_path: Path) -> None:

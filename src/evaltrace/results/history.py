@@ -53,7 +53,7 @@ from evaltrace.results import charts
 from evaltrace.results._pages import asset, environment, source_hash
 from evaltrace.results.comparison import RunComparison, Verdict, compare_runs
 from evaltrace.results.folder import find_runs, load_result, write_atomically
-from evaltrace.results.model import RunResult
+from evaltrace.results.model import EntrySelection, RunResult
 from evaltrace.results.report import confidence_label, print_rich, render_rich
 from evaltrace.results.run_statistics import run_statistics
 from evaltrace.results.scorecard import SCORECARD_FILE
@@ -71,6 +71,7 @@ __all__ = [
     "HistoryMeasure",
     "HistoryRun",
     "RunHistory",
+    "dataset_part",
     "generate_history_html",
     "print_history",
     "register_history_measure",
@@ -216,12 +217,20 @@ class DatasetHistory(BaseModel):
 
     name: str
     """The dataset's name (what its runs are named)."""
+    part: str | None = None
+    """The part of the dataset these runs were given, when not all of it:
+    ``"shard 2/3"``, ``"entries matching -k 'smoke'"`` or both (:func:`dataset_part`)."""
     runs: list[HistoryRun]
     """Its runs, by when they started."""
     evaluators: list[str] = Field(default_factory=list)
     """Every evaluator of its runs, the latest run's order first."""
     measures: list[str] = Field(default_factory=list)
     """The :data:`HISTORY_MEASURES` at least one of its runs has."""
+
+    @property
+    def title(self) -> str:
+        """The name, with the part in parentheses: ``"qa (shard 2/3)"``."""
+        return self.name if self.part is None else f"{self.name} ({self.part})"
 
 
 class RunHistory(BaseModel):
@@ -287,7 +296,7 @@ def run_history(
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
         raise ValueError(f"resamples must be a whole number >= 0, got {resamples!r}")
     found = find_runs(paths)
-    by_dataset: dict[str, list[HistoryRun]] = {}
+    by_dataset: dict[tuple[str, str], list[HistoryRun]] = {}
     unreadable: list[str] = []
     for folder in found.finished:
         try:
@@ -296,10 +305,12 @@ def run_history(
             unreadable.append(str(exc))
             continue
         run = _summary(result, folder, confidence, resamples, seed)
-        by_dataset.setdefault(run.name, []).append(run)
+        # A shard's runs, or runs given an entry filter, hold other entries than whole runs:
+        # each part of a dataset is its own series, compared only with itself.
+        by_dataset.setdefault((run.name, dataset_part(result.selection) or ""), []).append(run)
     datasets = []
-    for name in sorted(by_dataset):
-        runs = sorted(by_dataset[name], key=_started)
+    for name, part in sorted(by_dataset):
+        runs = sorted(by_dataset[name, part], key=_started)
         if resamples:
             runs = _compared(
                 runs, level=level, confidence=confidence, resamples=resamples, seed=seed
@@ -307,6 +318,7 @@ def run_history(
         datasets.append(
             DatasetHistory(
                 name=name,
+                part=part or None,
                 runs=runs,
                 evaluators=_evaluators(runs),
                 measures=[
@@ -325,6 +337,26 @@ def run_history(
         resamples=resamples,
         seed=seed,
     )
+
+
+def dataset_part(selection: EntrySelection | None) -> str | None:
+    """The part of its dataset a run was given, in words; ``None`` for the whole of it.
+
+    Its text entry filter (``-k``) and its shard. An entry filter given as a function is not
+    recorded by name, so its runs read as whole runs.
+
+    Example:
+        >>> dataset_part(EntrySelection(entries=9, digest="ab" * 32, shard=2, shards=3))
+        'shard 2/3'
+    """
+    if selection is None:
+        return None
+    parts = []
+    if selection.entry_filter is not None:
+        parts.append(f"entries matching -k {selection.entry_filter!r}")
+    if selection.shards > 1:
+        parts.append(f"shard {selection.shard}/{selection.shards}")
+    return ", ".join(parts) or None
 
 
 def _summary(
@@ -443,7 +475,7 @@ def _tables(history: RunHistory, *, plain: bool) -> RenderableType:
     for dataset in history.datasets:
         # Every text is a Text, not markup: a name such as "[red]" is shown as written.
         table = Table(
-            title=Text(printable(f"{dataset.name}: {len(dataset.runs)} runs")),
+            title=Text(printable(f"{dataset.title}: {len(dataset.runs)} runs")),
             title_justify="left",
             box=box.ASCII2 if plain else box.ROUNDED,
             safe_box=plain,
@@ -682,7 +714,7 @@ def _dataset_view(dataset: DatasetHistory, history: RunHistory, where: Path) -> 
         )
     first, last = runs[0].started_at, runs[-1].started_at
     return _Dataset(
-        name=dataset.name,
+        name=dataset.title,
         sources=sorted({run.source for run in runs if run.source}),
         runs=len(runs),
         span=(
