@@ -49,7 +49,8 @@ def history(
     """Show every run under each DIR (default: evaltrace_results) over time.
 
     Each DIR is a folder of runs, searched at every depth, or a run's folder. Runs are grouped
-    by dataset (the run's name) and ordered by when they started; per run: its entries and
+    by dataset (the run's name) and ordered by when they started; the runs of one shard or
+    of one -k entry filter are a series of their own. Per run: its entries and
     how many succeeded, each evaluator's mean with its interval and n, the app's p95 latency
     when its entries timed it, and its verdicts against the run before it (paired tests,
     Holm's correction). The page draws each figure over time with its interval band; each dot
