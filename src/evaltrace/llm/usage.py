@@ -11,9 +11,9 @@ tokens its stored answer cost when it was first asked are counted as saved.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
+from contextvars import ContextVar, Token
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -150,6 +150,8 @@ class JudgeUsageCollector:
         1
     """
 
+    __slots__ = ("_counts", "_lock")
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: dict[str, list[int]] = {}
@@ -190,6 +192,8 @@ class JudgeUsageCollector:
 
     def usage(self) -> dict[str, JudgeUsage]:
         """What was gathered so far, by model."""
+        if not self._counts:  # no judge call: the entry of a run without judges
+            return {}
         with self._lock:
             return {
                 model: JudgeUsage(**dict(zip(_FIELDS, counts, strict=True)))
@@ -202,8 +206,31 @@ _COLLECTOR: ContextVar[JudgeUsageCollector | None] = ContextVar(
 )
 
 
-@contextmanager
-def collect_judge_usage() -> Iterator[JudgeUsageCollector]:
+class _Collecting:
+    """The block of :func:`collect_judge_usage`.
+
+    A class rather than a generator: the engine opens one around each entry's evaluations,
+    and the generator's machinery was about 2% of scoring a stored trace (bench_stored.py,
+    bench/README.md).
+    """
+
+    __slots__ = ("_collector", "_token")
+
+    def __init__(self) -> None:
+        self._collector = JudgeUsageCollector()
+        self._token: Token[JudgeUsageCollector | None] | None = None
+
+    def __enter__(self) -> JudgeUsageCollector:
+        self._token = _COLLECTOR.set(self._collector)
+        return self._collector
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            _COLLECTOR.reset(self._token)
+            self._token = None
+
+
+def collect_judge_usage() -> AbstractContextManager[JudgeUsageCollector]:
     """Gather the judge calls made in the block (and the tasks and threads it starts).
 
     Example:
@@ -211,12 +238,7 @@ def collect_judge_usage() -> Iterator[JudgeUsageCollector]:
         ...     current_usage_collector() is collector
         True
     """
-    collector = JudgeUsageCollector()
-    token = _COLLECTOR.set(collector)
-    try:
-        yield collector
-    finally:
-        _COLLECTOR.reset(token)
+    return _Collecting()
 
 
 def current_usage_collector() -> JudgeUsageCollector | None:
