@@ -352,6 +352,13 @@ async def evaluate_prepared(
     """
     label = prepared.name
     try:
+        if timeout is None and prepared.is_async:
+            # No cancel scope, no thread: the runner's usual evaluator (bench_runner.py's
+            # c=50 figure, bench/README.md).
+            result = await prepared.call(ctx)
+            if _is_pending(result):
+                result = await result
+            return _coerce(result, label)
         with _NO_TIMEOUT if timeout is None else anyio.fail_after(timeout):
             if prepared.is_async:
                 result = await prepared.call(ctx)

@@ -143,6 +143,11 @@ def describe_judge_usage(by_model: Mapping[str, JudgeUsage]) -> str | None:
 class JudgeUsageCollector:
     """Gathers the judge calls made in a block (:func:`collect_judge_usage`), from any thread.
 
+    It is that block itself: entering it makes it the collector current in the context, and
+    leaving it restores the one before. The engine opens one around each entry's
+    evaluations; a class rather than a generator, and one object rather than two, made the
+    block a third as costly (bench_stored.py, bench/README.md).
+
     Example:
         >>> collector = JudgeUsageCollector()
         >>> collector.sent("m", input_tokens=10, output_tokens=2, cached_tokens=0, missed=True)
@@ -150,11 +155,23 @@ class JudgeUsageCollector:
         1
     """
 
-    __slots__ = ("_counts", "_lock")
+    __slots__ = ("_counts", "_lock", "_token")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: dict[str, list[int]] = {}
+        self._token: Token[JudgeUsageCollector | None] | None = None
+
+    def __enter__(self) -> JudgeUsageCollector:
+        if self._token is not None:
+            raise RuntimeError("a JudgeUsageCollector is entered once at a time")
+        self._token = _COLLECTOR.set(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            _COLLECTOR.reset(self._token)
+            self._token = None
 
     def _add(self, model: str, pairs: Iterable[tuple[int, int]]) -> None:
         with self._lock:
@@ -206,30 +223,6 @@ _COLLECTOR: ContextVar[JudgeUsageCollector | None] = ContextVar(
 )
 
 
-class _Collecting:
-    """The block of :func:`collect_judge_usage`.
-
-    A class rather than a generator: the engine opens one around each entry's evaluations,
-    and the generator's machinery was about 2% of scoring a stored trace (bench_stored.py,
-    bench/README.md).
-    """
-
-    __slots__ = ("_collector", "_token")
-
-    def __init__(self) -> None:
-        self._collector = JudgeUsageCollector()
-        self._token: Token[JudgeUsageCollector | None] | None = None
-
-    def __enter__(self) -> JudgeUsageCollector:
-        self._token = _COLLECTOR.set(self._collector)
-        return self._collector
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._token is not None:
-            _COLLECTOR.reset(self._token)
-            self._token = None
-
-
 def collect_judge_usage() -> AbstractContextManager[JudgeUsageCollector]:
     """Gather the judge calls made in the block (and the tasks and threads it starts).
 
@@ -238,7 +231,7 @@ def collect_judge_usage() -> AbstractContextManager[JudgeUsageCollector]:
         ...     current_usage_collector() is collector
         True
     """
-    return _Collecting()
+    return JudgeUsageCollector()
 
 
 def current_usage_collector() -> JudgeUsageCollector | None:
