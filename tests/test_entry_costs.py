@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from evaltrace.engine import evaluate_inputs
-from evaltrace.evals import Evaluable, Evaluation, NamedData
+from evaltrace.evals import Evaluable, Evaluation, NamedData, evaluate
 from evaltrace.evals.evaluable import checked_model
 from evaltrace.llm.calls import ModelUsage, add_model_usage
 from evaltrace.llm.usage import (
@@ -121,3 +121,38 @@ async def test_a_scored_entry_status_and_its_saved_status_agree() -> None:
     for row in rows:
         assert row.entry.status.value == "FAILED_PARTIAL_SCORE"
         assert row.entry == row.entry.model_validate_json(row.entry.model_dump_json())
+
+
+@pytest.mark.parametrize(
+    ("returned", "expected"),
+    [
+        (True, {"score": 1.0}),
+        (False, {"score": 0.0}),
+        (0.25, {"score": 0.25}),
+        (1, {"score": 1.0}),
+        ("positive", {"label": "positive"}),
+    ],
+)
+def test_a_plain_result_gives_the_evaluation_validation_would_make(
+    returned: object, expected: dict[str, object]
+) -> None:
+    async def check(evaluable: Evaluable) -> object:
+        return returned
+
+    made = anyio.run(evaluate, check, Evaluable())
+    validated = Evaluation(**expected, evaluator="check")  # type: ignore[arg-type]
+
+    assert made == validated and repr(made) == repr(validated)
+    assert made.model_fields_set == validated.model_fields_set
+    assert made.model_dump_json() == validated.model_dump_json()
+    assert type(made.score) is type(validated.score)
+
+
+@pytest.mark.parametrize("returned", [float("nan"), float("inf"), 1.5, -0.1])
+def test_a_score_out_of_range_is_still_an_errored_evaluation(returned: float) -> None:
+    async def check(evaluable: Evaluable) -> float:
+        return returned
+
+    made = anyio.run(evaluate, check, Evaluable())
+
+    assert made.error is not None and made.error.type == "InvalidEvaluatorResultError"
