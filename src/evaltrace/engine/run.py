@@ -303,7 +303,7 @@ class _Running:
             self.display.advance(scored.result)
         for observer in self.observers:
             outcome = observer(scored, self.done, self.total)
-            if inspect.isawaitable(outcome):
+            if outcome is not None and inspect.isawaitable(outcome):
                 await outcome
         if self.kept.keep is not False:
             self.kept.add(scored.result)

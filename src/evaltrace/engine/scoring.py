@@ -69,7 +69,9 @@ class Scored:
     """
 
     __slots__ = (
+        "_duration_s",
         "_result",
+        "_status",
         "entry",
         "error",
         "evaluable",
@@ -97,6 +99,7 @@ class Scored:
         threshold: float = DEFAULT_THRESHOLD,
         judge_usage: Mapping[str, JudgeUsage] | None = None,
         usage: Mapping[str, ModelUsage] | None = None,
+        duration_s: float | None = None,
     ) -> None:
         if result is not None:
             evaluations, error = result.evaluations, result.error
@@ -106,6 +109,8 @@ class Scored:
         self.entry = entry
         """The entry (``None`` for one scored in another process, handed back as data)."""
         self._result = result
+        self._status: CompletionStatus | None = None
+        self._duration_s = duration_s
         self.evaluations: list[Evaluation] = evaluations
         """One evaluation per evaluator, in their order."""
         self.error = error
@@ -120,11 +125,11 @@ class Scored:
         """Its spans as lines of ``traces.jsonl``, when it was scored in another process."""
         self.threshold = threshold
         """The score that passes, for the status."""
-        self.judge_usage: Mapping[str, JudgeUsage] = judge_usage or {}
+        self.judge_usage: Mapping[str, JudgeUsage] = judge_usage or _NO_JUDGE_USAGE
         """What its evaluators' judge calls spent, by model."""
-        self.usage: Mapping[str, ModelUsage] = usage or {}
+        self.usage: Mapping[str, ModelUsage] = usage or _NO_USAGE
         """The app's model calls, by model."""
-        self.others: list[RunOutcome] = []
+        self.others: Sequence[RunOutcome] = ()
         """The other runs of an entry run several times (their captures, to release)."""
 
     @property
@@ -147,12 +152,14 @@ class Scored:
                 threshold=self.threshold,
                 judge_usage=self.judge_usage,
                 usage=self.usage,
+                status=self._status,
             )
         return self._result
 
     @result.setter
     def result(self, value: EntryResult) -> None:
         self._result = value
+        self._status = None
         self.evaluations = value.evaluations
         self.error = value.error
         self.judge_usage = value.judge_usage
@@ -165,14 +172,18 @@ class Scored:
             return self._result.duration_s
         if self.run is not None:
             return self.run.duration_s
+        if self._duration_s is not None:
+            return self._duration_s
         return (_duration(self.entry) or 0.0) if self.entry is not None else 0.0
 
     @property
     def status(self) -> CompletionStatus:
-        """How the entry ended (without building its saved result)."""
+        """How the entry ended (without building its saved result), worked out once."""
         if self._result is not None:
             return self._result.status
-        return entry_status(self.evaluations, self.error, threshold=self.threshold)
+        if self._status is None:
+            self._status = entry_status(self.evaluations, self.error, threshold=self.threshold)
+        return self._status
 
     def spans(self) -> Iterator[SpanRecord | str]:
         """Its spans, as records or as lines already encoded.
@@ -191,9 +202,14 @@ class Scored:
 
     def release(self) -> None:
         """Drop the run's capture (its spans), once they are written."""
-        for run in [self.run, *self.others]:
-            if run is not None:
-                run.handler.clear()
+        if self.run is not None:
+            self.run.handler.clear()
+        for run in self.others:
+            run.handler.clear()
+
+
+_NO_JUDGE_USAGE: Final[Mapping[str, JudgeUsage]] = types.MappingProxyType({})
+_NO_USAGE: Final[Mapping[str, ModelUsage]] = types.MappingProxyType({})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -285,12 +301,15 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
             evaluable = with_case((scoring.from_trace or root)(roots), case)
         except Exception as exc:  # a selector that finds nothing is reported per entry
             error = EvaluationError.from_exception(exc, where="from_trace")
-    judge_usage: dict[str, JudgeUsage] = {}
+    judge_usage: dict[str, JudgeUsage] | None = None
+    duration: float | None = None  # a stored trace's, read once
     if error is not None:
         evaluations = [Evaluation.errored(error, evaluator=n) for n in entry.evaluators.names]
     elif evaluable is None:
         evaluations = []  # nothing scores it (a pipeline's input): saved as it ran
     else:
+        if run is None:
+            duration = _duration(entry)
         ctx = EvaluatorContext(
             evaluable=evaluable,
             trace=roots if roots or run is not None else None,
@@ -298,12 +317,12 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
             entry_index=entry.index,
             run_id=scoring.run_id,
             attributes=scoring.attributes,
-            duration_s=run.duration_s if run is not None else _duration(entry),
+            duration_s=run.duration_s if run is not None else duration,
         )
         # The entry's judge calls are counted apart from every other entry's.
         with collect_judge_usage() as judges:
             evaluations = await evaluate_all(
-                prepared, ctx, scoring.timeout, label=entry.label, names=entry.evaluators.names
+                prepared, ctx, scoring.timeout, label=entry, names=entry.evaluators.names
             )
         judge_usage = judges.usage()
     if roots:
@@ -318,6 +337,7 @@ async def _score(entry: Entry, scoring: Scoring) -> Scored:
         roots=roots,
         threshold=scoring.threshold,
         judge_usage=judge_usage,
+        duration_s=duration,
     )
 
 
@@ -410,6 +430,7 @@ def entry_result(
     threshold: float,
     judge_usage: Mapping[str, JudgeUsage] | None = None,
     usage: Mapping[str, ModelUsage] | None = None,
+    status: CompletionStatus | None = None,
 ) -> EntryResult:
     """The saved result of ``entry``: what it was given, what it produced, how it scored.
 
@@ -424,6 +445,8 @@ def entry_result(
         threshold: The score that passes, for the status.
         judge_usage: What its evaluators' judge calls spent, by model.
         usage: The app's model calls (read from ``roots``), by model.
+        status: Its status, when worked out already (from ``evaluations``, ``error`` and
+            ``threshold``).
     """
     case = evaluable if evaluable is not None else entry.case
     fields: dict[str, Any] = {
@@ -431,7 +454,9 @@ def entry_result(
         "name": entry.name if entry.name is not None else str(entry.index),
         "evaluations": evaluations,
         "error": error,
-        "status": entry_status(evaluations, error, threshold=threshold),
+        "status": (
+            status if status is not None else entry_status(evaluations, error, threshold=threshold)
+        ),
     }
     if judge_usage:
         fields["judge_usage"] = dict(judge_usage)
@@ -457,7 +482,7 @@ def entry_result(
                 output=top.output,
                 started_at=top.started_at,
                 duration_s=top.duration_ms / 1000,
-                trace_ids=list(dict.fromkeys(f"{node.span.trace_id:032x}" for node in roots)),
+                trace_ids=_trace_ids(roots),
             )
         elif entry.trace.trace_id:
             fields["trace_ids"] = [entry.trace.trace_id]
@@ -481,6 +506,13 @@ def entry_result(
                 fields[name] = list(fields[name])
         return EntryResult.from_checked(**fields)
     return EntryResult(**fields)
+
+
+def _trace_ids(roots: Sequence[ObservationNode]) -> list[str]:
+    """The ids of the traces of ``roots``, once each, in order (as 32 hex digits)."""
+    if len(roots) == 1:  # a trace of one root, the usual one, without a generator
+        return [f"{roots[0].span.trace_id:032x}"]
+    return list(dict.fromkeys(f"{node.span.trace_id:032x}" for node in roots))
 
 
 _JSON_TYPES: Final = (str, int, float, bool, dict, list, type(None))
@@ -559,15 +591,16 @@ async def evaluate_all(
     ctx: EvaluatorContext,
     timeout: float | None,
     *,
-    label: str,
+    label: str | Entry,
     names: Sequence[str] | None = None,
 ) -> list[Evaluation]:
     """Score one entry with each evaluator, concurrently; the results in evaluator order.
 
     The row never ends short: a failure outside any evaluator (or a cancellation that is not
     one of the caller) errors the evaluations that did not come back, and only a cancellation
-    of the caller is raised. ``names`` are the evaluators' names when known already (an
-    entry's plan holds them), else read from ``evaluators``.
+    of the caller is raised. ``label`` names the entry in that error (or is the entry, whose
+    label is then made only for it). ``names`` are the evaluators' names when known already
+    (an entry's plan holds them), else read from ``evaluators``.
     """
     if names is None:
         names = [prepared.name for prepared in evaluators]
@@ -578,7 +611,9 @@ async def evaluate_all(
     except BaseException as exc:
         if not is_stray_cancellation(exc):
             raise
-        stray = StrayCancellationError(f"scoring {label}")
+        stray = StrayCancellationError(
+            f"scoring {label if isinstance(label, str) else label.label}"
+        )
         stray.__cause__ = exc
         return _errored_row(stray, names)
     if len(evaluations) < len(names):

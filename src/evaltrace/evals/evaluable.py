@@ -131,10 +131,17 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 @functools.cache
-def _field_defaults(cls: type[BaseModel]) -> tuple[dict[str, Any], tuple[tuple[str, Any], ...]]:
-    """Every field of ``cls`` with its default, in declaration order; and the default factories.
+def _field_defaults(
+    cls: type[BaseModel],
+) -> tuple[dict[str, Any], tuple[tuple[str, Any], ...], dict[tuple[str, ...], set[str]] | None]:
+    """Every field of ``cls`` with its default, in order; its factories; its shared field sets.
 
     The field of a factory (or a required one) holds ``None`` in the first, until it is set.
+    The last is, for a frozen model, the sets of fields given its models share (``None``
+    otherwise): nothing changes a frozen model's set in place (``model_copy`` copies it
+    first), and one set per kind of model rather than one per model is six objects fewer for
+    the garbage collector to go through per row of a run (bench_runner.py's c=50 figure,
+    bench/README.md).
     """
     fields = cls.model_fields
     template = {
@@ -146,7 +153,7 @@ def _field_defaults(cls: type[BaseModel]) -> tuple[dict[str, Any], tuple[tuple[s
         for name, info in fields.items()
         if info.default_factory is not None
     )
-    return template, factories
+    return template, factories, ({} if cls.model_config.get("frozen") else None)
 
 
 def checked_model(cls: type[ModelT], fields: dict[str, Any]) -> ModelT:
@@ -167,7 +174,7 @@ def checked_model(cls: type[ModelT], fields: dict[str, Any]) -> ModelT:
         ... )
         True
     """
-    template, factories = _field_defaults(cls)
+    template, factories, shared = _field_defaults(cls)
     values = template.copy()
     values.update(fields)  # a key given keeps its place: the fields stay in declaration order
     for name, factory in factories:
@@ -178,12 +185,20 @@ def checked_model(cls: type[ModelT], fields: dict[str, Any]) -> ModelT:
     # (frozen) model: validating what the engine built itself was a sixth of an entry's CPU
     # in a run (bench_runner.py's c=50 figure, bench/README.md).
     _set_dict(model, values)
-    _set_fields_set(model, set(fields))
+    given = tuple(fields)
+    fields_set = shared.get(given) if shared is not None else None
+    if fields_set is None:
+        fields_set = set(given)
+        if shared is not None and len(shared) < _SHARED_FIELD_SETS:
+            shared[given] = fields_set
+    _set_fields_set(model, fields_set)
     _set_extra(model, None)
     _set_private(model, None)
     return model
 
 
+_SHARED_FIELD_SETS: Final = 64
+"""At most this many sets of fields given are shared per model class."""
 _new_model = object.__new__
 _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__

@@ -21,9 +21,10 @@ import typing
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, cast
 
 import anyio
+from pydantic import BaseModel
 
 from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.checks import check_timeout
@@ -302,8 +303,53 @@ def _is_pending(result: object) -> bool:
     return inspect.isawaitable(result)
 
 
+_SCORED: Final = {"score", "evaluator"}
+_LABELLED: Final = {"label", "evaluator"}
+_NEW = object.__new__
+_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
+_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+_DEFAULTS: Final = {
+    name: None if info.is_required() or info.default_factory is not None else info.default
+    for name, info in Evaluation.model_fields.items()
+}
+_ONLY_DETAILS_MADE: Final = [
+    (name, info.default_factory)
+    for name, info in Evaluation.model_fields.items()
+    if info.default_factory is not None
+] == [("details", dict)]
+
+
+def _checked(field: str, value: object, name: str) -> Evaluation:
+    """A score or a label checked here, as ``Evaluation(<field>=value, evaluator=name)``.
+
+    Made as :func:`~evaltrace.evals.evaluable.checked_model` makes it, without its general
+    steps: its evaluations share one set of the fields given per kind, their details a fresh
+    ``{}``, and pydantic's state is written through the model's own dict. A third of the cost
+    of ``checked_model``, which was a tenth of an entry's CPU in a run (bench_runner.py's c=50
+    figure, bench/README.md).
+    """
+    if not _ONLY_DETAILS_MADE:  # a field with a factory was added: the general way
+        return checked_model(Evaluation, {field: value, "evaluator": name})
+    evaluation = _NEW(Evaluation)
+    values = evaluation.__dict__  # empty, made now; filled in the fields' order
+    values.update(_DEFAULTS)
+    values[field] = value
+    values["evaluator"] = name
+    values["details"] = {}
+    _SET_FIELDS_SET(evaluation, _SCORED if field == "score" else _LABELLED)
+    _SET_EXTRA(evaluation, None)
+    _SET_PRIVATE(evaluation, None)
+    return evaluation
+
+
 def _coerce(result: object, name: str) -> Evaluation:
-    if type(result) not in _BUILTIN_SCORES:  # subclasses too: np.float64 is a float
+    kind = type(result)
+    if kind is bool:  # the usual results, told by their exact type at once
+        return _checked("score", 1.0 if result else 0.0, name)
+    if kind is float and 0.0 <= cast(float, result) <= 1.0:  # NaN and inf fail the comparison
+        return _checked("score", result, name)
+    if kind not in _BUILTIN_SCORES:  # subclasses too: np.float64 is a float
         if isinstance(result, Evaluation):
             # Filed under the evaluator that was called, even when it returns what an inner
             # evaluator gave it: the report's column is the outer one.
@@ -318,20 +364,20 @@ def _coerce(result: object, name: str) -> Evaluation:
     # Scores and labels checked here are not validated again: building the evaluation was a
     # tenth of an entry's CPU in a run (bench_runner.py's c=50 figure, bench/README.md).
     if isinstance(result, bool):
-        return checked_model(Evaluation, {"score": 1.0 if result else 0.0, "evaluator": name})
+        return _checked("score", 1.0 if result else 0.0, name)
     if isinstance(result, str):
         if result and type(result) is str:
-            return checked_model(Evaluation, {"label": result, "evaluator": name})
+            return _checked("label", result, name)
         if result:
             return Evaluation(label=result, evaluator=name)
         raise InvalidEvaluatorResultError(
             f"evaluator {name!r} returned an empty string; a string result is a label, "
             "such as 'positive'"
         )
-    if isinstance(result, int | float):
+    if isinstance(result, (int, float)):  # a tuple: no union object made per call
         score = float(result)
         if math.isfinite(score) and 0.0 <= score <= 1.0:
-            return checked_model(Evaluation, {"score": score, "evaluator": name})
+            return _checked("score", score, name)
         raise InvalidEvaluatorResultError(
             f"evaluator {name!r} returned the score {safe_repr(result)}; "
             "a score must be a finite number between 0 and 1"
@@ -352,6 +398,13 @@ async def evaluate_prepared(
     """
     label = prepared.name
     try:
+        if timeout is None and prepared.is_async:
+            # No cancel scope, no thread: the runner's usual evaluator (bench_runner.py's
+            # c=50 figure, bench/README.md).
+            result = await prepared.call(ctx)
+            if _is_pending(result):
+                result = await result
+            return _coerce(result, label)
         with _NO_TIMEOUT if timeout is None else anyio.fail_after(timeout):
             if prepared.is_async:
                 result = await prepared.call(ctx)

@@ -11,9 +11,9 @@ tokens its stored answer cost when it was first asked are counted as saved.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
+from contextvars import ContextVar, Token
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -143,6 +143,11 @@ def describe_judge_usage(by_model: Mapping[str, JudgeUsage]) -> str | None:
 class JudgeUsageCollector:
     """Gathers the judge calls made in a block (:func:`collect_judge_usage`), from any thread.
 
+    It is that block itself: entering it makes it the collector current in the context, and
+    leaving it restores the one before. The engine opens one around each entry's
+    evaluations; a class rather than a generator, and one object rather than two, made the
+    block a third as costly (bench_stored.py, bench/README.md).
+
     Example:
         >>> collector = JudgeUsageCollector()
         >>> collector.sent("m", input_tokens=10, output_tokens=2, cached_tokens=0, missed=True)
@@ -150,9 +155,23 @@ class JudgeUsageCollector:
         1
     """
 
+    __slots__ = ("_counts", "_lock", "_token")
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: dict[str, list[int]] = {}
+        self._token: Token[JudgeUsageCollector | None] | None = None
+
+    def __enter__(self) -> JudgeUsageCollector:
+        if self._token is not None:
+            raise RuntimeError("a JudgeUsageCollector is entered once at a time")
+        self._token = _COLLECTOR.set(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            _COLLECTOR.reset(self._token)
+            self._token = None
 
     def _add(self, model: str, pairs: Iterable[tuple[int, int]]) -> None:
         with self._lock:
@@ -190,6 +209,8 @@ class JudgeUsageCollector:
 
     def usage(self) -> dict[str, JudgeUsage]:
         """What was gathered so far, by model."""
+        if not self._counts:  # no judge call: the entry of a run without judges
+            return {}
         with self._lock:
             return {
                 model: JudgeUsage(**dict(zip(_FIELDS, counts, strict=True)))
@@ -202,8 +223,7 @@ _COLLECTOR: ContextVar[JudgeUsageCollector | None] = ContextVar(
 )
 
 
-@contextmanager
-def collect_judge_usage() -> Iterator[JudgeUsageCollector]:
+def collect_judge_usage() -> AbstractContextManager[JudgeUsageCollector]:
     """Gather the judge calls made in the block (and the tasks and threads it starts).
 
     Example:
@@ -211,12 +231,7 @@ def collect_judge_usage() -> Iterator[JudgeUsageCollector]:
         ...     current_usage_collector() is collector
         True
     """
-    collector = JudgeUsageCollector()
-    token = _COLLECTOR.set(collector)
-    try:
-        yield collector
-    finally:
-        _COLLECTOR.reset(token)
+    return JudgeUsageCollector()
 
 
 def current_usage_collector() -> JudgeUsageCollector | None:

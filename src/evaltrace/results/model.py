@@ -29,6 +29,7 @@ FAILED_PARTIAL_SCORE   some scored evaluation is below the threshold, not all ar
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -171,21 +172,34 @@ def entry_status(
         >>> entry_status([Evaluation(score=1.0), Evaluation(score=0.0)])
         <CompletionStatus.FAILED_PARTIAL_SCORE: 'FAILED_PARTIAL_SCORE'>
     """
-    errors = [e.error for e in evaluations if e.error is not None]
-    if error is not None:
-        errors.insert(0, error)
-    if any(item.where == "trace_file" for item in errors):
-        return CompletionStatus.LOG_FILE_ERROR
-    if any(item.type not in TIMEOUT_ERROR_TYPES for item in errors):
-        return CompletionStatus.ERROR
-    if errors:
+    # One pass over the scores while nothing errored (the usual entry): the status is worked
+    # out for every entry of a run (bench_runner.py's c=50 figure, bench/README.md).
+    errored = error is not None
+    any_score, passing, zero = False, True, True
+    if not errored:
+        for evaluation in evaluations:
+            if evaluation.error is not None:
+                errored = True
+                break
+            score = evaluation.score
+            if score is not None:
+                any_score = True
+                passing = passing and score >= threshold
+                zero = zero and score == 0.0
+    if errored:
+        errors = [e.error for e in evaluations if e.error is not None]
+        if error is not None:
+            errors.insert(0, error)
+        if any(item.where == "trace_file" for item in errors):
+            return CompletionStatus.LOG_FILE_ERROR
+        if any(item.type not in TIMEOUT_ERROR_TYPES for item in errors):
+            return CompletionStatus.ERROR
         return CompletionStatus.TIMED_OUT
-    scores = [e.score for e in evaluations if e.score is not None]
-    if not scores:
+    if not any_score:
         return CompletionStatus.NO_SCORE_LOGGED
-    if all(score >= threshold for score in scores):
+    if passing:
         return CompletionStatus.SUCCESS
-    if all(score == 0.0 for score in scores):
+    if zero:
         return CompletionStatus.FAILED_SCORE_ZERO
     return CompletionStatus.FAILED_PARTIAL_SCORE
 
@@ -381,7 +395,7 @@ class EntryResult(HasExpectation):
         # The state pydantic's own construction sets, written at once on the frozen model:
         # validation is a quarter of scoring a stored trace (bench_stored.py, bench/README.md).
         object.__setattr__(entry, "__dict__", values)
-        object.__setattr__(entry, "__pydantic_fields_set__", set(fields))
+        object.__setattr__(entry, "__pydantic_fields_set__", _fields_given(tuple(fields)))
         object.__setattr__(entry, "__pydantic_extra__", None)
         object.__setattr__(entry, "__pydantic_private__", None)
         return entry
@@ -395,6 +409,16 @@ class EntryResult(HasExpectation):
 
 
 _ENTRY_DEFAULTS: tuple[dict[str, Any], list[tuple[str, Callable[[], Any]]]] | None = None
+
+
+@functools.lru_cache(maxsize=64)
+def _fields_given(names: tuple[str, ...]) -> set[str]:
+    """One set of the fields given per kind of entry, shared by the entries of that kind.
+
+    Nothing changes a frozen model's set in place (``model_copy`` copies it first): one
+    object fewer per kept entry for the garbage collector to go through (bench_stored.py).
+    """
+    return set(names)
 
 
 def _entry_defaults() -> tuple[dict[str, Any], list[tuple[str, Callable[[], Any]]]]:

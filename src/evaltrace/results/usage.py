@@ -9,15 +9,17 @@ given a price table, the cost.
 
 from __future__ import annotations
 
+import operator
 from array import array
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Final
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from evaltrace.llm.calls import ModelUsage, add_model_usage, total_usage
+from evaltrace.llm.calls import ModelUsage, total_usage
 from evaltrace.llm.prices import Cost, PriceTable
-from evaltrace.llm.usage import JudgeUsage, add_judge_usage
+from evaltrace.llm.usage import JudgeUsage
 
 __all__ = [
     "LATENCY_PERCENTILES",
@@ -133,13 +135,30 @@ class UsageTally:
     """The tokens and wall times of a run's entries, added up as they finish."""
 
     def __init__(self) -> None:
-        self.usage: dict[str, ModelUsage] = {}
-        """The app's model calls, by model."""
-        self.judge_usage: dict[str, JudgeUsage] = {}
-        """The judges' calls, by model."""
+        # Each model's counts, added up in place, its totals made once when read: a new dict
+        # and a new model per entry were about 2% of scoring a stored trace (bench_stored.py,
+        # bench/README.md).
+        self._usage: dict[str, list[int]] = {}
+        self._judge_usage: dict[str, list[int]] = {}
         # 8 bytes an entry: a run of 10⁵ entries keeps its latencies in under a megabyte.
         self.durations: array[float] = array("d")
         """The app's wall time of each entry that ran it."""
+
+    @property
+    def usage(self) -> dict[str, ModelUsage]:
+        """The app's model calls, by model."""
+        return {
+            model: ModelUsage(**dict(zip(_MODEL_FIELDS, counts, strict=True)))
+            for model, counts in self._usage.items()
+        }
+
+    @property
+    def judge_usage(self) -> dict[str, JudgeUsage]:
+        """The judges' calls, by model."""
+        return {
+            model: JudgeUsage(**dict(zip(_JUDGE_FIELDS, counts, strict=True)))
+            for model, counts in self._judge_usage.items()
+        }
 
     def add(
         self,
@@ -149,9 +168,9 @@ class UsageTally:
     ) -> None:
         """Add one entry: its app's calls, its judges' calls, its app's wall time (0: none)."""
         if usage:
-            self.usage = add_model_usage(self.usage, usage)
+            _add_counts(self._usage, usage, _model_counts)
         if judge_usage:
-            self.judge_usage = add_judge_usage(self.judge_usage, judge_usage)
+            _add_counts(self._judge_usage, judge_usage, _judge_counts)
         if duration_s > 0:
             self.durations.append(duration_s)
 
@@ -160,13 +179,36 @@ class UsageTally:
 
         :attr:`durations` are left in another order.
         """
+        usage, judge_usage = self.usage, self.judge_usage
         return {
-            "usage": self.usage,
-            "judge_usage": self.judge_usage,
+            "usage": usage,
+            "judge_usage": judge_usage,
             "latency": latency_summary(self.durations, reorder=True),
             "prices": prices,
-            "cost": None if prices is None else run_cost(prices, self.usage, self.judge_usage),
+            "cost": None if prices is None else run_cost(prices, usage, judge_usage),
         }
+
+
+_MODEL_FIELDS: Final = tuple(ModelUsage.model_fields)
+_JUDGE_FIELDS: Final = tuple(JudgeUsage.model_fields)
+_model_counts: Final = operator.attrgetter(*_MODEL_FIELDS)
+_judge_counts: Final = operator.attrgetter(*_JUDGE_FIELDS)
+
+
+def _add_counts(
+    totals: dict[str, list[int]],
+    more: Mapping[str, BaseModel],
+    counts_of: Callable[[BaseModel], tuple[int, ...]],
+) -> None:
+    """Add each model's counts of ``more`` to ``totals``, in place."""
+    for model, usage in more.items():
+        counts = counts_of(usage)
+        total = totals.get(model)
+        if total is None:
+            totals[model] = list(counts)
+        else:
+            for position, count in enumerate(counts):
+                total[position] += count
 
 
 def describe_usage(
