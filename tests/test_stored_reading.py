@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evaltrace.trace import read_traces, save_traces
+import pytest
+
+from evaltrace.trace import read_traces, save_traces, trace_file, trace_to_text, walk_trace
 from span_factory import Spans
 
 
@@ -65,3 +67,63 @@ def test_a_line_whose_trace_id_is_not_hex_is_a_problem_of_the_file(tmp_path: Pat
     assert [problem.line for problem in traces.problems] == [5]
     assert "trace_id" in traces.problems[0].message
     assert all(one.complete for one in traces)
+
+
+def test_a_last_line_without_its_newline_is_read(tmp_path: Path) -> None:
+    path, trace_ids = interleaved(tmp_path)
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+
+    stored = list(read_traces(path))
+
+    assert [one.trace_id for one in stored] == trace_ids
+    assert [len(list(one.roots[0].walk())) for one in stored] == [2, 2]
+    assert all(one.complete for one in stored)
+
+
+def test_a_line_cut_short_is_reported_at_the_column_json_gives_for_it(tmp_path: Path) -> None:
+    path, trace_ids = interleaved(tmp_path)
+    text = path.read_text().splitlines()
+    text[2] = text[2][: text[2].index('"name"') + len('"name":')]  # a value is missing
+    path.write_text("\n".join(text) + "\n")
+    try:
+        json.loads(text[2] + "\n")
+    except json.JSONDecodeError as exc:
+        column = exc.colno
+
+    stored = {one.trace_id: one for one in read_traces(path)}
+
+    (problem,) = stored[trace_ids[0]].problems
+    assert problem.line == 3
+    assert f"at column {column})" in problem.message
+
+
+def test_traces_whose_lines_cross_the_first_pass_s_reads_are_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(b"".join(save_lines(tmp_path, runs=3)))
+    whole = [trace_to_text(one.roots) for one in read_traces(path)]
+    monkeypatch.setattr(trace_file, "_CHUNK_BYTES", 100)  # shorter than a line
+
+    stored = list(read_traces(path))
+
+    assert [trace_to_text(one.roots) for one in stored] == whole
+    assert [len(list(walk_trace(one.roots))) for one in stored] == [3, 3, 3]
+    assert all(one.complete for one in stored)
+
+
+def save_lines(tmp_path: Path, *, runs: int) -> list[bytes]:
+    """The lines of ``runs`` runs of three spans, as save_traces writes them."""
+    spans = Spans(service_name="bot")
+    try:
+        for run in range(runs):
+            top = spans.start(f"run{run}", run * 5)
+            for step in range(2):
+                spans.end(spans.start(f"step{step}", run * 5 + step + 1, parent=top), 20)
+            spans.end(top, 30)
+        finished = spans.finished()
+    finally:
+        spans.provider.shutdown()
+    written = tmp_path / "saved.jsonl"
+    save_traces(finished, written)
+    return written.read_bytes().splitlines(keepends=True)
