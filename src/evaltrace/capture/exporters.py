@@ -28,7 +28,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from evaltrace._safe_text import exception_text, safe_str
-from evaltrace.capture.jsonl import span_line
+from evaltrace.capture.jsonl import encode_span_document, span_document
 from evaltrace.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -276,7 +276,7 @@ def span_json_line(span: ReadableSpan) -> str:
     """
     context = span.context
     start = span.start_time or 0
-    return span_line(
+    document = span_document(
         trace_id=context.trace_id if context is not None else 0,
         span_id=context.span_id if context is not None else 0,
         parent_span_id=None if span.parent is None else span.parent.span_id,
@@ -290,3 +290,4 @@ def span_json_line(span: ReadableSpan) -> str:
         events=((event.name, event.timestamp, event.attributes) for event in span.events),
         resource=span.resource.attributes,
     )
+    return encode_span_document(document)

@@ -1,8 +1,9 @@
 """The JSON-lines trace format: one finished span per line, written in one place.
 
 The trace file (``EVALTRACE_TRACE_FILE``, :class:`~evaltrace.capture.exporters.JsonLinesExporter`),
-:func:`evaltrace.trace.save_traces` and a run's ``traces.jsonl`` all write their lines with
-:func:`span_line`, and :func:`evaltrace.trace.load_traces` reads them back.
+:func:`evaltrace.trace.save_traces` and a run's ``traces.jsonl`` all write their lines as
+:func:`span_document` builds them and :func:`encode_span_document` encodes them, and
+:func:`evaltrace.trace.load_traces` reads them back.
 """
 
 from __future__ import annotations
@@ -11,68 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["encode_span_document", "span_document", "span_line"]
-
-
-def span_line(
-    *,
-    trace_id: int,
-    span_id: int,
-    parent_span_id: int | None,
-    name: str,
-    kind: str,
-    start_time_ns: int,
-    end_time_ns: int,
-    status_code: str,
-    status_description: str | None,
-    attributes: Mapping[str, Any] | None,
-    events: Iterable[tuple[str, int, Mapping[str, Any] | None]],
-    resource: Mapping[str, Any] | None,
-    named_values: list[dict[str, Any]] | None = None,
-) -> str:
-    """One finished span as a line of the JSONL trace format (without the newline).
-
-    Args:
-        trace_id: The span's trace id.
-        span_id: Its id.
-        parent_span_id: Its parent's id; ``None`` for a root.
-        name: Its name.
-        kind: Its OpenTelemetry kind's name (``"INTERNAL"``, ``"CLIENT"``, ...).
-        start_time_ns: When it started (nanoseconds since the epoch).
-        end_time_ns: When it ended.
-        status_code: Its status code's name (``"UNSET"``, ``"OK"``, ``"ERROR"``).
-        status_description: Its status description.
-        attributes: Its attributes.
-        events: Each event's name, time and attributes.
-        resource: Its resource's attributes.
-        named_values: The ``wrap`` values recorded on it, when they are not in its events.
-
-    Example:
-        >>> line = span_line(
-        ...     trace_id=1, span_id=2, parent_span_id=None, name="answer", kind="INTERNAL",
-        ...     start_time_ns=0, end_time_ns=5, status_code="UNSET", status_description=None,
-        ...     attributes={"n": (1, 2)}, events=(), resource={},
-        ... )
-        >>> line[:61]
-        '{"trace_id":"00000000000000000000000000000001","span_id":"000'
-    """
-    return encode_span_document(
-        span_document(
-            trace_id=trace_id,
-            span_id=span_id,
-            parent_span_id=parent_span_id,
-            name=name,
-            kind=kind,
-            start_time_ns=start_time_ns,
-            end_time_ns=end_time_ns,
-            status_code=status_code,
-            status_description=status_description,
-            attributes=attributes,
-            events=events,
-            resource=resource,
-            named_values=named_values,
-        )
-    )
+__all__ = ["encode_span_document", "span_document"]
 
 
 def span_document(
@@ -91,10 +31,34 @@ def span_document(
     resource: Mapping[str, Any] | None,
     named_values: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The JSON document of a line of the trace format: :func:`span_line` before encoding.
+    """The JSON document of one finished span's line of the trace format, before encoding.
 
-    The arguments are :func:`span_line`'s. For a writer with an encoder of its own; what it
-    cannot encode, :func:`encode_span_document` can.
+    :func:`encode_span_document` makes it the line; a writer with an encoder of its own may
+    use that, and :func:`encode_span_document` for what its encoder refuses.
+
+    Args:
+        trace_id: The span's trace id.
+        span_id: Its id.
+        parent_span_id: Its parent's id; ``None`` for a root.
+        name: Its name.
+        kind: Its OpenTelemetry kind's name (``"INTERNAL"``, ``"CLIENT"``, ...).
+        start_time_ns: When it started (nanoseconds since the epoch).
+        end_time_ns: When it ended.
+        status_code: Its status code's name (``"UNSET"``, ``"OK"``, ``"ERROR"``).
+        status_description: Its status description.
+        attributes: Its attributes.
+        events: Each event's name, time and attributes.
+        resource: Its resource's attributes.
+        named_values: The ``wrap`` values recorded on it, when they are not in its events.
+
+    Example:
+        >>> line = encode_span_document(span_document(
+        ...     trace_id=1, span_id=2, parent_span_id=None, name="answer", kind="INTERNAL",
+        ...     start_time_ns=0, end_time_ns=5, status_code="UNSET", status_description=None,
+        ...     attributes={"n": (1, 2)}, events=(), resource={},
+        ... ))
+        >>> line[:61]
+        '{"trace_id":"00000000000000000000000000000001","span_id":"000'
     """
     data: dict[str, Any] = {
         "trace_id": f"{trace_id:032x}",

@@ -153,7 +153,7 @@ def conflict_message(record: SpanRecord, other_place: str) -> str:
 def read_own_line(line: str | bytes) -> ReadSpan:
     """Read one line of evaltrace's JSONL format: the span, and the values stored beside it.
 
-    A line of the shape :func:`~evaltrace.capture.jsonl.span_line` writes (without
+    A line of the shape :func:`~evaltrace.capture.jsonl.encode_span_document` writes (without
     ``named_values``) is read in one pass, from its bytes to its :class:`SpanRecord`; any
     other line, valid or not, is read as :func:`record_from_json` reads a decoded line, which
     raises what is wrong with it. Both give the same record for a line both read.
@@ -205,7 +205,7 @@ _LINE: SchemaValidator | None = None
 
 
 def _line_reader() -> SchemaValidator:
-    """The validator of a line as ``span_line`` writes it, built on first use.
+    """The validator of a line as ``encode_span_document`` writes it, built on first use.
 
     Strict: it accepts exactly the types :func:`record_from_json` reads without converting
     (ids in hex of their length, times as JSON integers, every field present, no other), so

@@ -72,7 +72,7 @@ _OWN_LINE: Final = re.compile(rb'\s*\{"trace_id":\s*"([0-9a-fA-F]{32})"')
 _ANY_TRACE_ID: Final = re.compile(rb'"(?:trace_id|traceId)"\s*:\s*"([0-9a-fA-F]{32})"')
 _BOM: Final = b"\xef\xbb\xbf"
 _LINE_FIELDS: Final = 4  # offset, length, first line number, lines
-# The start of a line as span_line writes it: no space, the id's 32 hex digits, a quote.
+# The start of a line as encode_span_document writes it: no space, the id's 32 hex digits, a quote.
 _COMPACT: Final = re.compile(rb'\{"trace_id":"([0-9a-fA-F]{32})"')
 _CHUNK_BYTES: Final = 1 << 20  # how much of a file the first pass reads at once
 _KINDS: Final = (
@@ -222,7 +222,7 @@ class TraceFile:
             find = buffer.find
             follows = buffer.startswith
             while position < size:
-                # The lines of one trace written together, as span_line writes them, told
+                # The lines of one trace written together, as encode_span_document writes them, told
                 # by the first one's prefix, which each next line repeats: 0.66-0.92x the
                 # first pass's CPU line by line (median 0.76x, 8 rounds in one process;
                 # bench_stored.py's file).
