@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from evaltrace.trace import read_traces, save_traces, trace_file, trace_to_text, walk_trace
+from evaltrace.errors import TraceFormatError
+from evaltrace.trace import (
+    load_traces,
+    read_traces,
+    save_traces,
+    trace_file,
+    trace_to_text,
+    walk_trace,
+)
 from span_factory import Spans
 
 
@@ -127,3 +135,27 @@ def save_lines(tmp_path: Path, *, runs: int) -> list[bytes]:
     written = tmp_path / "saved.jsonl"
     save_traces(finished, written)
     return written.read_bytes().splitlines(keepends=True)
+
+
+def test_a_line_cut_inside_a_string_says_at_column_once(tmp_path: Path) -> None:
+    path, trace_ids = interleaved(tmp_path)
+    text = path.read_text().splitlines()
+    cut = text[2].index('"name":"') + len('"name":"x')  # the span's name left unterminated
+    text[2] = text[2][:cut]
+    path.write_text("\n".join(text) + "\n")
+    # json's messages here end with the word "at", which the column follows: read_traces
+    # reads the line with its newline, load_traces without.
+    said = []
+    for line in (text[2] + "\n", text[2]):
+        with pytest.raises(json.JSONDecodeError) as refused:
+            json.loads(line)
+        assert refused.value.msg.endswith(" at")
+        said.append(f"not valid JSON ({refused.value.msg} column {refused.value.colno}).")
+
+    stored = {one.trace_id: one for one in read_traces(path)}
+    (problem,) = stored[trace_ids[0]].problems
+    with pytest.raises(TraceFormatError) as loaded:
+        load_traces(path)
+
+    assert said[0] in problem.message and " at at " not in problem.message
+    assert said[1] in str(loaded.value) and " at at " not in str(loaded.value)

@@ -8,6 +8,7 @@ Shared by :func:`evaltrace.load_traces`, which reads a whole file, and
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TypeAlias
 
@@ -36,6 +37,7 @@ __all__ = [
     "JSONL_HINT",
     "TOO_DEEP",
     "ReadSpan",
+    "not_json",
     "add_span",
     "conflict_message",
     "cycle_message",
@@ -65,6 +67,22 @@ TOO_DEEP: Final = (
 """Why JSON nested past the recursion limit is refused."""
 
 _PURPOSES: Mapping[str, Purpose] = {"input": "input", "output": "output", "state": "state"}
+
+
+def not_json(exc: json.JSONDecodeError) -> str:
+    """Why a trace file's line (or document) is not JSON, with what its lines may hold.
+
+    Example:
+        >>> try:
+        ...     json.loads('{"name": "ans')
+        ... except json.JSONDecodeError as exc:
+        ...     not_json(exc)[:60]
+        'not valid JSON (Unterminated string starting at column 10). '
+    """
+    # Some of json's messages end with the word "at" ("Unterminated string starting at"),
+    # which the column then follows.
+    where = "column" if exc.msg.endswith(" at") else "at column"
+    return f"not valid JSON ({exc.msg} {where} {exc.colno}). " + JSONL_HINT
 
 
 def unreadable(exc: RecursionError | ValueError) -> str:

@@ -32,11 +32,11 @@ from evaltrace.errors import NotATraceFileError, TraceFormatError
 from evaltrace.trace._fields import Invalid
 from evaltrace.trace._otlp_json import otlp_records
 from evaltrace.trace._span_json import (
-    JSONL_HINT,
     TOO_DEEP,
     ReadSpan,
     add_span,
     cycle_message,
+    not_json,
     read_own_line,
     read_span_object,
     span_objects,
@@ -260,10 +260,7 @@ def _documents(name: str, text: str) -> Iterator[tuple[str, Any]]:
         # so that an error is reported on the line that holds it.
         first_line = text.lstrip().partition("\n")[0].strip()
         if exc.msg != "Extra data" and first_line in ("{", "["):
-            raise TraceFormatError(
-                f"{name}, line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}). "
-                + JSONL_HINT
-            ) from None
+            raise TraceFormatError(f"{name}, line {exc.lineno}: {not_json(exc)}") from None
     except (RecursionError, ValueError) as exc:
         # Only the first JSON value is parsed before "Extra data": the problem is in it.
         raise TraceFormatError(f"{name}, line {first}: {unreadable(exc)}") from None
@@ -279,10 +276,7 @@ def _documents(name: str, text: str) -> Iterator[tuple[str, Any]]:
         try:
             yield f"{name}, line {number}", json.loads(line)
         except json.JSONDecodeError as exc:
-            raise TraceFormatError(
-                f"{name}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}). "
-                + JSONL_HINT
-            ) from None
+            raise TraceFormatError(f"{name}, line {number}: {not_json(exc)}") from None
         except (RecursionError, ValueError) as exc:
             raise TraceFormatError(f"{name}, line {number}: {unreadable(exc)}") from None
 
@@ -302,9 +296,7 @@ def _own_line(line: _OwnLine, place: str) -> ReadSpan:
     try:
         return read_own_line(line.text)
     except json.JSONDecodeError as exc:
-        raise TraceFormatError(
-            f"{place}: not valid JSON ({exc.msg} at column {exc.colno}). " + JSONL_HINT
-        ) from None
+        raise TraceFormatError(f"{place}: {not_json(exc)}") from None
     except Invalid as exc:
         raise TraceFormatError(f"{place}: {exc}") from None
     except (RecursionError, ValueError) as exc:

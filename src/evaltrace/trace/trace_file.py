@@ -44,11 +44,11 @@ from evaltrace.capture.values import WrapRecord
 from evaltrace.errors import NotATraceFileError, TraceFormatError
 from evaltrace.trace._fields import Invalid
 from evaltrace.trace._span_json import (
-    JSONL_HINT,
     TOO_DEEP,
     ReadSpan,
     conflict_message,
     cycle_message,
+    not_json,
     own_line_validator,
     read_line_by_fields,
     read_span_object,
@@ -303,7 +303,7 @@ class TraceFile:
             self._problem(
                 exc.lineno,
                 f"{self.path}, line {exc.lineno}",
-                f"not valid JSON ({exc.msg} at column {exc.colno}). " + JSONL_HINT,
+                not_json(exc),
             )
             return
         except (RecursionError, ValueError) as exc:
@@ -317,7 +317,7 @@ class TraceFile:
         try:
             document = read_json(line)
         except json.JSONDecodeError as exc:
-            message = f"not valid JSON ({exc.msg} at column {exc.colno}). " + JSONL_HINT
+            message = not_json(exc)
             self._problem(number, place, message, line)
             return
         except UnicodeDecodeError as exc:
@@ -448,7 +448,7 @@ class TraceFile:
         try:
             return read_line_by_fields(text)
         except json.JSONDecodeError as exc:
-            message = f"not valid JSON ({exc.msg} at column {exc.colno}). " + JSONL_HINT
+            message = not_json(exc)
         except UnicodeDecodeError as exc:
             message = f"not UTF-8 text (invalid byte at {exc.start})"
         except Invalid as exc:
