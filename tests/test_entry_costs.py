@@ -15,6 +15,7 @@ from evaltrace.llm.usage import (
     collect_judge_usage,
     current_usage_collector,
 )
+from evaltrace.results.model import EntryResult
 from evaltrace.results.usage import UsageTally
 
 
@@ -35,6 +36,20 @@ def test_copying_a_model_made_without_validation_leaves_the_others_fields_set_al
     assert copied.model_fields_set == {"score", "evaluator", "reasoning"}
     assert first.model_fields_set == second.model_fields_set == {"score", "evaluator"}
     assert second.model_dump(exclude_unset=True) == {"score": 0.0, "evaluator": "exact"}
+
+
+def test_entries_and_evaluations_made_without_validation_share_the_same_sets() -> None:
+    async def check(evaluable: Evaluable) -> bool:
+        return True
+
+    made = anyio.run(evaluate, check, Evaluable())
+    general = checked_model(Evaluation, {"score": 0.5, "evaluator": "other"})
+    first = EntryResult.from_checked(index=0, name="0", evaluations=[made])
+    second = EntryResult.from_checked(index=1, name="1", evaluations=[general])
+
+    assert made.model_fields_set is general.model_fields_set
+    assert first.model_fields_set is second.model_fields_set
+    assert first.model_fields_set == {"index", "name", "evaluations"}
 
 
 def test_a_usage_tally_adds_up_each_model_as_adding_the_usages_does() -> None:

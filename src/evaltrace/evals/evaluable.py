@@ -27,6 +27,8 @@ __all__ = [
     "UNSET",
     "Evaluable",
     "checked_model",
+    "fields_given",
+    "model_of_state",
     "HasExpectation",
     "NamedData",
     "TestCase",
@@ -137,11 +139,8 @@ def _field_defaults(
     """Every field of ``cls`` with its default, in order; its factories; its shared field sets.
 
     The field of a factory (or a required one) holds ``None`` in the first, until it is set.
-    The last is, for a frozen model, the sets of fields given its models share (``None``
-    otherwise): nothing changes a frozen model's set in place (``model_copy`` copies it
-    first), and one set per kind of model rather than one per model is six objects fewer for
-    the garbage collector to go through per row of a run (bench_runner.py's c=50 figure,
-    bench/README.md).
+    The last is, for a frozen model, the sets of fields given its models share
+    (:func:`fields_given`; ``None`` for a model that is not frozen).
     """
     fields = cls.model_fields
     template = {
@@ -156,7 +155,9 @@ def _field_defaults(
     return template, factories, ({} if cls.model_config.get("frozen") else None)
 
 
-def checked_model(cls: type[ModelT], fields: dict[str, Any]) -> ModelT:
+def checked_model(
+    cls: type[ModelT], fields: dict[str, Any], *, given: tuple[str, ...] | None = None
+) -> ModelT:
     """A model of values that are valid already, made without validating them again.
 
     For values the engine built itself, which validation would keep as they are (JSON data
@@ -166,7 +167,9 @@ def checked_model(cls: type[ModelT], fields: dict[str, Any]) -> ModelT:
     required field must be given. Giving anything validation would change or refuse makes a
     model that breaks its own rules: only for values checked where they were made, and for
     models with no private attributes and no extra fields (:class:`NamedData`,
-    :class:`Evaluable`, :class:`~evaltrace.evals.Evaluation`).
+    :class:`Evaluable`, :class:`~evaltrace.evals.Evaluation`). ``given`` names the fields
+    the model reads as given (``model_fields_set``) when that is not every key of ``fields``:
+    for a field a validator derives, as validation leaves it unset.
 
     Example:
         >>> checked_model(NamedData, {"name": "answer", "value": 4}) == NamedData(
@@ -174,23 +177,45 @@ def checked_model(cls: type[ModelT], fields: dict[str, Any]) -> ModelT:
         ... )
         True
     """
-    template, factories, shared = _field_defaults(cls)
+    template, factories, _ = _field_defaults(cls)
     values = template.copy()
     values.update(fields)  # a key given keeps its place: the fields stay in declaration order
     for name, factory in factories:
         if name not in fields:
             values[name] = factory()
-    model = _new_model(cls)
-    # The state pydantic's own construction sets, written at once through the slots of the
-    # (frozen) model: validating what the engine built itself was a sixth of an entry's CPU
-    # in a run (bench_runner.py's c=50 figure, bench/README.md).
-    _set_dict(model, values)
-    given = tuple(fields)
-    fields_set = shared.get(given) if shared is not None else None
+    return model_of_state(cls, values, fields_given(cls, tuple(fields) if given is None else given))
+
+
+def fields_given(cls: type[BaseModel], given: tuple[str, ...]) -> set[str]:
+    """The set of fields given of a model of ``cls`` made of fields named ``given``.
+
+    For a frozen model, the models given the same fields share one set: nothing changes a
+    frozen model's set in place (``model_copy`` copies it first), and one set per kind of
+    model rather than one per model is an object fewer per model for the garbage collector
+    to go through (six per row of a run: bench_runner.py's c=50 figure, bench/README.md).
+    """
+    shared = _field_defaults(cls)[2]
+    if shared is None:
+        return set(given)
+    fields_set = shared.get(given)
     if fields_set is None:
         fields_set = set(given)
-        if shared is not None and len(shared) < _SHARED_FIELD_SETS:
+        if len(shared) < _SHARED_FIELD_SETS:
             shared[given] = fields_set
+    return fields_set
+
+
+def model_of_state(cls: type[ModelT], values: dict[str, Any], fields_set: set[str]) -> ModelT:
+    """A model of ``cls`` holding ``values`` (every field, in order) as they are, unvalidated.
+
+    The one place that writes the state pydantic's own construction sets, at once through the
+    slots of the (frozen) model: validating what the engine built itself was a sixth of an
+    entry's CPU in a run (bench_runner.py's c=50 figure, bench/README.md). Only for
+    :func:`checked_model` and the engine's own fast paths, with values checked where they
+    were made.
+    """
+    model = _new_model(cls)
+    _set_dict(model, values)
     _set_fields_set(model, fields_set)
     _set_extra(model, None)
     _set_private(model, None)

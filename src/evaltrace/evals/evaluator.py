@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeAlias, cast
 
 import anyio
-from pydantic import BaseModel
 
 from evaltrace._safe_text import safe_repr, type_name
 from evaltrace.checks import check_timeout
@@ -41,7 +40,7 @@ from evaltrace.errors import (
     InvalidEvaluatorResultError,
 )
 from evaltrace.evals.context import EvaluatorContext
-from evaltrace.evals.evaluable import Evaluable, checked_model
+from evaltrace.evals.evaluable import Evaluable, checked_model, fields_given, model_of_state
 from evaltrace.evals.evaluation import Evaluation
 from evaltrace.trace.tree import ObservationNode
 
@@ -303,12 +302,8 @@ def _is_pending(result: object) -> bool:
     return inspect.isawaitable(result)
 
 
-_SCORED: Final = {"score", "evaluator"}
-_LABELLED: Final = {"label", "evaluator"}
-_NEW = object.__new__
-_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
-_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+_SCORED: Final = fields_given(Evaluation, ("score", "evaluator"))
+_LABELLED: Final = fields_given(Evaluation, ("label", "evaluator"))
 _DEFAULTS: Final = {
     name: None if info.is_required() or info.default_factory is not None else info.default
     for name, info in Evaluation.model_fields.items()
@@ -324,23 +319,17 @@ def _checked(field: str, value: object, name: str) -> Evaluation:
     """A score or a label checked here, as ``Evaluation(<field>=value, evaluator=name)``.
 
     Made as :func:`~evaltrace.evals.evaluable.checked_model` makes it, without its general
-    steps: its evaluations share one set of the fields given per kind, their details a fresh
-    ``{}``, and pydantic's state is written through the model's own dict. A third of the cost
-    of ``checked_model``, which was a tenth of an entry's CPU in a run (bench_runner.py's c=50
-    figure, bench/README.md).
+    steps (the defaults and factories looked up, the set of fields given found): a third of
+    the cost of ``checked_model``, which was a tenth of an entry's CPU in a run
+    (bench_runner.py's c=50 figure, bench/README.md).
     """
     if not _ONLY_DETAILS_MADE:  # a field with a factory was added: the general way
         return checked_model(Evaluation, {field: value, "evaluator": name})
-    evaluation = _NEW(Evaluation)
-    values = evaluation.__dict__  # empty, made now; filled in the fields' order
-    values.update(_DEFAULTS)
+    values = _DEFAULTS.copy()  # the fields in their order
     values[field] = value
     values["evaluator"] = name
     values["details"] = {}
-    _SET_FIELDS_SET(evaluation, _SCORED if field == "score" else _LABELLED)
-    _SET_EXTRA(evaluation, None)
-    _SET_PRIVATE(evaluation, None)
-    return evaluation
+    return model_of_state(Evaluation, values, _SCORED if field == "score" else _LABELLED)
 
 
 def _coerce(result: object, name: str) -> Evaluation:

@@ -29,9 +29,8 @@ FAILED_PARTIAL_SCORE   some scored evaluation is below the threshold, not all ar
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -51,6 +50,7 @@ from evaltrace.evals.evaluable import (
     HasExpectation,
     NamedData,
     Unset,
+    checked_model,
     encode_unless_json,
     expectation_field,
 )
@@ -383,22 +383,13 @@ class EntryResult(HasExpectation):
             ... )
             True
         """
-        template, factories = _ENTRY_DEFAULTS or _entry_defaults()
-        values = {**template, **fields}
-        for name, factory in factories:
-            if name not in fields:
-                values[name] = factory()
-        values["evaluations"] = [_plain_details(item) for item in values["evaluations"]]
+        given = tuple(fields)
+        if "evaluations" in fields:
+            fields["evaluations"] = [_plain_details(item) for item in fields["evaluations"]]
         if "status" not in fields:
-            values["status"] = entry_status(values["evaluations"], values["error"])
-        entry = cls.__new__(cls)
-        # The state pydantic's own construction sets, written at once on the frozen model:
-        # validation is a quarter of scoring a stored trace (bench_stored.py, bench/README.md).
-        object.__setattr__(entry, "__dict__", values)
-        object.__setattr__(entry, "__pydantic_fields_set__", _fields_given(tuple(fields)))
-        object.__setattr__(entry, "__pydantic_extra__", None)
-        object.__setattr__(entry, "__pydantic_private__", None)
-        return entry
+            fields["status"] = entry_status(fields.get("evaluations", ()), fields.get("error"))
+        # Validation is a quarter of scoring a stored trace (bench_stored.py, bench/README.md).
+        return checked_model(cls, fields, given=given)
 
     def evaluation(self, evaluator: str) -> Evaluation | None:
         """The evaluation by the evaluator called ``evaluator``, if the entry has one."""
@@ -406,32 +397,6 @@ class EntryResult(HasExpectation):
             if evaluation.evaluator == evaluator:
                 return evaluation
         return None
-
-
-_ENTRY_DEFAULTS: tuple[dict[str, Any], list[tuple[str, Callable[[], Any]]]] | None = None
-
-
-@functools.lru_cache(maxsize=64)
-def _fields_given(names: tuple[str, ...]) -> set[str]:
-    """One set of the fields given per kind of entry, shared by the entries of that kind.
-
-    Nothing changes a frozen model's set in place (``model_copy`` copies it first): one
-    object fewer per kept entry for the garbage collector to go through (bench_stored.py).
-    """
-    return set(names)
-
-
-def _entry_defaults() -> tuple[dict[str, Any], list[tuple[str, Callable[[], Any]]]]:
-    """Each field of :class:`EntryResult` with its default, in order, and the default factories."""
-    global _ENTRY_DEFAULTS
-    template: dict[str, Any] = {}
-    factories: list[tuple[str, Callable[[], Any]]] = []
-    for name, field in EntryResult.model_fields.items():
-        template[name] = None if field.is_required() else field.default
-        if field.default_factory is not None:
-            factories.append((name, field.default_factory))  # type: ignore[arg-type]
-    _ENTRY_DEFAULTS = (template, factories)
-    return _ENTRY_DEFAULTS
 
 
 class EntrySelection(BaseModel):
