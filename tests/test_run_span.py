@@ -297,3 +297,28 @@ def test_a_span_started_by_hand_carries_the_resource_the_provider_gave_its_trace
     assert span.resource is tracer.resource
     assert span.resource.attributes["process.pid"] == 42
     assert span.resource.attributes["service.name"] == "shop"
+
+
+@pytest.mark.parametrize("event", [False, True])
+def test_processors_receive_from_a_span_started_by_hand_the_copy_the_sdk_makes(
+    event: bool,
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "shop"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("evaltrace")
+    spans = RunSpans(tracer)
+    assert spans.by_hand
+
+    span = spans.start("answer")
+    span.set_attribute("app.step", "lookup")
+    if event:
+        span.add_event("cache miss", {"key": "q"})
+    span.end()
+
+    (received,) = exporter.get_finished_spans()
+    made = SDKSpan._readable_span(span)  # the copy the SDK's own span class makes
+    fields = {k: v for k, v in vars(made).items() if k != "_attributes"}
+    assert {k: v for k, v in vars(received).items() if k != "_attributes"} == fields
+    assert dict(received.attributes or {}) == dict(made.attributes or {})
+    assert received.to_json() == made.to_json()
