@@ -198,7 +198,6 @@ class _CaptureBlock:
             )
         self._processor = runtime().processor
         self._opened = open_capture_scope(self.handler)
-        self._processor.hold_scope()
         return self.handler
 
     def __exit__(
