@@ -6,6 +6,7 @@ provider can be set only once per process.
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -297,3 +298,62 @@ def test_a_span_started_by_hand_carries_the_resource_the_provider_gave_its_trace
     assert span.resource is tracer.resource
     assert span.resource.attributes["process.pid"] == 42
     assert span.resource.attributes["service.name"] == "shop"
+
+
+@pytest.mark.parametrize("event", [False, True])
+def test_processors_receive_from_a_span_started_by_hand_the_copy_the_sdk_makes(
+    event: bool,
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "shop"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("evaltrace")
+    spans = RunSpans(tracer)
+    assert spans.by_hand
+
+    span = spans.start("answer")
+    span.set_attribute("app.step", "lookup")
+    if event:
+        span.add_event("cache miss", {"key": "q"})
+    span.end()
+
+    (received,) = exporter.get_finished_spans()
+    made = SDKSpan._readable_span(span)  # the copy the SDK's own span class makes
+    fields = {k: v for k, v in vars(made).items() if k != "_attributes"}
+    assert {k: v for k, v in vars(received).items() if k != "_attributes"} == fields
+    assert dict(received.attributes or {}) == dict(made.attributes or {})
+    assert received.to_json() == made.to_json()
+
+
+def _tracked_reachable(start: object, shared: set[int]) -> list[object]:
+    """The objects the garbage collector tracks that ``start`` reaches, except ``shared``."""
+    found: list[object] = []
+    stack = [start]
+    seen = set(shared)
+    while stack:
+        for ref in gc.get_referents(stack.pop()):
+            if id(ref) in seen or not gc.is_tracked(ref) or isinstance(ref, type):
+                continue
+            seen.add(id(ref))
+            found.append(ref)
+            stack.append(ref)
+    return found
+
+
+@pytest.mark.anyio
+async def test_a_run_of_one_span_and_its_tree_keep_eleven_objects_the_collector_tracks() -> None:
+    async def app(question: str) -> str:
+        return question.upper()
+
+    first = await run_captured(app, "a")
+    assert first.trace
+    run = await run_captured(app, "b")
+    assert run.trace
+    gc.collect()  # the collector stops tracking the tuples that hold only numbers
+
+    shared = {id(first)} | {id(o) for o in _tracked_reachable(first, set())}
+    kept = _tracked_reachable(run, shared)
+
+    # The outcome, the handler and its lock, its list of spans, the SDK's copy of the span
+    # and its context, the tree's list, its node, the node's children, the view and record.
+    assert len(kept) + 1 <= 11, sorted(type(o).__name__ for o in kept)

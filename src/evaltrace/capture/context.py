@@ -25,6 +25,7 @@ __all__ = [
     "ContextThreadPoolExecutor",
     "RunScope",
     "ScopeToken",
+    "captures_open",
     "close_capture_scope",
     "current_scope",
     "eval_inputs",
@@ -65,6 +66,11 @@ def note_spans_stay(stay: bool) -> None:
     with _captures_lock:
         _spans_stay = stay
         spans_unseen = stay and not _open_captures
+
+
+def captures_open() -> bool:
+    """Whether a capture block is open, in any thread."""
+    return _open_captures > 0
 
 
 def _count_capture(change: int) -> None:

@@ -40,9 +40,14 @@ class MemoryTraceHandler(InstrumentationHandler):
         # views remember how many spans and values they were built from instead of being
         # invalidated on every append.
         self._raw: list[ReadableSpan | SpanRecord] = []
-        self._values: list[WrapRecord] = []
+        # No list until a first value: most runs record none, and every object a capture
+        # keeps costs each collection of the garbage collector (bench_runner.py's c=50 figure).
+        self._values: list[WrapRecord] | tuple[()] = ()
         self._views: tuple[int, int, list[ObserveSpan | LLMSpan]] | None = None
-        self._tree: tuple[int, int, list[ObservationNode]] | None = None
+        # The tree and the counts it was built from, kept apart: a tuple of two ints is one
+        # the collector stops tracking (bench_runner.py's c=50 figure).
+        self._tree: list[ObservationNode] = []
+        self._tree_sizes: tuple[int, int] | None = None
         # Inputs and outputs of decorated calls kept off the spans (content capture off).
         self._content: dict[int, dict[str, Any]] = {}
 
@@ -52,7 +57,16 @@ class MemoryTraceHandler(InstrumentationHandler):
 
     def collect_value(self, record: WrapRecord) -> None:
         """Keep a ``wrap`` value (called by ``wrap``, on the app's thread)."""
-        self._values.append(record)
+        self._value_list().append(record)
+
+    def _value_list(self) -> list[WrapRecord]:
+        values = self._values
+        if type(values) is list:
+            return values
+        with self._lock:  # the first value: one list, whichever thread makes it
+            if type(self._values) is not list:
+                self._values = []
+            return self._values
 
     def collect_content(self, span_id: int, key: str, value: Any) -> None:
         """Keep a decorated call's input or output that content capture keeps off the span."""
@@ -68,7 +82,7 @@ class MemoryTraceHandler(InstrumentationHandler):
 
     def on_value(self, record: WrapRecord) -> None:
         """Keep ``record``."""
-        self._values.append(record)
+        self._value_list().append(record)
 
     @property
     def raw_spans(self) -> list[ReadableSpan | SpanRecord]:
@@ -108,9 +122,11 @@ class MemoryTraceHandler(InstrumentationHandler):
         """The captured spans as a tree: root nodes, children ordered by start time."""
         with self._lock:
             raws, values = list(self._raw), list(self._values)
-            if self._tree is None or self._tree[:2] != (len(raws), len(values)):
-                self._tree = (len(raws), len(values), self._build(raws, values))
-            return self._tree[2]
+            sizes = (len(raws), len(values))
+            if self._tree_sizes != sizes:
+                self._tree = self._build(raws, values)
+                self._tree_sizes = sizes
+            return self._tree
 
     @property
     def trace_ids(self) -> list[int]:
@@ -149,10 +165,11 @@ class MemoryTraceHandler(InstrumentationHandler):
         """Forget everything captured so far."""
         with self._lock:
             self._raw = []
-            self._values = []
+            self._values = ()
             self._content = {}
             self._views = None
-            self._tree = None
+            self._tree = []
+            self._tree_sizes = None
 
     def __len__(self) -> int:
         return len(self._raw)
@@ -181,7 +198,6 @@ class _CaptureBlock:
             )
         self._processor = runtime().processor
         self._opened = open_capture_scope(self.handler)
-        self._processor.hold_scope()
         return self.handler
 
     def __exit__(
