@@ -171,3 +171,18 @@ def test_a_score_out_of_range_is_still_an_errored_evaluation(returned: float) ->
     made = anyio.run(evaluate, check, Evaluable())
 
     assert made.error is not None and made.error.type == "InvalidEvaluatorResultError"
+
+
+@pytest.mark.parametrize("kind", [ModelUsage, JudgeUsage])
+def test_adding_two_usages_adds_each_field_and_keeps_the_kind(
+    kind: type[ModelUsage] | type[JudgeUsage],
+) -> None:
+    names = list(kind.model_fields)
+    one = kind(**{name: position + 1 for position, name in enumerate(names)})
+    other = kind(**{name: 10 * (position + 1) for position, name in enumerate(names)})
+
+    summed = one + other
+
+    assert type(summed) is kind
+    assert summed == kind(**{name: 11 * (position + 1) for position, name in enumerate(names)})
+    assert kind.from_counts(summed.counts()) == summed

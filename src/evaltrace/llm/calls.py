@@ -12,20 +12,55 @@ provider. Judge calls never appear here: they are kept out of the app's capture
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterable, Mapping
-from typing import Final
+from typing import Final, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace.trace import LLMSpan, ObservationNode
 
-__all__ = ["UNKNOWN_MODEL", "ModelUsage", "add_model_usage", "app_model_usage", "total_usage"]
+__all__ = [
+    "UNKNOWN_MODEL",
+    "Counts",
+    "ModelUsage",
+    "add_model_usage",
+    "app_model_usage",
+    "total_usage",
+]
 
 UNKNOWN_MODEL: Final = "(unknown model)"
 """The model a call is counted under when its span names none."""
 
 
-class ModelUsage(BaseModel):
+class Counts(BaseModel):
+    """A frozen bag of counts (its fields, every one an ``int``), added up field by field.
+
+    The base of :class:`ModelUsage` and :class:`~evaltrace.llm.JudgeUsage`: tallies keep a
+    model's counts as a plain list in field order (:meth:`counts`) and make the model of them
+    once, when read (:meth:`from_counts`).
+
+    Example:
+        >>> ModelUsage.from_counts([1, 120, 30, 0, 0]).counts()
+        (1, 120, 30, 0, 0)
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    @classmethod
+    def from_counts(cls, counts: Iterable[int]) -> Self:
+        """The model of ``counts``, one per field in the fields' order."""
+        return cls(**dict(zip(cls.model_fields, counts, strict=True)))
+
+    def counts(self) -> tuple[int, ...]:
+        """The counts, one per field in the fields' order."""
+        return tuple(self.__dict__.values())
+
+    def __add__(self, other: Self) -> Self:
+        return self.from_counts(map(operator.add, self.counts(), other.counts()))
+
+
+class ModelUsage(Counts):
     """The app's calls to one model (in one entry, or in a whole run), and their tokens.
 
     Example:
@@ -47,15 +82,6 @@ class ModelUsage(BaseModel):
     calls_without_tokens: int = Field(default=0, ge=0)
     """Of :attr:`calls`, those whose span recorded no token count (their tokens are unknown,
     not zero)."""
-
-    def __add__(self, other: ModelUsage) -> ModelUsage:
-        return ModelUsage(
-            calls=self.calls + other.calls,
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
-            calls_without_tokens=self.calls_without_tokens + other.calls_without_tokens,
-        )
 
     @property
     def total_tokens(self) -> int:

@@ -14,9 +14,10 @@ import threading
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from contextvars import ContextVar, Token
-from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from evaltrace.llm.calls import Counts
 
 __all__ = [
     "JudgeUsage",
@@ -28,19 +29,8 @@ __all__ = [
     "total_judge_usage",
 ]
 
-_FIELDS: Final = (
-    "requests",
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "cache_hits",
-    "cache_misses",
-    "saved_input_tokens",
-    "saved_output_tokens",
-)
 
-
-class JudgeUsage(BaseModel):
+class JudgeUsage(Counts):
     """The judge calls of one model (in one entry, or in a whole run).
 
     Example:
@@ -68,9 +58,6 @@ class JudgeUsage(BaseModel):
     """Prompt tokens the cache hits did not spend (what their answers cost when asked)."""
     saved_output_tokens: int = Field(default=0, ge=0)
     """Completion tokens the cache hits did not spend."""
-
-    def __add__(self, other: JudgeUsage) -> JudgeUsage:
-        return JudgeUsage(**{name: getattr(self, name) + getattr(other, name) for name in _FIELDS})
 
     @property
     def saved_tokens(self) -> int:
@@ -177,7 +164,7 @@ class JudgeUsageCollector:
         with self._lock:
             counts = self._counts.get(model)
             if counts is None:
-                counts = self._counts[model] = [0] * len(_FIELDS)
+                counts = self._counts[model] = [0] * len(JudgeUsage.model_fields)
             for position, amount in pairs:
                 counts[position] += amount
 
@@ -212,10 +199,7 @@ class JudgeUsageCollector:
         if not self._counts:  # no judge call: the entry of a run without judges
             return {}
         with self._lock:
-            return {
-                model: JudgeUsage(**dict(zip(_FIELDS, counts, strict=True)))
-                for model, counts in self._counts.items()
-            }
+            return {model: JudgeUsage.from_counts(counts) for model, counts in self._counts.items()}
 
 
 _COLLECTOR: ContextVar[JudgeUsageCollector | None] = ContextVar(

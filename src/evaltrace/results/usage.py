@@ -9,15 +9,13 @@ given a price table, the cost.
 
 from __future__ import annotations
 
-import operator
 from array import array
-from collections.abc import Callable, Mapping
-from typing import Final
+from collections.abc import Mapping
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from evaltrace.llm.calls import ModelUsage, total_usage
+from evaltrace.llm.calls import Counts, ModelUsage, total_usage
 from evaltrace.llm.prices import Cost, PriceTable
 from evaltrace.llm.usage import JudgeUsage
 
@@ -147,17 +145,13 @@ class UsageTally:
     @property
     def usage(self) -> dict[str, ModelUsage]:
         """The app's model calls, by model."""
-        return {
-            model: ModelUsage(**dict(zip(_MODEL_FIELDS, counts, strict=True)))
-            for model, counts in self._usage.items()
-        }
+        return {model: ModelUsage.from_counts(counts) for model, counts in self._usage.items()}
 
     @property
     def judge_usage(self) -> dict[str, JudgeUsage]:
         """The judges' calls, by model."""
         return {
-            model: JudgeUsage(**dict(zip(_JUDGE_FIELDS, counts, strict=True)))
-            for model, counts in self._judge_usage.items()
+            model: JudgeUsage.from_counts(counts) for model, counts in self._judge_usage.items()
         }
 
     def add(
@@ -168,9 +162,9 @@ class UsageTally:
     ) -> None:
         """Add one entry: its app's calls, its judges' calls, its app's wall time (0: none)."""
         if usage:
-            _add_counts(self._usage, usage, _model_counts)
+            _add_counts(self._usage, usage)
         if judge_usage:
-            _add_counts(self._judge_usage, judge_usage, _judge_counts)
+            _add_counts(self._judge_usage, judge_usage)
         if duration_s > 0:
             self.durations.append(duration_s)
 
@@ -189,20 +183,10 @@ class UsageTally:
         }
 
 
-_MODEL_FIELDS: Final = tuple(ModelUsage.model_fields)
-_JUDGE_FIELDS: Final = tuple(JudgeUsage.model_fields)
-_model_counts: Final = operator.attrgetter(*_MODEL_FIELDS)
-_judge_counts: Final = operator.attrgetter(*_JUDGE_FIELDS)
-
-
-def _add_counts(
-    totals: dict[str, list[int]],
-    more: Mapping[str, BaseModel],
-    counts_of: Callable[[BaseModel], tuple[int, ...]],
-) -> None:
+def _add_counts(totals: dict[str, list[int]], more: Mapping[str, Counts]) -> None:
     """Add each model's counts of ``more`` to ``totals``, in place."""
     for model, usage in more.items():
-        counts = counts_of(usage)
+        counts = usage.counts()
         total = totals.get(model)
         if total is None:
             totals[model] = list(counts)
